@@ -1,0 +1,44 @@
+"""servescope's simulation core: vLLM's scheduler and paged KV cache, step by step.
+
+Pure Python, standard library only; usable headless:
+
+    from scheduler_core import EngineConfig, Simulation, synthetic_workload
+    sim = Simulation(EngineConfig(num_gpu_blocks=2048), synthetic_workload(100, 10.0, 512, 128, seed=0))
+    for record in sim.records():
+        print(record.step, record.num_batched_tokens, record.kv_usage)
+"""
+
+from .config import VLLM_PROFILES, EngineConfig, VllmCompat
+from .cost_model import CostModel, Efficiency, GpuSpec, ModelSpec
+from .errors import ConfigError
+from .policies import SCHEDULERS, make_scheduler
+from .request import Request, RequestStatus
+from .scheduler import Scheduler, SchedulerError, SchedulerOutput
+from .simulation import Simulation, SimulationStalled, SimulationState
+from .step_record import ScheduledChunk, StepRecord
+from .workload import RequestSpec, synthetic_workload
+
+__all__ = [
+    "VLLM_PROFILES",
+    "ConfigError",
+    "CostModel",
+    "Efficiency",
+    "EngineConfig",
+    "GpuSpec",
+    "ModelSpec",
+    "Request",
+    "RequestSpec",
+    "RequestStatus",
+    "SCHEDULERS",
+    "ScheduledChunk",
+    "Scheduler",
+    "SchedulerError",
+    "SchedulerOutput",
+    "Simulation",
+    "SimulationStalled",
+    "SimulationState",
+    "StepRecord",
+    "VllmCompat",
+    "make_scheduler",
+    "synthetic_workload",
+]

@@ -1,0 +1,161 @@
+"""The paged KV cache's physical blocks: ref counts, prefix-cache hashes and the LRU free queue.
+
+Block state lives in flat lists indexed by block id rather than in one object per block: every
+operation stays O(1) per block touched, and a snapshot of the pool is a handful of list copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+NULL_BLOCK_ID = 0
+
+
+class BlockPool:
+    """`num_blocks` KV blocks, of which block 0 is vLLM's reserved null block (never handed out).
+
+    Free blocks wait in a doubly linked queue: allocation takes from the head, frees go to the
+    tail, so the least recently used cached block is evicted first. With prefix caching, a freed
+    full block keeps its hash while it waits and can be hit again until it is reallocated.
+    """
+
+    def __init__(self, num_blocks: int, enable_caching: bool, unhashed_blocks_reused_first: bool = True):
+        self.num_blocks = num_blocks
+        self.enable_caching = enable_caching
+        self.unhashed_blocks_reused_first = unhashed_blocks_reused_first
+        self.ref_cnt = [0] * num_blocks
+        # Hash of the full block's prefix while it is in the prefix cache, else None.
+        self.block_hash: list[int | None] = [None] * num_blocks
+        # hash -> ids of the blocks holding that prefix, oldest first (duplicates happen when two
+        # requests compute the same block before either is cached; the first one serves hits).
+        self.cached_block_hash_to_block: dict[int, list[int]] = {}
+        # The free queue's links; `head` and `tail` are sentinel slots past the real blocks.
+        self.head = num_blocks
+        self.tail = num_blocks + 1
+        self.next_free = list(range(1, num_blocks + 1)) + [0, -1]
+        self.prev_free = list(range(-1, num_blocks - 1)) + [-1, num_blocks - 1]
+        self.next_free[num_blocks - 1] = self.tail
+        self.prev_free[0] = self.head
+        self.num_free_blocks = num_blocks
+        # Take the null block out of the queue: an empty pool reports num_blocks - 1 free.
+        self._remove_from_free_queue(NULL_BLOCK_ID)
+        # Running totals; a step record reports their change over the step.
+        self.num_allocated_total = 0
+        self.num_freed_total = 0
+        self.num_evicted_total = 0
+
+    # -- the free queue ---------------------------------------------------------------------
+    def _remove_from_free_queue(self, block_id: int) -> None:
+        prev_id = self.prev_free[block_id]
+        next_id = self.next_free[block_id]
+        self.next_free[prev_id] = next_id
+        self.prev_free[next_id] = prev_id
+        self.num_free_blocks -= 1
+
+    def _append_to_free_queue(self, block_ids: list[int]) -> None:
+        next_free, prev_free = self.next_free, self.prev_free
+        last = prev_free[self.tail]
+        for block_id in block_ids:
+            next_free[last] = block_id
+            prev_free[block_id] = last
+            last = block_id
+        next_free[last] = self.tail
+        prev_free[self.tail] = last
+        self.num_free_blocks += len(block_ids)
+
+    def _prepend_to_free_queue(self, block_ids: list[int]) -> None:
+        next_free, prev_free = self.next_free, self.prev_free
+        first = next_free[self.head]
+        last = self.head
+        for block_id in block_ids:
+            next_free[last] = block_id
+            prev_free[block_id] = last
+            last = block_id
+        next_free[last] = first
+        prev_free[first] = last
+        self.num_free_blocks += len(block_ids)
+
+    def free_queue_order(self) -> list[int]:
+        """Free block ids from the next to be allocated to the last (O(free blocks); for views)."""
+        order = []
+        block_id = self.next_free[self.head]
+        while block_id != self.tail:
+            order.append(block_id)
+            block_id = self.next_free[block_id]
+        return order
+
+    # -- allocation -------------------------------------------------------------------------
+    def get_new_blocks(self, num_blocks: int) -> list[int]:
+        """Take `num_blocks` from the head of the free queue, evicting any cached prefix they hold."""
+        if num_blocks > self.num_free_blocks:
+            raise ValueError(f"cannot get {num_blocks} free blocks from the pool ({self.num_free_blocks} free)")
+        next_free, ref_cnt, block_hash = self.next_free, self.ref_cnt, self.block_hash
+        taken = []
+        block_id = next_free[self.head]
+        for _ in range(num_blocks):
+            taken.append(block_id)
+            ref_cnt[block_id] = 1
+            if block_hash[block_id] is not None:
+                self._evict(block_id)
+            block_id = next_free[block_id]
+        next_free[self.head] = block_id
+        self.prev_free[block_id] = self.head
+        self.num_free_blocks -= num_blocks
+        self.num_allocated_total += num_blocks
+        return taken
+
+    def _evict(self, block_id: int) -> None:
+        block_hash = self.block_hash[block_id]
+        holders = self.cached_block_hash_to_block[block_hash]
+        holders.remove(block_id)
+        if not holders:
+            del self.cached_block_hash_to_block[block_hash]
+        self.block_hash[block_id] = None
+        self.num_evicted_total += 1
+
+    def touch(self, block_ids: Iterable[int]) -> None:
+        """Take a reference on prefix-cache hits; a hit on a free cached block takes it off the queue."""
+        ref_cnt = self.ref_cnt
+        for block_id in block_ids:
+            if ref_cnt[block_id] == 0:
+                self._remove_from_free_queue(block_id)
+            ref_cnt[block_id] += 1
+
+    def free_blocks(self, ordered_block_ids: Iterable[int]) -> None:
+        """Drop one reference from each block; blocks nobody uses any more return to the queue.
+
+        The order is eviction order (callers pass a request's blocks tail first, so a chain's
+        tail is evicted before its head). Blocks without a hash can never be hit again, so they
+        go to the front to be reused first; cached blocks go to the back (LRU).
+        """
+        ref_cnt, block_hash = self.ref_cnt, self.block_hash
+        reuse_first: list[int] = []
+        reuse_last: list[int] = []
+        for block_id in ordered_block_ids:
+            ref_cnt[block_id] -= 1
+            if ref_cnt[block_id] == 0:
+                if self.unhashed_blocks_reused_first and block_hash[block_id] is None:
+                    reuse_first.append(block_id)
+                else:
+                    reuse_last.append(block_id)
+        self._prepend_to_free_queue(reuse_first)
+        self._append_to_free_queue(reuse_last)
+        self.num_freed_total += len(reuse_first) + len(reuse_last)
+
+    # -- the prefix cache -------------------------------------------------------------------
+    def get_cached_block(self, block_hash: int) -> int | None:
+        holders = self.cached_block_hash_to_block.get(block_hash)
+        return holders[0] if holders else None
+
+    def cache_full_block(self, block_id: int, block_hash: int) -> None:
+        self.block_hash[block_id] = block_hash
+        self.cached_block_hash_to_block.setdefault(block_hash, []).append(block_id)
+
+    @property
+    def num_cached_blocks(self) -> int:
+        return sum(len(holders) for holders in self.cached_block_hash_to_block.values())
+
+    def usage(self, exclude_null_block: bool = True) -> float:
+        """Fraction of blocks in use; evictable cached blocks count as free, as in vLLM."""
+        total = self.num_blocks - 1 if exclude_null_block else self.num_blocks
+        return 1.0 - self.num_free_blocks / total

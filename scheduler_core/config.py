@@ -1,0 +1,144 @@
+"""Engine configuration: vLLM's scheduler and cache settings, validated with the field at fault.
+
+Names follow vLLM's `SchedulerConfig` / `CacheConfig` so a reader can move between the two.
+`VllmCompat` holds the behaviour switches that differ between vLLM releases: 0.33.0 is the
+default; 0.10.1.1 is the same scheduler with each of the recorded rule changes reverted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, fields
+
+from .errors import ConfigError
+
+POLICIES = ("vllm-v1", "vllm-v0", "static")
+SCHEDULING_ORDERS = ("fcfs", "priority")
+PREEMPTION_MODES = ("recompute", "swap")
+KV_ALLOCATORS = ("paged", "contiguous")
+
+
+@dataclass(frozen=True)
+class VllmCompat:
+    """vLLM behaviours that changed between 0.10.1.1 and 0.33.0, one named switch each.
+
+    True is the 0.33.0 behaviour. Each switch can be flipped on its own to see what that one
+    change does to a workload (`../shared/data/vllm_oracle/README.md` proves each against vLLM).
+    """
+
+    # R1: admit a waiting request only if the free blocks cover its whole current context, not
+    # just its first chunk; stops chunked prefill from admitting work it cannot finish.
+    full_prompt_admission: bool = True
+    # R2: `long_prefill_token_threshold` is lifted when at most one request is running or
+    # waiting, since there is nobody to starve.
+    long_prefill_cap_lifted_when_alone: bool = True
+    # R3: without chunked prefill, a prompt larger than the remaining budget stops the waiting
+    # scan (strict head of line); 0.10 skipped it and tried the requests behind it.
+    unchunked_prompt_blocks_queue: bool = True
+    # R4: requests skipped during one waiting scan go back to the head in their original order;
+    # 0.10 put them back reversed.
+    skipped_requests_keep_order: bool = True
+    # R5: freed blocks without a prefix hash go to the FRONT of the free queue (reused first, so
+    # cached blocks live longer); 0.10 appended every freed block to the tail.
+    unhashed_blocks_reused_first: bool = True
+    # R6: when priority preemption picks a request already scheduled this step, unschedule it
+    # and return its tokens to the budget (0.10 crashed); a request that preempts itself lets
+    # the higher-priority requests behind it still try (0.10 stopped the running scan).
+    priority_victim_unscheduled: bool = True
+    # R7: KV usage excludes the reserved null block: 1 - free / (num_gpu_blocks - 1).
+    usage_excludes_null_block: bool = True
+
+    @classmethod
+    def for_version(cls, version: str) -> "VllmCompat":
+        try:
+            return VLLM_PROFILES[version]
+        except KeyError:
+            raise ConfigError(
+                "vllm_version", f"unknown version {version!r}; expected one of {sorted(VLLM_PROFILES)}"
+            ) from None
+
+
+VLLM_PROFILES = {
+    "0.33.0": VllmCompat(),
+    "0.10.1.1": VllmCompat(**{f.name: False for f in fields(VllmCompat)}),
+}
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Everything that decides what the engine schedules, with vLLM's defaults for a large GPU."""
+
+    block_size: int = 16
+    num_gpu_blocks: int = 8192
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 2048
+    max_model_len: int = 4096
+    enable_chunked_prefill: bool = True
+    enable_prefix_caching: bool = True
+    long_prefill_token_threshold: int = 0
+    policy: str = "vllm-v1"
+    scheduling_order: str = "fcfs"
+    preemption_mode: str = "recompute"
+    # CPU blocks for swap preemption (vLLM V0's `swap_space`); only used with preemption_mode=swap.
+    num_cpu_blocks: int = 0
+    kv_allocator: str = "paged"
+    compat: VllmCompat = field(default_factory=VllmCompat)
+
+    def __post_init__(self) -> None:
+        positive = ("block_size", "num_gpu_blocks", "max_num_seqs", "max_num_batched_tokens", "max_model_len")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(name, f"must be a positive integer, got {value!r}")
+        if self.num_gpu_blocks < 2:
+            raise ConfigError("num_gpu_blocks", "must be at least 2 (block 0 is the reserved null block)")
+        for name in ("long_prefill_token_threshold", "num_cpu_blocks"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ConfigError(name, f"must be a non-negative integer, got {value!r}")
+        for name, allowed in (
+            ("policy", POLICIES),
+            ("scheduling_order", SCHEDULING_ORDERS),
+            ("preemption_mode", PREEMPTION_MODES),
+            ("kv_allocator", KV_ALLOCATORS),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(name, f"unknown value {getattr(self, name)!r}; expected one of {list(allowed)}")
+        if self.max_num_batched_tokens < self.max_num_seqs:
+            raise ConfigError(
+                "max_num_batched_tokens", f"must be >= max_num_seqs ({self.max_num_seqs}): every running request needs a token"
+            )
+        if self.long_prefill_token_threshold > self.max_model_len:
+            raise ConfigError("long_prefill_token_threshold", f"cannot exceed max_model_len ({self.max_model_len})")
+        if self.preemption_mode == "swap" and self.num_cpu_blocks == 0:
+            raise ConfigError("num_cpu_blocks", "swap preemption needs CPU swap space (num_cpu_blocks > 0)")
+        if self.kv_allocator == "contiguous" and self.enable_prefix_caching:
+            raise ConfigError("enable_prefix_caching", "the contiguous allocator cannot share blocks; turn it off")
+        if not self.enable_chunked_prefill and self.max_num_batched_tokens < self.max_model_len:
+            # vLLM refuses this too: a prompt of max_model_len tokens could never be scheduled.
+            raise ConfigError(
+                "max_num_batched_tokens",
+                f"without chunked prefill it must be >= max_model_len ({self.max_model_len})",
+            )
+
+    def replace(self, **changes) -> "EngineConfig":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "EngineConfig":
+        """Build from plain JSON-like data; unknown keys are errors so typos are not ignored."""
+        known = {f.name for f in fields(cls)}
+        for key in data:
+            if key not in known:
+                raise ConfigError(key, "unknown engine setting")
+        data = dict(data)
+        if isinstance(data.get("compat"), dict):
+            compat_known = {f.name for f in fields(VllmCompat)}
+            for key in data["compat"]:
+                if key not in compat_known:
+                    raise ConfigError(f"compat.{key}", "unknown vLLM compatibility switch")
+            data["compat"] = VllmCompat(**data["compat"])
+        return cls(**data)

@@ -1,0 +1,165 @@
+"""PagedAttention's allocator: per-request block tables over a shared block pool, with prefix caching.
+
+A request holds only the blocks its tokens need, taken one block at a time as it grows, so the
+only waste is the unfilled tail of its last block. Full blocks are hashed by their prefix and
+shared between requests with the same prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .block_pool import BlockPool
+from .request import Request
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class KVCacheManager:
+    """vLLM V1's `KVCacheManager` for one full-attention KV cache group."""
+
+    def __init__(
+        self,
+        num_gpu_blocks: int,
+        block_size: int,
+        max_model_len: int,
+        enable_caching: bool,
+        unhashed_blocks_reused_first: bool = True,
+        usage_excludes_null_block: bool = True,
+    ):
+        self.block_size = block_size
+        self.max_model_len = max_model_len
+        self.enable_caching = enable_caching
+        self.usage_excludes_null_block = usage_excludes_null_block
+        self.block_pool = BlockPool(num_gpu_blocks, enable_caching, unhashed_blocks_reused_first)
+        # request id -> its block table: logical block i -> physical block id.
+        self.req_to_blocks: dict[str, list[int]] = {}
+        # request id -> how many leading blocks of its table are already in the prefix cache.
+        self.num_cached_block: dict[str, int] = {}
+        # Prefix-cache hits handed out, in blocks (a step record reports the change).
+        self.num_hit_blocks_total = 0
+
+    @property
+    def num_free_blocks(self) -> int:
+        return self.block_pool.num_free_blocks
+
+    @property
+    def num_total_blocks(self) -> int:
+        return self.block_pool.num_blocks
+
+    @property
+    def usage(self) -> float:
+        return self.block_pool.usage(self.usage_excludes_null_block)
+
+    def get_block_ids(self, request_id: str) -> list[int]:
+        return self.req_to_blocks.get(request_id, [])
+
+    def get_computed_blocks(self, request: Request) -> tuple[list[int], int]:
+        """The longest run of cached full blocks that prefixes the request, and its token count.
+
+        A full hit still leaves the last token to compute: the model needs its logits to sample.
+        """
+        if not self.enable_caching:
+            return [], 0
+        max_cache_hit_length = request.num_tokens - 1
+        block_hashes = request.update_block_hashes(self.block_size, request.num_tokens)
+        hits = []
+        for block_hash in block_hashes[: max_cache_hit_length // self.block_size]:
+            block_id = self.block_pool.get_cached_block(block_hash)
+            if block_id is None:
+                break
+            hits.append(block_id)
+        return hits, len(hits) * self.block_size
+
+    def num_blocks_to_allocate(self, request_id: str, num_tokens: int, new_computed_blocks: Sequence[int]) -> int:
+        """New blocks needed to hold `num_tokens`, counting hits that sit evictable in the free queue:
+        touching them takes them out of the free queue just as an allocation would."""
+        num_existing = len(self.req_to_blocks.get(request_id, ()))
+        num_new = max(cdiv(num_tokens, self.block_size) - len(new_computed_blocks) - num_existing, 0)
+        ref_cnt = self.block_pool.ref_cnt
+        return num_new + sum(1 for block_id in new_computed_blocks if ref_cnt[block_id] == 0)
+
+    def allocate_slots(
+        self,
+        request: Request,
+        num_new_tokens: int,
+        num_new_computed_tokens: int = 0,
+        new_computed_blocks: Sequence[int] = (),
+        full_sequence_must_fit: bool = False,
+    ) -> list[int] | None:
+        """Give the request slots for `num_new_tokens` more tokens; None if the pool is too short.
+
+        `full_sequence_must_fit` is vLLM 0.33's admission gate: the free blocks must cover the
+        request's whole current context, not just this chunk.
+        """
+        request_id = request.request_id
+        num_computed_tokens = min(request.num_computed_tokens + num_new_computed_tokens, self.max_model_len)
+        free = self.block_pool.num_free_blocks
+        if full_sequence_must_fit:
+            full_num_tokens = min(request.num_tokens, self.max_model_len)
+            if self.num_blocks_to_allocate(request_id, full_num_tokens, new_computed_blocks) > free:
+                return None
+        num_tokens_need_slot = min(num_computed_tokens + num_new_tokens, self.max_model_len)
+        if self.num_blocks_to_allocate(request_id, num_tokens_need_slot, new_computed_blocks) > free:
+            return None
+
+        req_blocks = self.req_to_blocks.setdefault(request_id, [])
+        if new_computed_blocks:
+            self.block_pool.touch(new_computed_blocks)
+            req_blocks.extend(new_computed_blocks)
+            self.num_cached_block[request_id] = len(req_blocks)
+            self.num_hit_blocks_total += len(new_computed_blocks)
+        num_new_blocks = cdiv(num_tokens_need_slot, self.block_size) - len(req_blocks)
+        new_blocks = self.block_pool.get_new_blocks(num_new_blocks) if num_new_blocks > 0 else []
+        req_blocks.extend(new_blocks)
+        if self.enable_caching:
+            # Blocks become hittable as soon as they are scheduled, before the model runs: the
+            # step that computes them finishes before any later step could read them.
+            self.cache_blocks(request, min(num_computed_tokens + num_new_tokens, request.num_tokens))
+        return new_blocks
+
+    def cache_blocks(self, request: Request, num_tokens: int) -> None:
+        request_id = request.request_id
+        num_cached = self.num_cached_block.get(request_id, 0)
+        num_full = num_tokens // self.block_size
+        if num_cached >= num_full:
+            return
+        block_hashes = request.update_block_hashes(self.block_size, num_tokens)
+        req_blocks = self.req_to_blocks[request_id]
+        for index in range(num_cached, num_full):
+            self.block_pool.cache_full_block(req_blocks[index], block_hashes[index])
+        self.num_cached_block[request_id] = num_full
+
+    def free(self, request: Request) -> None:
+        """Release a request's blocks, tail first, so a chain's tail is evicted before its head."""
+        blocks = self.req_to_blocks.pop(request.request_id, [])
+        self.num_cached_block.pop(request.request_id, None)
+        self.block_pool.free_blocks(reversed(blocks))
+
+    def counters(self) -> tuple[int, int, int, int]:
+        """Running totals of blocks allocated, freed, evicted from the prefix cache, and hit."""
+        pool = self.block_pool
+        return pool.num_allocated_total, pool.num_freed_total, pool.num_evicted_total, self.num_hit_blocks_total
+
+
+class SwapSpace:
+    """CPU memory that holds the KV blocks of requests preempted by swapping (vLLM V0's swap_space)."""
+
+    def __init__(self, num_cpu_blocks: int):
+        self.num_cpu_blocks = num_cpu_blocks
+        self.num_free_blocks = num_cpu_blocks
+        self.swapped_blocks: dict[str, int] = {}
+
+    def can_swap_out(self, num_blocks: int) -> bool:
+        return num_blocks <= self.num_free_blocks
+
+    def swap_out(self, request_id: str, num_blocks: int) -> None:
+        self.swapped_blocks[request_id] = num_blocks
+        self.num_free_blocks -= num_blocks
+
+    def swap_in(self, request_id: str) -> int:
+        num_blocks = self.swapped_blocks.pop(request_id)
+        self.num_free_blocks += num_blocks
+        return num_blocks

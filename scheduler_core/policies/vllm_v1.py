@@ -1,0 +1,138 @@
+"""vLLM V1's scheduler: running requests first, then waiting ones, under one token budget.
+
+Reproduces `vllm/v1/core/sched/scheduler.py` (0.33.0; 0.10.1.1 through `VllmCompat`) step for
+step, oddities included: head-of-line blocking, preempting the newest request, no admissions
+in a step that preempted.
+"""
+
+from __future__ import annotations
+
+from ..request import Request, RequestStatus
+from ..scheduler import Scheduler, SchedulerError, SchedulerOutput
+
+
+class VllmV1Scheduler(Scheduler):
+    name = "vllm-v1"
+
+    def schedule(self, now: float = 0.0) -> SchedulerOutput:
+        config, compat, kv = self.config, self.config.compat, self.kv_cache_manager
+        by_priority = config.scheduling_order == "priority"
+        output = SchedulerOutput()
+        num_scheduled = output.num_scheduled_tokens
+        token_budget = config.max_num_batched_tokens
+
+        # The long-prefill cap exists so one long prompt cannot starve the others of budget;
+        # with nobody else to starve, 0.33 lets it use the whole budget.
+        long_prefill_threshold = config.long_prefill_token_threshold
+        num_eligible = len(self.running) + len(self.waiting) + len(self.swapped)
+        if compat.long_prefill_cap_lifted_when_alone and num_eligible <= 1:
+            long_prefill_threshold = 0
+
+        # 1. RUNNING requests, in list order: decodes and unfinished prefill chunks alike.
+        # NOTE: running requests come first so a step never stalls the decodes already in
+        # flight to make room for new prompts (the stall that chunked prefill removes).
+        running = self.running
+        req_index = 0
+        while req_index < len(running) and token_budget > 0:
+            request = running[req_index]
+            num_new_tokens = request.num_tokens - request.num_computed_tokens
+            if 0 < long_prefill_threshold < num_new_tokens:
+                num_new_tokens = long_prefill_threshold
+            num_new_tokens = min(num_new_tokens, token_budget, config.max_model_len - 1 - request.num_computed_tokens)
+            if num_new_tokens <= 0:
+                req_index += 1
+                continue
+
+            while (new_blocks := kv.allocate_slots(request, num_new_tokens)) is None:
+                # Out of blocks: preempt the lowest-priority running request and retry. Under
+                # FCFS that is the newest (last) one, which may be this request itself.
+                if by_priority:
+                    victim = max(running, key=Request.sort_key)
+                    victim_index = running.index(victim)
+                    del running[victim_index]
+                    if victim.request_id in num_scheduled:
+                        if not compat.priority_victim_unscheduled:
+                            raise SchedulerError(
+                                f"vLLM 0.10.1.1 fails an assertion here: priority preemption picked "
+                                f"{victim.request_id!r}, already scheduled this step "
+                                "(compat.priority_victim_unscheduled fixes it, as vLLM 0.33 did)"
+                            )
+                        token_budget += num_scheduled.pop(victim.request_id)
+                    if victim_index < req_index and compat.priority_victim_unscheduled:
+                        req_index -= 1
+                else:
+                    victim = running.pop()
+                self._preempt(victim, output)
+                if victim is request:
+                    break
+
+            if new_blocks is None:
+                if by_priority and compat.priority_victim_unscheduled and request.status != RequestStatus.RUNNING:
+                    # It was the lowest-priority request and preempted itself; the ones after
+                    # it rank higher and may fit in the blocks it just freed.
+                    continue
+                break
+            num_scheduled[request.request_id] = num_new_tokens
+            token_budget -= num_new_tokens
+            req_index += 1
+
+        # 2. Requests preempted by swapping come back before anything new is admitted.
+        if not output.preempted_reqs:
+            while self.swapped and token_budget > 0 and len(running) < config.max_num_seqs:
+                request = self.swapped[0]
+                num_new_tokens = min(request.num_tokens - request.num_computed_tokens, token_budget)
+                if not self._try_swap_in(request, num_new_tokens, output):
+                    break
+                self.swapped.popleft()
+                num_scheduled[request.request_id] = num_new_tokens
+                token_budget -= num_new_tokens
+
+        # 3. WAITING requests from the head, only if nobody was preempted: a step that had to
+        # take blocks away has none to give to newcomers.
+        if not output.preempted_reqs and not self.swapped:
+            token_budget = self._schedule_waiting(output, token_budget, long_prefill_threshold)
+        return self._finish_schedule(output, now)
+
+    def _schedule_waiting(self, output: SchedulerOutput, token_budget: int, long_prefill_threshold: int) -> int:
+        config, compat, kv = self.config, self.config.compat, self.kv_cache_manager
+        waiting = self.waiting
+        skipped: list[Request] = []
+        while waiting and token_budget > 0:
+            if len(self.running) >= config.max_num_seqs:
+                break
+            request = waiting.peek_request()
+            if request.num_computed_tokens == 0:
+                computed_blocks, num_computed_tokens = kv.get_computed_blocks(request)
+            else:
+                computed_blocks, num_computed_tokens = [], request.num_computed_tokens
+            num_cached_tokens = len(computed_blocks) * config.block_size
+
+            num_new_tokens = request.num_tokens - num_computed_tokens
+            if 0 < long_prefill_threshold < num_new_tokens:
+                num_new_tokens = long_prefill_threshold
+            if not config.enable_chunked_prefill and num_new_tokens > token_budget:
+                # Without chunking a prompt runs whole or not at all.
+                if compat.unchunked_prompt_blocks_queue:
+                    break
+                skipped.append(waiting.pop_request())
+                continue
+            num_new_tokens = min(num_new_tokens, token_budget)
+
+            new_blocks = kv.allocate_slots(
+                request,
+                num_new_tokens,
+                num_cached_tokens,
+                computed_blocks,
+                full_sequence_must_fit=compat.full_prompt_admission,
+            )
+            if new_blocks is None:
+                # Head-of-line blocking: vLLM does not look past a request that does not fit.
+                break
+            waiting.pop_request()
+            self._admit(request, num_computed_tokens, num_cached_tokens, output)
+            output.num_scheduled_tokens[request.request_id] = num_new_tokens
+            token_budget -= num_new_tokens
+
+        if skipped:
+            waiting.prepend_requests(skipped if compat.skipped_requests_keep_order else reversed(skipped))
+        return token_budget

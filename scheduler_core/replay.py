@@ -1,0 +1,142 @@
+"""Replay a recorded vLLM trace through the `vllm-v1` policy and log it in vLLM's own format.
+
+The trace and log formats are those of the recordings of vLLM's real scheduler (see
+`tests/fixtures/vllm_oracle/README.md`): steps are numbered, arrivals are given by step, and the
+fake model samples one token for every request whose context is fully computed. Equal logs mean
+the simulation made vLLM's decisions, step for step.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from .config import EngineConfig, VllmCompat
+from .errors import ConfigError
+from .policies.vllm_v1 import VllmV1Scheduler
+from .request import Request
+
+TRACE_CONFIG_KEYS = {
+    "block_size",
+    "num_gpu_blocks",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "max_model_len",
+    "enable_chunked_prefill",
+    "enable_prefix_caching",
+    "long_prefill_token_threshold",
+}
+
+
+def load_trace(path: str | Path) -> dict:
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise ConfigError(str(path), f"not valid JSON ({e.msg} at line {e.lineno})") from None
+
+
+def engine_config_from_trace(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None = None) -> EngineConfig:
+    config = trace.get("config")
+    if not isinstance(config, dict):
+        raise ConfigError("config", "the trace needs a 'config' object")
+    unknown = set(config) - TRACE_CONFIG_KEYS - {"policy"}
+    if unknown:
+        raise ConfigError(f"config.{sorted(unknown)[0]}", "unknown setting in trace config")
+    return EngineConfig(
+        **{key: config[key] for key in TRACE_CONFIG_KEYS if key in config},
+        scheduling_order=config.get("policy", "fcfs"),
+        compat=compat or VllmCompat.for_version(vllm_version),
+    )
+
+
+def requests_from_trace(trace: dict) -> list[tuple[int, dict]]:
+    """(arrival_step, request fields) in trace order, validated with the offending entry named."""
+    entries = trace.get("requests")
+    if not isinstance(entries, list):
+        raise ConfigError("requests", "the trace needs a 'requests' list")
+    out = []
+    seen = set()
+    for index, entry in enumerate(entries):
+        where = f"requests[{index}]"
+        for key in ("id", "arrival_step", "prompt_token_ids", "max_tokens"):
+            if key not in entry:
+                raise ConfigError(f"{where}.{key}", "missing")
+        if entry["id"] in seen:
+            raise ConfigError(f"{where}.id", f"duplicate id {entry['id']!r}")
+        seen.add(entry["id"])
+        if not isinstance(entry["arrival_step"], int) or entry["arrival_step"] < 0:
+            raise ConfigError(f"{where}.arrival_step", "must be a non-negative integer")
+        if not isinstance(entry["max_tokens"], int) or entry["max_tokens"] <= 0:
+            raise ConfigError(f"{where}.max_tokens", "must be a positive integer")
+        if not entry["prompt_token_ids"]:
+            raise ConfigError(f"{where}.prompt_token_ids", "must not be empty")
+        out.append((entry["arrival_step"], entry))
+    return out
+
+
+def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None = None) -> Iterator[dict]:
+    """Yield one log line (a dict in the oracle's field order) per step until every request finishes."""
+    config = engine_config_from_trace(trace, vllm_version, compat)
+    for index, (_, entry) in enumerate(requests_from_trace(trace)):
+        if len(entry["prompt_token_ids"]) > config.max_model_len:
+            raise ConfigError(f"requests[{index}].prompt_token_ids", f"longer than max_model_len={config.max_model_len}")
+    pending = requests_from_trace(trace)
+    scheduler = VllmV1Scheduler(config)
+    kv = scheduler.kv_cache_manager
+    next_pending = 0
+    arrival_index = 0
+    step = 0
+    while next_pending < len(pending) or scheduler.has_unfinished_requests():
+        arrivals = []
+        while next_pending < len(pending) and pending[next_pending][0] <= step:
+            entry = pending[next_pending][1]
+            next_pending += 1
+            scheduler.add_request(
+                Request(
+                    entry["id"],
+                    entry["prompt_token_ids"],
+                    entry["max_tokens"],
+                    arrival_time=step + 1e-6 * arrival_index,
+                    priority=entry.get("priority", 0),
+                    arrival_index=arrival_index,
+                )
+            )
+            arrivals.append(entry["id"])
+            arrival_index += 1
+        output = scheduler.schedule(now=float(step))
+        result = scheduler.update_from_output(output, now=float(step))
+        yield {
+            "step": step,
+            "arrivals": arrivals,
+            "scheduled": dict(output.num_scheduled_tokens),
+            "total_tokens": output.total_num_scheduled_tokens,
+            "new": output.scheduled_new_reqs,
+            "resumed": output.scheduled_resumed_reqs,
+            "cached_tokens": output.num_cached_tokens,
+            "preempted": output.preempted_reqs,
+            "sampled": result.sampled,
+            "finished": result.finished,
+            "num_free_blocks_after_schedule": output.num_free_blocks_after_schedule,
+            "num_free_blocks": kv.num_free_blocks,
+            "kv_usage": round(kv.usage, 6),
+            "num_running": len(scheduler.running),
+            "num_waiting": len(scheduler.waiting),
+        }
+        step += 1
+
+
+def write_log(lines: Iterator[dict], path: str | Path) -> int:
+    """Write JSON lines (gzip if the name ends in .gz); returns the number of steps."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    count = 0
+    with opener(path, "wt") as f:
+        for line in lines:
+            f.write(json.dumps(line, separators=(", ", ": ")) + "\n")
+            count += 1
+    return count

@@ -1,0 +1,194 @@
+"""What every scheduling policy shares: the queues, preemption, and the step's postprocessing.
+
+A policy subclasses `Scheduler` and writes only `schedule()`: which requests run this step and
+with how many tokens. Everything after that (advancing counters, sampling, finishing, freeing)
+is the same for all policies, as it is in vLLM where the model runner does not care who chose.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from .config import EngineConfig
+from .contiguous import ContiguousKVCacheManager
+from .kv_cache_manager import KVCacheManager, SwapSpace
+from .request import Request, RequestStatus
+from .request_queue import create_request_queue
+
+
+class SchedulerError(RuntimeError):
+    """The real engine would fail here too (for example vLLM 0.10.1.1's priority-preemption assertion)."""
+
+
+@dataclass
+class SchedulerOutput:
+    """Everything one `schedule()` call decided, in the order it decided it (vLLM's `SchedulerOutput`)."""
+
+    # request id -> tokens this step, running requests first, then admissions.
+    num_scheduled_tokens: dict[str, int] = field(default_factory=dict)
+    # request id -> tokens already in its KV cache before this step (its attention context).
+    num_computed_before: dict[str, int] = field(default_factory=dict)
+    scheduled_new_reqs: list[str] = field(default_factory=list)
+    scheduled_resumed_reqs: list[str] = field(default_factory=list)
+    # request id -> prefix-cache hit tokens, for every admission or resumption.
+    num_cached_tokens: dict[str, int] = field(default_factory=dict)
+    preempted_reqs: list[str] = field(default_factory=list)
+    # (request id, blocks) moved to / from CPU swap space this step.
+    swapped_out: list[tuple[str, int]] = field(default_factory=list)
+    swapped_in: list[tuple[str, int]] = field(default_factory=list)
+    num_free_blocks_after_schedule: int = 0
+
+    @property
+    def total_num_scheduled_tokens(self) -> int:
+        return sum(self.num_scheduled_tokens.values())
+
+
+@dataclass
+class UpdateResult:
+    """What the model's step produced: who got a token and who finished."""
+
+    sampled: list[str]
+    finished: list[str]
+
+
+def make_kv_cache_manager(config: EngineConfig) -> KVCacheManager | ContiguousKVCacheManager:
+    if config.kv_allocator == "contiguous":
+        return ContiguousKVCacheManager(config.num_gpu_blocks, config.block_size, config.max_model_len)
+    return KVCacheManager(
+        config.num_gpu_blocks,
+        config.block_size,
+        config.max_model_len,
+        config.enable_prefix_caching,
+        unhashed_blocks_reused_first=config.compat.unhashed_blocks_reused_first,
+        usage_excludes_null_block=config.compat.usage_excludes_null_block,
+    )
+
+
+class Scheduler:
+    """The queues and the KV cache, and the parts of a step every policy shares."""
+
+    name = "base"
+
+    def __init__(self, config: EngineConfig):
+        self.config = config
+        self.kv_cache_manager = make_kv_cache_manager(config)
+        self.requests: dict[str, Request] = {}
+        self.waiting = create_request_queue(config.scheduling_order)
+        self.running: list[Request] = []
+        # Requests preempted by swapping, oldest first; they resume before new admissions.
+        self.swapped: deque[Request] = deque()
+        self.swap_space = SwapSpace(config.num_cpu_blocks)
+        self.num_finished = 0
+
+    # -- intake -----------------------------------------------------------------------------
+    def add_request(self, request: Request) -> None:
+        if request.request_id in self.requests:
+            raise ValueError(f"duplicate request id {request.request_id!r}")
+        if request.num_prompt_tokens > self.config.max_model_len:
+            raise ValueError(
+                f"request {request.request_id!r}: prompt of {request.num_prompt_tokens} tokens exceeds "
+                f"max_model_len={self.config.max_model_len}"
+            )
+        self.requests[request.request_id] = request
+        self.waiting.add_request(request)
+
+    def schedule(self, now: float = 0.0) -> SchedulerOutput:
+        """Decide this step's batch; `now` stamps first-scheduled times."""
+        raise NotImplementedError
+
+    # -- shared mechanics -------------------------------------------------------------------
+    def _preempt(self, request: Request, output: SchedulerOutput) -> None:
+        """Take a running request's KV away: swap it to CPU if configured and room allows,
+        else free it and recompute later (vLLM V1 always recomputes)."""
+        kv = self.kv_cache_manager
+        num_blocks = len(kv.get_block_ids(request.request_id))
+        request.num_preemptions += 1
+        output.preempted_reqs.append(request.request_id)
+        if self.config.preemption_mode == "swap" and num_blocks and self.swap_space.can_swap_out(num_blocks):
+            kv.free(request)
+            self.swap_space.swap_out(request.request_id, num_blocks)
+            request.status = RequestStatus.SWAPPED
+            self.swapped.append(request)
+            output.swapped_out.append((request.request_id, num_blocks))
+            return
+        kv.free(request)
+        request.status = RequestStatus.PREEMPTED
+        request.num_computed_tokens = 0
+        # Back to the head of the waiting queue: it was admitted before everything waiting.
+        self.waiting.prepend_request(request)
+
+    def _try_swap_in(self, request: Request, num_new_tokens: int, output: SchedulerOutput) -> bool:
+        """Bring a swapped request's KV back from CPU and schedule its next tokens, if blocks allow."""
+        if self.kv_cache_manager.allocate_slots(request, num_new_tokens) is None:
+            return False
+        num_blocks = self.swap_space.swap_in(request.request_id)
+        output.swapped_in.append((request.request_id, num_blocks))
+        request.status = RequestStatus.RUNNING
+        self.running.append(request)
+        output.scheduled_resumed_reqs.append(request.request_id)
+        return True
+
+    def _admit(self, request: Request, num_computed_tokens: int, num_cached_tokens: int, output: SchedulerOutput) -> None:
+        """Move the head of the waiting queue into the running batch."""
+        rid = request.request_id
+        if request.status == RequestStatus.WAITING:
+            output.scheduled_new_reqs.append(rid)
+            request.num_cached_tokens = num_cached_tokens
+        else:
+            output.scheduled_resumed_reqs.append(rid)
+        output.num_cached_tokens[rid] = num_cached_tokens
+        request.status = RequestStatus.RUNNING
+        request.num_computed_tokens = num_computed_tokens
+        self.running.append(request)
+
+    def _finish_schedule(self, output: SchedulerOutput, now: float) -> SchedulerOutput:
+        """Advance each scheduled request's computed tokens before the model runs, as vLLM does,
+        so the next schedule() already sees this step's chunk as done."""
+        requests = self.requests
+        for rid, num_tokens in output.num_scheduled_tokens.items():
+            request = requests[rid]
+            output.num_computed_before[rid] = request.num_computed_tokens
+            request.num_computed_tokens += num_tokens
+            if request.first_scheduled_time is None:
+                request.first_scheduled_time = now
+        output.num_free_blocks_after_schedule = self.kv_cache_manager.num_free_blocks
+        return output
+
+    def update_from_output(self, output: SchedulerOutput, now: float) -> UpdateResult:
+        """After the model step: a request whose context is fully computed samples one token;
+        one that reaches `max_tokens` or `max_model_len` finishes and frees its blocks."""
+        sampled: list[str] = []
+        finished: list[Request] = []
+        max_model_len = self.config.max_model_len
+        requests = self.requests
+        for rid in output.num_scheduled_tokens:
+            request = requests[rid]
+            if request.num_computed_tokens < request.num_tokens:
+                continue  # a prefill chunk that has not reached the end of the prompt
+            request.num_output_tokens += 1
+            request.token_times.append(now)
+            sampled.append(rid)
+            if request.num_output_tokens >= request.max_tokens:
+                request.status = RequestStatus.FINISHED_STOPPED
+            elif request.num_tokens >= max_model_len:
+                request.status = RequestStatus.FINISHED_LENGTH_CAPPED
+            else:
+                continue
+            request.finish_time = now
+            finished.append(request)
+        if finished:
+            for request in finished:
+                self.kv_cache_manager.free(request)
+            done = set(map(id, finished))
+            self.running = [r for r in self.running if id(r) not in done]
+            self.num_finished += len(finished)
+        return UpdateResult(sampled, [r.request_id for r in finished])
+
+    # -- read-only gauges -------------------------------------------------------------------
+    @property
+    def num_unfinished(self) -> int:
+        return len(self.running) + len(self.waiting) + len(self.swapped)
+
+    def has_unfinished_requests(self) -> bool:
+        return self.num_unfinished > 0

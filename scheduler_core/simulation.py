@@ -1,0 +1,203 @@
+"""The engine's step loop over simulated time: arrivals -> schedule -> model step -> postprocess.
+
+`Simulation` owns the clock, the scheduler (with its KV cache) and the cost model. Each `step()`
+returns a `StepRecord`; `snapshot()` / `restore()` let a caller step back to any earlier point.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from .config import EngineConfig
+from .cost_model import H200, LLAMA_3_1_8B, CostModel
+from .errors import ConfigError
+from .kv_cache_manager import cdiv
+from .policies import make_scheduler
+from .request import Request
+from .step_record import ScheduledChunk, StepRecord
+from .workload import RequestSpec
+
+
+class SimulationStalled(RuntimeError):
+    """Nothing can run and nothing will arrive: the remaining requests can never be served."""
+
+
+@dataclass(frozen=True)
+class SimulationState:
+    """An opaque copy of everything that changes as the simulation steps."""
+
+    step_index: int
+    clock_s: float
+    next_arrival: int
+    scheduler: object
+
+
+class Simulation:
+    def __init__(self, config: EngineConfig, workload: Sequence[RequestSpec], cost_model: CostModel | None = None):
+        self.config = config
+        self.cost_model = cost_model or CostModel(LLAMA_3_1_8B, H200)
+        self.workload = sorted(workload, key=lambda spec: spec.arrival_time)
+        self._validate_workload()
+        self.scheduler = make_scheduler(config)
+        self.step_index = 0
+        self.clock_s = 0.0
+        self._next_arrival = 0
+
+    def _validate_workload(self) -> None:
+        config = self.config
+        usable_blocks = config.num_gpu_blocks - 1
+        seen = set()
+        for spec in self.workload:
+            where = f"workload[{spec.request_id}]"
+            if spec.request_id in seen:
+                raise ConfigError(f"{where}.request_id", "duplicate request id")
+            seen.add(spec.request_id)
+            if len(spec.prompt_token_ids) > config.max_model_len:
+                raise ConfigError(
+                    f"{where}.prompt_token_ids",
+                    f"prompt of {len(spec.prompt_token_ids)} tokens exceeds max_model_len={config.max_model_len}",
+                )
+            if config.kv_allocator == "contiguous":
+                needed = cdiv(config.max_model_len, config.block_size)
+            else:
+                needed = cdiv(min(len(spec.prompt_token_ids) + spec.max_tokens, config.max_model_len), config.block_size)
+            if needed > usable_blocks:
+                raise ConfigError(
+                    "num_gpu_blocks",
+                    f"request {spec.request_id} needs {needed} blocks at its longest but the pool has {usable_blocks}",
+                )
+
+    # -- stepping ---------------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        return self._next_arrival >= len(self.workload) and not self.scheduler.has_unfinished_requests()
+
+    def _add_arrivals(self) -> list[str]:
+        arrived = []
+        workload = self.workload
+        while self._next_arrival < len(workload) and workload[self._next_arrival].arrival_time <= self.clock_s:
+            spec = workload[self._next_arrival]
+            request = Request(
+                spec.request_id,
+                spec.prompt_token_ids,
+                spec.max_tokens,
+                arrival_time=spec.arrival_time,
+                priority=spec.priority,
+                arrival_index=self._next_arrival,
+            )
+            self.scheduler.add_request(request)
+            arrived.append(spec.request_id)
+            self._next_arrival += 1
+        return arrived
+
+    def step(self) -> StepRecord:
+        """Run one engine iteration and return what it did."""
+        if self.done:
+            raise StopIteration("the simulation has finished every request")
+        scheduler, kv = self.scheduler, self.scheduler.kv_cache_manager
+        if not scheduler.has_unfinished_requests():
+            # An idle engine waits for the next request; the clock jumps to its arrival.
+            self.clock_s = max(self.clock_s, self.workload[self._next_arrival].arrival_time)
+        clock_before = self.clock_s
+        arrived = self._add_arrivals()
+        allocated, freed, evicted, hit = kv.counters()
+
+        output = scheduler.schedule(now=clock_before)
+        requests = scheduler.requests
+        scheduled = []
+        num_sampling = 0
+        for rid, num_tokens in output.num_scheduled_tokens.items():
+            request = requests[rid]
+            samples = request.num_computed_tokens >= request.num_tokens
+            num_sampling += samples
+            kind = "decode" if num_tokens == 1 and samples and request.num_output_tokens > 0 else "prefill"
+            scheduled.append(ScheduledChunk(rid, num_tokens, output.num_computed_before[rid], kind))
+        if not scheduled and not scheduler.running and not output.preempted_reqs:
+            if self._next_arrival >= len(self.workload):
+                raise SimulationStalled(
+                    f"step {self.step_index}: nothing can be scheduled and no request will arrive "
+                    f"({len(scheduler.waiting)} waiting, {kv.num_free_blocks} free blocks)"
+                )
+            # Blocked until the next arrival changes something.
+            self.clock_s = self.workload[self._next_arrival].arrival_time
+
+        step_s, breakdown = self.cost_model.step_time(
+            ((chunk.num_tokens, chunk.num_computed_before) for chunk in scheduled), num_sampling
+        )
+        num_swapped_blocks = sum(n for _, n in output.swapped_out) + sum(n for _, n in output.swapped_in)
+        if num_swapped_blocks:
+            breakdown["swap"] = self.cost_model.swap_time(num_swapped_blocks, self.config.block_size)
+            step_s += breakdown["swap"]
+        clock_after = max(self.clock_s, clock_before + step_s)
+        result = scheduler.update_from_output(output, now=clock_after)
+        allocated_after, freed_after, evicted_after, hit_after = kv.counters()
+
+        record = StepRecord(
+            step=self.step_index,
+            clock_s_before=clock_before,
+            clock_s_after=clock_after,
+            step_s=clock_after - clock_before,
+            scheduled=scheduled,
+            arrived=arrived,
+            admitted=output.scheduled_new_reqs,
+            resumed=output.scheduled_resumed_reqs,
+            preempted=output.preempted_reqs,
+            finished=result.finished,
+            sampled=result.sampled,
+            cached_tokens=output.num_cached_tokens,
+            swapped_out=output.swapped_out,
+            swapped_in=output.swapped_in,
+            num_blocks_allocated=allocated_after - allocated,
+            num_blocks_freed=freed_after - freed,
+            num_blocks_evicted=evicted_after - evicted,
+            num_blocks_hit=hit_after - hit,
+            num_running=len(scheduler.running),
+            num_waiting=len(scheduler.waiting),
+            num_swapped=len(scheduler.swapped),
+            num_free_blocks=kv.num_free_blocks,
+            kv_usage=kv.usage,
+            cost_breakdown=breakdown,
+        )
+        self.step_index += 1
+        self.clock_s = clock_after
+        return record
+
+    def records(self, max_steps: int | None = None) -> Iterator[StepRecord]:
+        """Step until every request has finished (or `max_steps` more steps), yielding each record."""
+        count = 0
+        while not self.done and (max_steps is None or count < max_steps):
+            yield self.step()
+            count += 1
+
+    def run(self, max_steps: int | None = None) -> int:
+        """Step to the end without keeping records; returns the number of steps taken."""
+        return sum(1 for _ in self.records(max_steps))
+
+    # -- stepping back ----------------------------------------------------------------------
+    def snapshot(self) -> SimulationState:
+        """Everything needed to resume from this exact point (O(requests + blocks))."""
+        return SimulationState(self.step_index, self.clock_s, self._next_arrival, copy.deepcopy(self.scheduler))
+
+    def restore(self, state: SimulationState) -> None:
+        """Return to a snapshot; the snapshot stays valid for further restores."""
+        self.step_index = state.step_index
+        self.clock_s = state.clock_s
+        self._next_arrival = state.next_arrival
+        self.scheduler = copy.deepcopy(state.scheduler)
+
+    # -- read-only views --------------------------------------------------------------------
+    def request(self, request_id: str) -> Request:
+        return self.scheduler.requests[request_id]
+
+    def block_table(self, request_id: str) -> tuple[int, ...]:
+        return tuple(self.scheduler.kv_cache_manager.get_block_ids(request_id))
+
+    def queue_ids(self) -> dict[str, list[str]]:
+        scheduler = self.scheduler
+        return {
+            "waiting": [r.request_id for r in scheduler.waiting],
+            "running": [r.request_id for r in scheduler.running],
+            "swapped": [r.request_id for r in scheduler.swapped],
+        }

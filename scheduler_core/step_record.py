@@ -1,0 +1,62 @@
+"""The step record: what one engine iteration decided and cost. Everything shown derives from it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledChunk:
+    """One request's share of a step: `num_tokens` new tokens over `num_computed_before` cached ones."""
+
+    request_id: str
+    num_tokens: int
+    num_computed_before: int
+    # "prefill" for prompt (or recomputed context) tokens, "decode" for one token of output.
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    step: int
+    clock_s_before: float
+    clock_s_after: float
+    step_s: float
+    scheduled: list[ScheduledChunk]
+    arrived: list[str]
+    admitted: list[str]
+    resumed: list[str]
+    preempted: list[str]
+    finished: list[str]
+    sampled: list[str]
+    # request id -> prefix-cache hit tokens, for each admission or resumption.
+    cached_tokens: dict[str, int]
+    swapped_out: list[tuple[str, int]]
+    swapped_in: list[tuple[str, int]]
+    num_blocks_allocated: int
+    num_blocks_freed: int
+    num_blocks_evicted: int
+    num_blocks_hit: int
+    # Gauges after the step.
+    num_running: int
+    num_waiting: int
+    num_swapped: int
+    num_free_blocks: int
+    kv_usage: float
+    # What the step time was made of (seconds per component), from the cost model.
+    cost_breakdown: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def num_batched_tokens(self) -> int:
+        return sum(chunk.num_tokens for chunk in self.scheduled)
+
+    @property
+    def num_prefill_tokens(self) -> int:
+        return sum(chunk.num_tokens for chunk in self.scheduled if chunk.kind == "prefill")
+
+    @property
+    def num_decode_tokens(self) -> int:
+        return sum(chunk.num_tokens for chunk in self.scheduled if chunk.kind == "decode")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
