@@ -1,8 +1,15 @@
-"""How long a step takes: a roofline over the step's batch, from the model's shape and the GPU's peaks.
+"""How long a step takes: a roofline over the step's batch, fitted to measured H200 steps.
 
-Each step reads every weight once and does 2 FLOPs per parameter per token (the linear layers),
-then for each request reads its cached KV and does attention over it. Each part takes the longer
-of its compute time and its memory time at the achieved (not datasheet) rates.
+A step reads every weight once and does 2 FLOPs per weight per token (the linear layers); each
+request then reads its cached K and V and does attention over them. Each of the two parts takes
+a smooth maximum of its compute time and its memory time (`(a^p + b^p)^(1/p)`: near a roofline's
+corner both limits cost something). Activation traffic, a fixed per-step and per-layer latency,
+and with tensor parallelism two all-reduces per layer complete the step.
+
+The rates are the GPU's *achievable* ceilings (for the H200, measured by the calibration run;
+for other GPUs, their datasheet peaks scaled by what the H200 achieves of its own datasheet), and
+`Efficiency` holds the fitted fractions of them. `benchmarks/bench_cost_model.py` refits them
+and reports the error on measured steps held out of the fit.
 """
 
 from __future__ import annotations
@@ -32,16 +39,13 @@ class ModelSpec:
     def params_per_layer(self) -> int:
         qkv = self.hidden * (self.heads + 2 * self.kv_heads) * self.head_dim
         out = self.heads * self.head_dim * self.hidden
-        mlp = 3 * self.hidden * self.inter  # gate, up, down
+        mlp = 3 * self.hidden * self.inter  # gate, up and down projections
         return qkv + out + mlp
 
     @property
-    def num_params(self) -> int:
-        return self.layers * self.params_per_layer + self.hidden * self.vocab
-
-    @property
     def weight_bytes(self) -> int:
-        return self.layers * self.params_per_layer * DTYPE_BYTES[self.wdtype] + self.hidden * self.vocab * 2
+        """Weights read by one step: every layer plus the LM head (the embedding is only indexed)."""
+        return (self.layers * self.params_per_layer + self.hidden * self.vocab) * DTYPE_BYTES[self.wdtype]
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -51,72 +55,110 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class GpuSpec:
-    name: str
-    bf16_tflops: float
-    fp8_tflops: float
-    mem_bandwidth_gbps: float
-    mem_gib: float
-    pcie_gbps: float = 55.0
+    """Achievable ceilings of one GPU (not datasheet peaks; see `gpu_from_datasheet`)."""
 
-    def matmul_flops(self, dtype: str) -> float:
-        return (self.fp8_tflops if dtype == "fp8" else self.bf16_tflops) * 1e12
+    name: str
+    bf16_flops: float
+    fp8_flops: float
+    mem_bandwidth: float  # bytes/s, counted as the calibration's copy test counts them
+    mem_bytes: float
+    interconnect_bandwidth: float  # bytes/s per direction between tensor-parallel peers
+    pcie_bandwidth: float = 25e9  # bytes/s host <-> device, for swap preemption
+
+    def matmul_flops(self, wdtype: str) -> float:
+        return self.fp8_flops if wdtype == "fp8" else self.bf16_flops
 
 
 @dataclass(frozen=True)
 class Efficiency:
-    """Achieved fraction of each peak, fitted to measured steps (see benchmarks/bench_cost_model.py)."""
+    """Fitted fractions of the ceilings, and fixed latencies (fit: benchmarks/bench_cost_model.py)."""
 
-    linear_compute: float = 0.70
-    weight_read: float = 1.05
-    attention_compute: float = 0.35
-    kv_read: float = 0.80
-    step_overhead_s: float = 0.0003
+    weight_read: float = 1.269
+    linear_compute: float = 0.958
+    kv_read: float = 1.600
+    attention_compute: float = 0.864
+    roofline_sharpness: float = 3.942
+    step_overhead_s: float = 0.968e-3
+    layer_overhead_s: float = 1.549e-5
+    activation_traffic: float = 6.481
+    # Ring all-reduce latency per call; its bandwidth term uses the interconnect.
+    allreduce_latency_s: float = 8e-6
+
+    @classmethod
+    def from_vector(cls, values: list[float]) -> "Efficiency":
+        w, lin, kv, att, p, c0, cl, act = values
+        return cls(w, lin, kv, att, p, c0 * 1e-3, cl * 1e-5, act)
+
+    def to_vector(self) -> list[float]:
+        """The fitted parameters, scaled so each is of order one (what the optimiser moves)."""
+        return [
+            self.weight_read,
+            self.linear_compute,
+            self.kv_read,
+            self.attention_compute,
+            self.roofline_sharpness,
+            self.step_overhead_s * 1e3,
+            self.layer_overhead_s * 1e5,
+            self.activation_traffic,
+        ]
+
+
+def smooth_max(a: float, b: float, p: float) -> float:
+    return (a**p + b**p) ** (1.0 / p)
 
 
 class CostModel:
-    """Step time of a batch on `tp` GPUs of one kind, for one model."""
+    """Step time of a batch for one model on `tp` GPUs of one kind."""
 
     def __init__(self, model: ModelSpec, gpu: GpuSpec, tp: int = 1, efficiency: Efficiency = Efficiency()):
-        self.model = model
-        self.gpu = gpu
-        self.tp = tp
-        self.efficiency = efficiency
-        eff = efficiency
-        self._linear_flops_per_token = 2 * model.layers * model.params_per_layer / tp
-        self._lm_head_flops_per_seq = 2 * model.hidden * model.vocab / tp
-        self._weight_s = model.weight_bytes / tp / (gpu.mem_bandwidth_gbps * 1e9 * eff.weight_read)
-        self._linear_rate = gpu.matmul_flops(model.wdtype) * eff.linear_compute
-        self._attention_rate = gpu.bf16_tflops * 1e12 * eff.attention_compute
+        if tp < 1:
+            raise ValueError("tp must be >= 1")
+        self.model, self.gpu, self.tp, self.efficiency = model, gpu, tp, efficiency
+        eff, m = efficiency, model
+        bandwidth = gpu.mem_bandwidth
+        self._weight_s = m.weight_bytes / tp / (bandwidth * eff.weight_read)
+        linear_rate = gpu.matmul_flops(m.wdtype) * eff.linear_compute
+        self._linear_s_per_token = 2 * m.layers * m.params_per_layer / tp / linear_rate
+        self._lm_head_s_per_seq = 2 * m.hidden * m.vocab / tp / linear_rate
+        self._kv_s_per_token = m.kv_bytes_per_token / tp / (bandwidth * eff.kv_read)
         # Q.K^T and A.V: 2 matmuls x 2 FLOPs per (query token, key token, head dim, head).
-        self._attention_flops_per_pair = 4 * model.layers * model.heads * model.head_dim / tp
-        self._kv_s_per_token = model.kv_bytes_per_token / tp / (gpu.mem_bandwidth_gbps * 1e9 * eff.kv_read)
+        self._attention_s_per_pair = 4 * m.layers * m.heads * m.head_dim / tp / (gpu.bf16_flops * eff.attention_compute)
+        activation_bytes_per_token = m.layers * (4 * m.hidden + 3 * m.inter) * 2 / tp
+        self._activation_s_per_token = activation_bytes_per_token * eff.activation_traffic / bandwidth
+        self._fixed_s = eff.step_overhead_s + eff.layer_overhead_s * m.layers
+        if tp > 1:
+            # Two all-reduces of the hidden state per layer (after attention and after the MLP).
+            ring_bytes_per_token = 2 * (tp - 1) / tp * m.hidden * 2
+            self._allreduce_s_per_token = 2 * m.layers * ring_bytes_per_token / gpu.interconnect_bandwidth
+            self._fixed_s += 2 * m.layers * eff.allreduce_latency_s
+        else:
+            self._allreduce_s_per_token = 0.0
 
     def step_time(self, chunks: Iterable[tuple[int, int]], num_sampled: int) -> tuple[float, dict[str, float]]:
         """Seconds for one step; `chunks` are (new tokens, cached tokens before) per request."""
-        num_tokens = 0
-        attention_pairs = 0
-        kv_tokens_read = 0
+        num_tokens = attention_pairs = kv_tokens_read = 0
         for num_new, num_cached in chunks:
             num_tokens += num_new
-            # Causal attention: new token i sees the cached tokens and the new ones before it.
+            # Causal attention: new token i sees the cached tokens and the new ones up to itself.
             attention_pairs += num_new * num_cached + num_new * (num_new + 1) // 2
             kv_tokens_read += num_cached + num_new
         if num_tokens == 0:
             return 0.0, {}
-        linear_flops = num_tokens * self._linear_flops_per_token + num_sampled * self._lm_head_flops_per_seq
-        linear_s = max(linear_flops / self._linear_rate, self._weight_s)
-        attention_s = max(
-            attention_pairs * self._attention_flops_per_pair / self._attention_rate,
-            kv_tokens_read * self._kv_s_per_token,
+        p = self.efficiency.roofline_sharpness
+        linear_s = smooth_max(
+            self._weight_s, num_tokens * self._linear_s_per_token + num_sampled * self._lm_head_s_per_seq, p
         )
-        overhead_s = self.efficiency.step_overhead_s
-        breakdown = {"linear": linear_s, "attention": attention_s, "overhead": overhead_s}
-        return linear_s + attention_s + overhead_s, breakdown
+        attention_s = smooth_max(kv_tokens_read * self._kv_s_per_token, attention_pairs * self._attention_s_per_pair, p)
+        other_s = self._fixed_s + num_tokens * (self._activation_s_per_token + self._allreduce_s_per_token)
+        breakdown = {"linear": linear_s, "attention": attention_s, "other": other_s}
+        return linear_s + attention_s + other_s, breakdown
+
+    def prefill_time(self, num_tokens: int, num_cached: int = 0) -> float:
+        return self.step_time([(num_tokens, num_cached)], 1)[0]
+
+    def decode_time(self, batch: int, context: int) -> float:
+        return self.step_time([(1, context)] * batch, batch)[0]
 
     def swap_time(self, num_blocks: int, block_size: int) -> float:
-        """PCIe time to move `num_blocks` KV blocks between GPU and CPU memory."""
-        return num_blocks * block_size * self.model.kv_bytes_per_token / self.tp / (self.gpu.pcie_gbps * 1e9)
-
-
-LLAMA_3_1_8B = ModelSpec("llama-3.1-8b", 32, 4096, 32, 8, 128, 14336, 128256, "bf16")
-H200 = GpuSpec("h200", bf16_tflops=796.3, fp8_tflops=1488.3, mem_bandwidth_gbps=2696.1, mem_gib=141.0)
+        """PCIe time to move `num_blocks` KV blocks between GPU and CPU memory (each GPU its shard)."""
+        return num_blocks * block_size * self.model.kv_bytes_per_token / self.tp / self.gpu.pcie_bandwidth

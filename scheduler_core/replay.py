@@ -120,7 +120,7 @@ def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None 
             "cached_tokens": output.num_cached_tokens,
             "preempted": output.preempted_reqs,
             "sampled": result.sampled,
-            "finished": result.finished,
+            "finished": [request.request_id for request in result.finished],
             "num_free_blocks_after_schedule": output.num_free_blocks_after_schedule,
             "num_free_blocks": kv.num_free_blocks,
             "kv_usage": round(kv.usage, 6),

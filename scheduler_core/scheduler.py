@@ -49,7 +49,7 @@ class UpdateResult:
     """What the model's step produced: who got a token and who finished."""
 
     sampled: list[str]
-    finished: list[str]
+    finished: list[Request]
 
 
 def make_kv_cache_manager(config: EngineConfig) -> KVCacheManager | ContiguousKVCacheManager:
@@ -180,10 +180,12 @@ class Scheduler:
         if finished:
             for request in finished:
                 self.kv_cache_manager.free(request)
+                # Like vLLM, the scheduler forgets finished requests; whoever needs them keeps them.
+                del requests[request.request_id]
             done = set(map(id, finished))
             self.running = [r for r in self.running if id(r) not in done]
             self.num_finished += len(finished)
-        return UpdateResult(sampled, [r.request_id for r in finished])
+        return UpdateResult(sampled, finished)
 
     # -- read-only gauges -------------------------------------------------------------------
     @property

@@ -11,10 +11,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from .config import EngineConfig
-from .cost_model import H200, LLAMA_3_1_8B, CostModel
+from .cost_model import CostModel
 from .errors import ConfigError
 from .kv_cache_manager import cdiv
 from .policies import make_scheduler
+from .presets import GPUS, MODELS
 from .request import Request
 from .step_record import ScheduledChunk, StepRecord
 from .workload import RequestSpec
@@ -32,12 +33,22 @@ class SimulationState:
     clock_s: float
     next_arrival: int
     scheduler: object
+    finished_requests: dict
 
 
 class Simulation:
-    def __init__(self, config: EngineConfig, workload: Sequence[RequestSpec], cost_model: CostModel | None = None):
+    def __init__(
+        self,
+        config: EngineConfig,
+        workload: Sequence[RequestSpec],
+        cost_model: CostModel | None = None,
+        keep_finished: bool = True,
+    ):
         self.config = config
-        self.cost_model = cost_model or CostModel(LLAMA_3_1_8B, H200)
+        # Finished requests stay inspectable unless a long headless run asks for bounded memory.
+        self.keep_finished = keep_finished
+        self.finished_requests: dict[str, Request] = {}
+        self.cost_model = cost_model or CostModel(MODELS["llama-3.1-8b"], GPUS["h200"])
         self.workload = sorted(workload, key=lambda spec: spec.arrival_time)
         self._validate_workload()
         self.scheduler = make_scheduler(config)
@@ -132,6 +143,9 @@ class Simulation:
             step_s += breakdown["swap"]
         clock_after = max(self.clock_s, clock_before + step_s)
         result = scheduler.update_from_output(output, now=clock_after)
+        if self.keep_finished:
+            for request in result.finished:
+                self.finished_requests[request.request_id] = request
         allocated_after, freed_after, evicted_after, hit_after = kv.counters()
 
         record = StepRecord(
@@ -144,7 +158,7 @@ class Simulation:
             admitted=output.scheduled_new_reqs,
             resumed=output.scheduled_resumed_reqs,
             preempted=output.preempted_reqs,
-            finished=result.finished,
+            finished=[request.request_id for request in result.finished],
             sampled=result.sampled,
             cached_tokens=output.num_cached_tokens,
             swapped_out=output.swapped_out,
@@ -178,7 +192,10 @@ class Simulation:
     # -- stepping back ----------------------------------------------------------------------
     def snapshot(self) -> SimulationState:
         """Everything needed to resume from this exact point (O(requests + blocks))."""
-        return SimulationState(self.step_index, self.clock_s, self._next_arrival, copy.deepcopy(self.scheduler))
+        # Finished requests never change again, so the snapshot shares them.
+        return SimulationState(
+            self.step_index, self.clock_s, self._next_arrival, copy.deepcopy(self.scheduler), dict(self.finished_requests)
+        )
 
     def restore(self, state: SimulationState) -> None:
         """Return to a snapshot; the snapshot stays valid for further restores."""
@@ -186,10 +203,12 @@ class Simulation:
         self.clock_s = state.clock_s
         self._next_arrival = state.next_arrival
         self.scheduler = copy.deepcopy(state.scheduler)
+        self.finished_requests = dict(state.finished_requests)
 
     # -- read-only views --------------------------------------------------------------------
     def request(self, request_id: str) -> Request:
-        return self.scheduler.requests[request_id]
+        """A request that has arrived, unfinished or finished (if kept)."""
+        return self.scheduler.requests.get(request_id) or self.finished_requests[request_id]
 
     def block_table(self, request_id: str) -> tuple[int, ...]:
         return tuple(self.scheduler.kv_cache_manager.get_block_ids(request_id))

@@ -1,0 +1,118 @@
+"""Fitting the cost model's efficiencies to measured step times, and checking it on held-out steps.
+
+The fit minimises squared log error (relative error counts the same for a 5 ms decode and a
+600 ms prefill) with Nelder-Mead, keeping every parameter physical: efficiencies in (0.05, 1.6],
+sharpness >= 1, latencies >= 0.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .cost_model import CostModel, Efficiency, ModelSpec
+from .presets import GPUS, load_calibration, model_from_config
+
+
+@dataclass(frozen=True)
+class MeasuredStep:
+    model: ModelSpec
+    kind: str  # "decode" or "prefill"
+    batch: int
+    tokens: int  # per sequence: 1 for decode, the prompt for prefill
+    context: int  # cached tokens per sequence before the step
+    seconds: float
+
+    def predict(self, cost_model: CostModel) -> float:
+        if self.kind == "decode":
+            return cost_model.decode_time(self.batch, self.context)
+        return cost_model.prefill_time(self.tokens, self.context)
+
+
+def measured_steps() -> list[MeasuredStep]:
+    steps = []
+    for name, entry in load_calibration()["models"].items():
+        model = model_from_config(name, entry["config"])
+        for d in entry["decode"]:
+            steps.append(MeasuredStep(model, "decode", d["batch"], 1, d["ctx"], d["ms"] / 1e3))
+        for p in entry["prefill"]:
+            steps.append(MeasuredStep(model, "prefill", 1, p["tokens"], 0, p["ms"] / 1e3))
+    return steps
+
+
+def relative_errors(efficiency: Efficiency, steps: list[MeasuredStep]) -> list[float]:
+    models: dict[str, CostModel] = {}
+    errors = []
+    for step in steps:
+        cost_model = models.get(step.model.name) or models.setdefault(
+            step.model.name, CostModel(step.model, GPUS["h200"], efficiency=efficiency)
+        )
+        errors.append(abs(step.predict(cost_model) / step.seconds - 1))
+    return errors
+
+
+def _is_physical(v: list[float]) -> bool:
+    return all(0.05 < x <= 1.6 for x in v[:4]) and 1.0 <= v[4] <= 20 and min(v[5:]) >= 0
+
+
+def _loss(v: list[float], steps: list[MeasuredStep]) -> float:
+    if not _is_physical(v):
+        return math.inf
+    efficiency = Efficiency.from_vector(v)
+    models: dict[str, CostModel] = {}
+    total = 0.0
+    for step in steps:
+        cost_model = models.get(step.model.name) or models.setdefault(
+            step.model.name, CostModel(step.model, GPUS["h200"], efficiency=efficiency)
+        )
+        total += math.log(step.predict(cost_model) / step.seconds) ** 2
+    return total
+
+
+def nelder_mead(f: Callable[[list[float]], float], x0: list[float], iterations: int) -> list[float]:
+    """Minimise f from x0 (the standard reflect / expand / contract / shrink simplex)."""
+    n = len(x0)
+    simplex = [list(x0)] + [[x * 1.2 if i == j and x else (0.1 if i == j else x) for j, x in enumerate(x0)] for i in range(n)]
+    values = [f(x) for x in simplex]
+    for _ in range(iterations):
+        order = sorted(range(n + 1), key=values.__getitem__)
+        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
+        centroid = [sum(x[j] for x in simplex[:-1]) / n for j in range(n)]
+        worst = simplex[-1]
+        reflected = [c + (c - w) for c, w in zip(centroid, worst)]
+        f_reflected = f(reflected)
+        if f_reflected < values[0]:
+            expanded = [c + 2 * (c - w) for c, w in zip(centroid, worst)]
+            f_expanded = f(expanded)
+            simplex[-1], values[-1] = (expanded, f_expanded) if f_expanded < f_reflected else (reflected, f_reflected)
+        elif f_reflected < values[-2]:
+            simplex[-1], values[-1] = reflected, f_reflected
+        else:
+            contracted = [c + 0.5 * (w - c) for c, w in zip(centroid, worst)]
+            f_contracted = f(contracted)
+            if f_contracted < values[-1]:
+                simplex[-1], values[-1] = contracted, f_contracted
+            else:
+                best = simplex[0]
+                simplex = [best] + [[b + 0.5 * (x - b) for b, x in zip(best, point)] for point in simplex[1:]]
+                values = [values[0]] + [f(x) for x in simplex[1:]]
+    return simplex[min(range(n + 1), key=values.__getitem__)]
+
+
+def fit(steps: list[MeasuredStep], start: Efficiency = Efficiency(), restarts: int = 4, iterations: int = 1500) -> Efficiency:
+    """Restarted Nelder-Mead: each restart rebuilds the simplex around the best point so far."""
+    vector = start.to_vector()
+    for _ in range(restarts):
+        vector = nelder_mead(lambda v: _loss(v, steps), vector, iterations)
+    return Efficiency.from_vector(vector)
+
+
+def summarize(errors: list[float]) -> dict[str, float]:
+    ordered = sorted(errors)
+    return {
+        "median": statistics.median(ordered),
+        "p90": ordered[min(len(ordered) - 1, math.ceil(0.9 * len(ordered)) - 1)],
+        "max": ordered[-1],
+    }

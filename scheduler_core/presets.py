@@ -1,0 +1,136 @@
+"""Named GPUs and models, and how many KV blocks fit in a GPU's memory.
+
+GPU figures are datasheet peaks (dense, no sparsity), turned into achievable ceilings with the
+ratios the H200 calibration run measured against its own datasheet: what one Hopper achieved is
+the best available guide to what the others achieve.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from importlib import resources
+from pathlib import Path
+
+from .cost_model import DTYPE_BYTES, GpuSpec, ModelSpec
+from .errors import ConfigError
+
+GIB = 1024**3
+
+
+def load_calibration() -> dict:
+    """The measured H200 step times shipped with the package (data/calibration_h200.json)."""
+    return json.loads(resources.files("scheduler_core").joinpath("data/calibration_h200.json").read_text())
+
+
+_CALIBRATION = load_calibration()
+# H200 datasheet (SXM): 4.8 TB/s HBM3e, 989 dense bf16 TFLOP/s, 1979 dense fp8 TFLOP/s.
+_H200_DATASHEET = {"bandwidth": 4.8e12, "bf16": 989e12, "fp8": 1979e12}
+ACHIEVED_FRACTION = {
+    "bandwidth": _CALIBRATION["copy_GBps"] * 1e9 / _H200_DATASHEET["bandwidth"],
+    "bf16": _CALIBRATION["bf16_matmul_TFLOPs"] * 1e12 / _H200_DATASHEET["bf16"],
+    "fp8": _CALIBRATION["fp8_matmul_TFLOPs"] * 1e12 / _H200_DATASHEET["fp8"],
+}
+
+
+def gpu_from_datasheet(
+    name: str, bandwidth_tbps: float, bf16_tflops: float, fp8_tflops: float | None, mem_gib: float,
+    interconnect_gbps: float, pcie_gbps: float,
+) -> GpuSpec:
+    """A GPU from its datasheet. Without fp8 tensor cores, fp8 weights run at the bf16 rate
+    (weight-only quantisation still halves the bytes read)."""
+    bf16 = bf16_tflops * 1e12 * ACHIEVED_FRACTION["bf16"]
+    fp8 = fp8_tflops * 1e12 * ACHIEVED_FRACTION["fp8"] if fp8_tflops else bf16
+    return GpuSpec(
+        name=name,
+        bf16_flops=bf16,
+        fp8_flops=fp8,
+        mem_bandwidth=bandwidth_tbps * 1e12 * ACHIEVED_FRACTION["bandwidth"],
+        mem_bytes=mem_gib * GIB,
+        interconnect_bandwidth=interconnect_gbps * 1e9,
+        pcie_bandwidth=pcie_gbps * 1e9,
+    )
+
+
+GPUS: dict[str, GpuSpec] = {
+    # The calibrated card itself: its measured ceilings, not a scaled datasheet.
+    "h200": GpuSpec(
+        "h200",
+        bf16_flops=_CALIBRATION["bf16_matmul_TFLOPs"] * 1e12,
+        fp8_flops=_CALIBRATION["fp8_matmul_TFLOPs"] * 1e12,
+        mem_bandwidth=_CALIBRATION["copy_GBps"] * 1e9,
+        mem_bytes=141 * 1e9,
+        interconnect_bandwidth=450e9,
+        pcie_bandwidth=50e9,
+    ),
+    "h100-sxm": gpu_from_datasheet("h100-sxm", 3.35, 989, 1979, 80, interconnect_gbps=450, pcie_gbps=50),
+    "a100-80g": gpu_from_datasheet("a100-80g", 2.039, 312, None, 80, interconnect_gbps=300, pcie_gbps=25),
+    "l40s": gpu_from_datasheet("l40s", 0.864, 362, 733, 48, interconnect_gbps=32, pcie_gbps=25),
+}
+
+MODELS: dict[str, ModelSpec] = {
+    "llama-3.1-8b": ModelSpec("llama-3.1-8b", 32, 4096, 32, 8, 128, 14336, 128256, "bf16"),
+    "llama-3.3-70b": ModelSpec("llama-3.3-70b", 80, 8192, 64, 8, 128, 28672, 128256, "bf16"),
+    "llama-3.3-70b-fp8": ModelSpec("llama-3.3-70b-fp8", 80, 8192, 64, 8, 128, 28672, 128256, "fp8"),
+    "qwen2.5-7b": ModelSpec("qwen2.5-7b", 28, 3584, 28, 4, 128, 18944, 152064, "bf16"),
+    "qwen2.5-72b": ModelSpec("qwen2.5-72b", 80, 8192, 64, 8, 128, 29568, 152064, "bf16"),
+    "mistral-7b": ModelSpec("mistral-7b", 32, 4096, 32, 8, 128, 14336, 32768, "bf16"),
+}
+
+MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "inter", "vocab", "wdtype")
+
+
+def model_from_config(name: str, config: dict) -> ModelSpec:
+    """A model from a calibration-style `config` dict, each field checked."""
+    for key in MODEL_FIELDS:
+        if key not in config:
+            raise ConfigError(f"model.{key}", "missing")
+    for key in MODEL_FIELDS[:-1]:
+        if not isinstance(config[key], int) or config[key] <= 0:
+            raise ConfigError(f"model.{key}", f"must be a positive integer, got {config[key]!r}")
+    if config["wdtype"] not in DTYPE_BYTES:
+        raise ConfigError("model.wdtype", f"unknown dtype {config['wdtype']!r}; expected one of {sorted(DTYPE_BYTES)}")
+    kv_dtype = config.get("kv_dtype", "bf16")
+    if kv_dtype not in DTYPE_BYTES:
+        raise ConfigError("model.kv_dtype", f"unknown dtype {kv_dtype!r}")
+    if config["heads"] % config["kv_heads"]:
+        raise ConfigError("model.kv_heads", "must divide heads")
+    known = {f.name for f in fields(ModelSpec)}
+    return ModelSpec(name=name, kv_dtype=kv_dtype, **{k: config[k] for k in MODEL_FIELDS if k in known})
+
+
+def resolve_model(name_or_path: str) -> ModelSpec:
+    """A preset name, or a JSON file with the calibration file's `config` fields."""
+    if name_or_path in MODELS:
+        return MODELS[name_or_path]
+    path = Path(name_or_path)
+    if not path.exists():
+        raise ConfigError("model", f"unknown model {name_or_path!r}: not a preset ({', '.join(MODELS)}) nor a file")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ConfigError("model", f"{path}: not valid JSON ({e.msg})") from None
+    return model_from_config(path.stem, data.get("config", data))
+
+
+def resolve_gpu(name: str) -> GpuSpec:
+    if name not in GPUS:
+        raise ConfigError("gpu", f"unknown GPU {name!r}; expected one of {', '.join(GPUS)}")
+    return GPUS[name]
+
+
+def num_gpu_blocks_for(
+    model: ModelSpec, gpu: GpuSpec, block_size: int, tp: int = 1, gpu_memory_utilization: float = 0.9,
+    activation_reserve_bytes: float = 2 * GIB,
+) -> int:
+    """KV blocks that fit: memory x utilisation, minus this GPU's weight shard and an activation
+    reserve, divided by the bytes of one block's K and V shard (vLLM's profiling, in arithmetic)."""
+    available = gpu.mem_bytes * gpu_memory_utilization - model.weight_bytes / tp - activation_reserve_bytes
+    block_bytes = block_size * model.kv_bytes_per_token / tp
+    num_blocks = int(available // block_bytes)
+    if num_blocks < 2:
+        raise ConfigError(
+            "num_gpu_blocks",
+            f"{model.name} does not fit on {tp} x {gpu.name}: {available / GIB:.1f} GiB left for the KV cache",
+        )
+    return num_blocks
