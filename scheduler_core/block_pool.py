@@ -43,6 +43,8 @@ class BlockPool:
         self.num_allocated_total = 0
         self.num_freed_total = 0
         self.num_evicted_total = 0
+        # References beyond the first, summed over blocks: how many token slots prefix sharing saves.
+        self.num_shared_refs = 0
 
     # -- the free queue ---------------------------------------------------------------------
     def _remove_from_free_queue(self, block_id: int) -> None:
@@ -119,6 +121,8 @@ class BlockPool:
         for block_id in block_ids:
             if ref_cnt[block_id] == 0:
                 self._remove_from_free_queue(block_id)
+            else:
+                self.num_shared_refs += 1
             ref_cnt[block_id] += 1
 
     def free_blocks(self, ordered_block_ids: Iterable[int]) -> None:
@@ -133,7 +137,9 @@ class BlockPool:
         reuse_last: list[int] = []
         for block_id in ordered_block_ids:
             ref_cnt[block_id] -= 1
-            if ref_cnt[block_id] == 0:
+            if ref_cnt[block_id] > 0:
+                self.num_shared_refs -= 1
+            else:
                 if self.unhashed_blocks_reused_first and block_hash[block_id] is None:
                     reuse_first.append(block_id)
                 else:

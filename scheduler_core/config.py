@@ -114,12 +114,17 @@ class EngineConfig:
             raise ConfigError("num_cpu_blocks", "swap preemption needs CPU swap space (num_cpu_blocks > 0)")
         if self.kv_allocator == "contiguous" and self.enable_prefix_caching:
             raise ConfigError("enable_prefix_caching", "the contiguous allocator cannot share blocks; turn it off")
-        if not self.enable_chunked_prefill and self.max_num_batched_tokens < self.max_model_len:
+        if not self.chunks_prompts and self.max_num_batched_tokens < self.max_model_len:
             # vLLM refuses this too: a prompt of max_model_len tokens could never be scheduled.
             raise ConfigError(
                 "max_num_batched_tokens",
                 f"without chunked prefill it must be >= max_model_len ({self.max_model_len})",
             )
+
+    @property
+    def chunks_prompts(self) -> bool:
+        """Whether prompts may be split over steps; vllm-v0 is V0's prefill-first mode, whole prompts only."""
+        return self.enable_chunked_prefill and self.policy != "vllm-v0"
 
     def replace(self, **changes) -> "EngineConfig":
         return dataclasses.replace(self, **changes)

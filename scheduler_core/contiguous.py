@@ -36,6 +36,12 @@ class ContiguousKVCacheManager:
     def usage(self) -> float:
         return 1.0 - self.num_free_blocks / (self.num_total_blocks - 1)
 
+    @property
+    def num_used_blocks(self) -> int:
+        return self.num_total_blocks - 1 - self.num_free_blocks
+
+    num_shared_slots = 0
+
     def get_block_ids(self, request_id: str) -> list[int]:
         return self.req_to_blocks.get(request_id, [])
 

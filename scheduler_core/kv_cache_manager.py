@@ -53,6 +53,15 @@ class KVCacheManager:
     def usage(self) -> float:
         return self.block_pool.usage(self.usage_excludes_null_block)
 
+    @property
+    def num_used_blocks(self) -> int:
+        return self.block_pool.num_blocks - 1 - self.block_pool.num_free_blocks
+
+    @property
+    def num_shared_slots(self) -> int:
+        """Token slots that prefix sharing saves: every reference to a block beyond its first."""
+        return self.block_pool.num_shared_refs * self.block_size
+
     def get_block_ids(self, request_id: str) -> list[int]:
         return self.req_to_blocks.get(request_id, [])
 

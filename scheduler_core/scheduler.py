@@ -169,9 +169,8 @@ class Scheduler:
             request.num_output_tokens += 1
             request.token_times.append(now)
             sampled.append(rid)
-            if request.num_output_tokens >= request.max_tokens:
-                request.status = RequestStatus.FINISHED_STOPPED
-            elif request.num_tokens >= max_model_len:
+            if request.num_output_tokens >= request.max_tokens or request.num_tokens >= max_model_len:
+                # vLLM's finish reason "length"; the simulated model never samples EOS.
                 request.status = RequestStatus.FINISHED_LENGTH_CAPPED
             else:
                 continue

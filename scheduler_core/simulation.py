@@ -1,12 +1,15 @@
 """The engine's step loop over simulated time: arrivals -> schedule -> model step -> postprocess.
 
-`Simulation` owns the clock, the scheduler (with its KV cache) and the cost model. Each `step()`
-returns a `StepRecord`; `snapshot()` / `restore()` let a caller step back to any earlier point.
+`Simulation` owns the clock, the scheduler (with its KV cache), the cost model and the metrics.
+Each `step()` returns a `StepRecord`; `snapshot()` / `restore()` let a caller step back to any
+earlier point.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
+import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -14,11 +17,13 @@ from .config import EngineConfig
 from .cost_model import CostModel
 from .errors import ConfigError
 from .kv_cache_manager import cdiv
+from .metrics import SLO, MetricsCollector
 from .policies import make_scheduler
+from .policies.vllm_v0 import watermark_blocks
 from .presets import GPUS, MODELS
 from .request import Request
 from .step_record import ScheduledChunk, StepRecord
-from .workload import RequestSpec
+from .workload import RequestSpec, Workload
 
 
 class SimulationStalled(RuntimeError):
@@ -31,8 +36,10 @@ class SimulationState:
 
     step_index: int
     clock_s: float
-    next_arrival: int
+    pending: list
+    next_release: int
     scheduler: object
+    metrics: MetricsCollector
     finished_requests: dict
 
 
@@ -40,27 +47,40 @@ class Simulation:
     def __init__(
         self,
         config: EngineConfig,
-        workload: Sequence[RequestSpec],
+        workload: Workload | Sequence[RequestSpec],
         cost_model: CostModel | None = None,
         keep_finished: bool = True,
+        slo: SLO = SLO(),
     ):
+        if not isinstance(workload, Workload):
+            workload = Workload(list(workload))
         self.config = config
+        self.workload = workload
+        self.cost_model = cost_model or CostModel(MODELS["llama-3.1-8b"], GPUS["h200"])
         # Finished requests stay inspectable unless a long headless run asks for bounded memory.
         self.keep_finished = keep_finished
         self.finished_requests: dict[str, Request] = {}
-        self.cost_model = cost_model or CostModel(MODELS["llama-3.1-8b"], GPUS["h200"])
-        self.workload = sorted(workload, key=lambda spec: spec.arrival_time)
         self._validate_workload()
         self.scheduler = make_scheduler(config)
+        self.metrics = MetricsCollector(config.block_size, slo)
         self.step_index = 0
         self.clock_s = 0.0
-        self._next_arrival = 0
+        # Requests not yet at the engine, as a heap of (arrival_time, order, spec). Closed-loop
+        # workloads release the first `concurrency` at once and one more per finish.
+        specs = workload.requests
+        first = len(specs) if not workload.concurrency else min(workload.concurrency, len(specs))
+        self._pending = [(spec.arrival_time if not workload.concurrency else 0.0, i, spec) for i, spec in enumerate(specs[:first])]
+        heapq.heapify(self._pending)
+        self._next_release = first
 
     def _validate_workload(self) -> None:
         config = self.config
         usable_blocks = config.num_gpu_blocks - 1
+        if config.policy == "vllm-v0":
+            # V0 admits only above its watermark (vLLM V0 would mark such a request ignored).
+            usable_blocks -= watermark_blocks(config.num_gpu_blocks)
         seen = set()
-        for spec in self.workload:
+        for spec in self.workload.requests:
             where = f"workload[{spec.request_id}]"
             if spec.request_id in seen:
                 raise ConfigError(f"{where}.request_id", "duplicate request id")
@@ -83,25 +103,35 @@ class Simulation:
     # -- stepping ---------------------------------------------------------------------------
     @property
     def done(self) -> bool:
-        return self._next_arrival >= len(self.workload) and not self.scheduler.has_unfinished_requests()
+        return not self._pending and not self.scheduler.has_unfinished_requests()
+
+    @property
+    def num_requests(self) -> int:
+        return len(self.workload.requests)
 
     def _add_arrivals(self) -> list[str]:
         arrived = []
-        workload = self.workload
-        while self._next_arrival < len(workload) and workload[self._next_arrival].arrival_time <= self.clock_s:
-            spec = workload[self._next_arrival]
+        pending = self._pending
+        while pending and pending[0][0] <= self.clock_s:
+            arrival_time, order, spec = heapq.heappop(pending)
             request = Request(
                 spec.request_id,
                 spec.prompt_token_ids,
                 spec.max_tokens,
-                arrival_time=spec.arrival_time,
+                arrival_time=arrival_time,
                 priority=spec.priority,
-                arrival_index=self._next_arrival,
+                arrival_index=order,
             )
             self.scheduler.add_request(request)
             arrived.append(spec.request_id)
-            self._next_arrival += 1
         return arrived
+
+    def _release_next(self, now: float) -> None:
+        """Closed loop: a client whose request finished sends its next one now."""
+        if self.workload.concurrency and self._next_release < len(self.workload.requests):
+            spec = self.workload.requests[self._next_release]
+            heapq.heappush(self._pending, (now, self._next_release, dataclasses.replace(spec, arrival_time=now)))
+            self._next_release += 1
 
     def step(self) -> StepRecord:
         """Run one engine iteration and return what it did."""
@@ -110,7 +140,7 @@ class Simulation:
         scheduler, kv = self.scheduler, self.scheduler.kv_cache_manager
         if not scheduler.has_unfinished_requests():
             # An idle engine waits for the next request; the clock jumps to its arrival.
-            self.clock_s = max(self.clock_s, self.workload[self._next_arrival].arrival_time)
+            self.clock_s = max(self.clock_s, self._pending[0][0])
         clock_before = self.clock_s
         arrived = self._add_arrivals()
         allocated, freed, evicted, hit = kv.counters()
@@ -126,13 +156,13 @@ class Simulation:
             kind = "decode" if num_tokens == 1 and samples and request.num_output_tokens > 0 else "prefill"
             scheduled.append(ScheduledChunk(rid, num_tokens, output.num_computed_before[rid], kind))
         if not scheduled and not scheduler.running and not output.preempted_reqs:
-            if self._next_arrival >= len(self.workload):
+            if not self._pending:
                 raise SimulationStalled(
                     f"step {self.step_index}: nothing can be scheduled and no request will arrive "
                     f"({len(scheduler.waiting)} waiting, {kv.num_free_blocks} free blocks)"
                 )
             # Blocked until the next arrival changes something.
-            self.clock_s = self.workload[self._next_arrival].arrival_time
+            self.clock_s = max(self.clock_s, self._pending[0][0])
 
         step_s, breakdown = self.cost_model.step_time(
             ((chunk.num_tokens, chunk.num_computed_before) for chunk in scheduled), num_sampling
@@ -143,10 +173,18 @@ class Simulation:
             step_s += breakdown["swap"]
         clock_after = max(self.clock_s, clock_before + step_s)
         result = scheduler.update_from_output(output, now=clock_after)
-        if self.keep_finished:
-            for request in result.finished:
-                self.finished_requests[request.request_id] = request
         allocated_after, freed_after, evicted_after, hit_after = kv.counters()
+
+        metrics = self.metrics
+        if kv.enable_caching:
+            for rid, num_cached in output.num_cached_tokens.items():
+                request = requests.get(rid) or next(r for r in result.finished if r.request_id == rid)
+                metrics.observe_admission(request.num_tokens - (rid in result.sampled), num_cached)
+        for request in result.finished:
+            metrics.observe_finished(request)
+            if self.keep_finished:
+                self.finished_requests[request.request_id] = request
+            self._release_next(clock_after)
 
         record = StepRecord(
             step=self.step_index,
@@ -174,6 +212,8 @@ class Simulation:
             kv_usage=kv.usage,
             cost_breakdown=breakdown,
         )
+        tokens_in_cache = sum(r.num_computed_tokens for r in scheduler.running) - kv.num_shared_slots
+        metrics.observe_step(record, kv.num_used_blocks, tokens_in_cache)
         self.step_index += 1
         self.clock_s = clock_after
         return record
@@ -194,15 +234,23 @@ class Simulation:
         """Everything needed to resume from this exact point (O(requests + blocks))."""
         # Finished requests never change again, so the snapshot shares them.
         return SimulationState(
-            self.step_index, self.clock_s, self._next_arrival, copy.deepcopy(self.scheduler), dict(self.finished_requests)
+            self.step_index,
+            self.clock_s,
+            list(self._pending),
+            self._next_release,
+            copy.deepcopy(self.scheduler),
+            copy.deepcopy(self.metrics),
+            dict(self.finished_requests),
         )
 
     def restore(self, state: SimulationState) -> None:
         """Return to a snapshot; the snapshot stays valid for further restores."""
         self.step_index = state.step_index
         self.clock_s = state.clock_s
-        self._next_arrival = state.next_arrival
+        self._pending = list(state.pending)
+        self._next_release = state.next_release
         self.scheduler = copy.deepcopy(state.scheduler)
+        self.metrics = copy.deepcopy(state.metrics)
         self.finished_requests = dict(state.finished_requests)
 
     # -- read-only views --------------------------------------------------------------------

@@ -13,12 +13,16 @@ from ..scheduler import Scheduler, SchedulerOutput
 WATERMARK = 0.01
 
 
+def watermark_blocks(num_gpu_blocks: int) -> int:
+    return int(WATERMARK * num_gpu_blocks)
+
+
 class VllmV0Scheduler(Scheduler):
     name = "vllm-v0"
 
     def __init__(self, config):
         super().__init__(config)
-        self.watermark_blocks = int(WATERMARK * config.num_gpu_blocks)
+        self.watermark_blocks = watermark_blocks(config.num_gpu_blocks)
 
     def schedule(self, now: float = 0.0) -> SchedulerOutput:
         output = SchedulerOutput()
