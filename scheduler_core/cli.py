@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
+import time
 from dataclasses import fields
+from pathlib import Path
 
 from .config import VLLM_PROFILES, EngineConfig, VllmCompat
 from .errors import ConfigError
+from .perfetto import export_perfetto
+from .presets import GPUS, MODELS, resolve_gpu, resolve_model
+from .cost_model import CostModel
 from .replay import load_trace, replay, write_log
+from .report import format_comparison, format_report
+from .scenario import PRESET_SCENARIOS, Scenario
 from .scheduler import SchedulerError
-from .simulation import Simulation
-from .workload import synthetic_workload
+from .simulation import Simulation, SimulationStalled
+from .workload import NAMED_LENGTHS, WorkloadConfig
 
 SWITCHES = [f.name for f in fields(VllmCompat)]
 
@@ -25,6 +34,14 @@ def parse_switch(text: str) -> tuple[str, bool]:
     return name, value.lower() in ("on", "true", "1")
 
 
+def parse_rate(text: str) -> float:
+    rate = float(text)  # accepts "inf"
+    if not rate > 0:
+        raise argparse.ArgumentTypeError("the arrival rate must be > 0 (inf: all at once)")
+    return rate
+
+
+# -- replay and demo ------------------------------------------------------------------------
 def cmd_replay(args: argparse.Namespace) -> int:
     compat = VllmCompat.for_version(args.vllm_version)
     if args.switch:
@@ -35,24 +52,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def demo_scenario() -> tuple[EngineConfig, list]:
-    """A small engine under a burst of mixed requests: chunked prefill, a few preemptions."""
-    config = EngineConfig(num_gpu_blocks=512, max_num_seqs=32, max_num_batched_tokens=512, max_model_len=4096)
-    workload = synthetic_workload(48, arrival_rate=12.0, prompt_mean=600, output_mean=160, seed=7, max_prompt_len=3000)
-    return config, workload
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
-    config, workload = demo_scenario()
-    sim = Simulation(config, workload)
-    print(f"servescope demo: {len(workload)} requests, policy {config.policy}, {config.num_gpu_blocks} KV blocks "
-          f"of {config.block_size} tokens, budget {config.max_num_batched_tokens} tokens/step")
+    scenario = Scenario.from_dict(PRESET_SCENARIOS["default"], name="default")
+    sim = scenario.build()
+    engine = scenario.engine
+    print(f"servescope demo: {sim.num_requests} requests, {scenario.model} on {scenario.gpu}, policy {engine.policy}, "
+          f"{engine.num_gpu_blocks} KV blocks of {engine.block_size} tokens, budget {engine.max_num_batched_tokens} tokens/step")
     print(f"{'step':>5} {'clock ms':>9} {'step ms':>8} {'prefill':>7} {'decode':>6} {'run':>4} {'wait':>4} {'KV %':>5}  events")
-    num_preemptions = 0
-    last = None
     for record in sim.records():
-        last = record
-        num_preemptions += len(record.preempted)
         events = []
         for label, ids in (("+", record.admitted), ("resume ", record.resumed), ("preempt ", record.preempted),
                            ("done ", record.finished)):
@@ -62,30 +69,274 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"{record.step:>5} {record.clock_s_before * 1e3:>9.1f} {record.step_s * 1e3:>8.2f} "
                   f"{record.num_prefill_tokens:>7} {record.num_decode_tokens:>6} {record.num_running:>4} "
                   f"{record.num_waiting:>4} {record.kv_usage * 100:>5.1f}  {' '.join(events)}")
-    print(f"finished {len(workload)} requests in {last.step + 1} steps, {last.clock_s_after:.2f} s simulated, "
-          f"{num_preemptions} preemptions")
+    print(format_report(sim.metrics.report(), title="\nmetrics:"))
     return 0
+
+
+# -- scenarios with overrides ---------------------------------------------------------------
+ENGINE_FLAGS = {
+    "policy": "policy", "num_gpu_blocks": "num_gpu_blocks", "max_num_seqs": "max_num_seqs",
+    "max_num_batched_tokens": "max_num_batched_tokens", "max_model_len": "max_model_len",
+    "chunked_prefill": "enable_chunked_prefill", "prefix_caching": "enable_prefix_caching",
+    "preemption_mode": "preemption_mode", "num_cpu_blocks": "num_cpu_blocks", "kv_allocator": "kv_allocator",
+    "scheduling_order": "scheduling_order",
+}
+WORKLOAD_FLAGS = {"num_requests": "num_requests", "arrival_rate": "arrival_rate", "concurrency": "concurrency",
+                  "seed": "seed"}
+
+
+def scenario_data(name_or_path: str) -> tuple[dict, str]:
+    if name_or_path in PRESET_SCENARIOS:
+        return json.loads(json.dumps(PRESET_SCENARIOS[name_or_path])), name_or_path
+    path = Path(name_or_path)
+    return Scenario.load(path).to_dict(), path.stem
+
+
+def parse_assignment(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r}: write FIELD=VALUE")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value  # a bare word such as static or h100-sxm
+
+
+ENGINE_FIELDS = {f.name for f in fields(EngineConfig)}
+WORKLOAD_FIELDS = {f.name for f in fields(WorkloadConfig)}
+
+
+def apply_assignments(data: dict, assignments: list[tuple[str, object]]) -> None:
+    """FIELD=VALUE settings on a scenario's data: engine and workload fields by name, or top-level ones."""
+    for key, value in assignments:
+        if key in ENGINE_FIELDS:
+            data["engine"][key] = value
+        elif key in WORKLOAD_FIELDS:
+            data["workload"][key] = value
+        elif key in ("model", "gpu", "tp", "gpu_memory_utilization", "trace"):
+            data[key] = value
+            data["engine"].pop("num_gpu_blocks", None)
+        else:
+            raise ConfigError(key, "not an engine, workload or scenario field")
+
+
+def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) -> Scenario:
+    """A scenario (preset name or file) with the command line's overrides applied."""
+    data, name = scenario_data(name_or_path)
+    engine, workload = data.setdefault("engine", {}), data.setdefault("workload", {})
+    for flag in ("model", "gpu", "tp"):
+        if getattr(args, flag) is not None:
+            data[flag] = getattr(args, flag)
+            engine.pop("num_gpu_blocks", None)  # resize the pool for the new model / GPU
+    for flag, key in ENGINE_FLAGS.items():
+        if getattr(args, flag) is not None:
+            engine[key] = getattr(args, flag)
+    for flag, key in WORKLOAD_FLAGS.items():
+        if getattr(args, flag) is not None:
+            workload[key] = getattr(args, flag)
+    if args.workload is not None:
+        if args.workload in NAMED_LENGTHS or args.workload in ("fixed", "uniform", "lognormal"):
+            workload["lengths"], data["trace"] = args.workload, ""
+        elif Path(args.workload).exists():
+            data["trace"] = args.workload
+        else:
+            raise ConfigError("workload", f"{args.workload!r} is neither a named distribution "
+                                          f"({', '.join(NAMED_LENGTHS)}) nor a trace file")
+    if args.vllm_version is not None:
+        engine["compat"] = VllmCompat.for_version(args.vllm_version).__dict__
+    if args.slo_ttft_ms is not None:
+        data["slo_ttft_s"] = args.slo_ttft_ms / 1e3
+    if args.slo_tpot_ms is not None:
+        data["slo_tpot_s"] = args.slo_tpot_ms / 1e3
+    apply_assignments(data, assignments)
+    return Scenario.from_dict(data, name=name)
+
+
+def run_with_progress(sim: Simulation, show: bool) -> float:
+    """Run to the end; on a terminal, draw a progress bar of finished requests. Returns wall seconds."""
+    start = last_draw = time.perf_counter()
+    total = sim.num_requests
+    for _ in sim.records():
+        now = time.perf_counter()
+        if show and now - last_draw > 0.25:
+            last_draw = now
+            done = sim.metrics.num_finished
+            bar = "#" * int(30 * done / total)
+            print(f"\r  [{bar:<30}] {done}/{total} requests, {sim.clock_s:.1f} s simulated", end="", file=sys.stderr)
+    if show and time.perf_counter() - start > 0.25:
+        print(file=sys.stderr)
+    return time.perf_counter() - start
+
+
+def write_json(path: str, payload: dict) -> None:
+    def clean(value):
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        return value
+
+    Path(path).write_text(json.dumps(clean(payload), indent=2) + "\n")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    scenario = build_scenario(args, args.scenario)
+    sim = scenario.build(keep_finished=False)
+    wall_s = run_with_progress(sim, show=args.progress if args.progress is not None else sys.stderr.isatty())
+    report = sim.metrics.report(wall_s)
+    print(format_report(report, title=f"{scenario.name}: {scenario.model} on {scenario.tp} x {scenario.gpu}, "
+                                      f"policy {scenario.engine.policy}, {scenario.engine.num_gpu_blocks} KV blocks"))
+    if args.json:
+        write_json(args.json, {"scenario": scenario.to_dict(), **report})
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    a, b = build_scenario(args, args.a), build_scenario(args, args.b, args.set_b or ())
+    # The same requests through both configurations: B runs A's workload.
+    workload = a.build_workload()
+    reports = []
+    for scenario in (a, b):
+        sim = Simulation(scenario.engine, workload, scenario.cost_model(), keep_finished=False)
+        wall_s = run_with_progress(sim, show=args.progress if args.progress is not None else sys.stderr.isatty())
+        reports.append(sim.metrics.report(wall_s))
+    changes = ", ".join(f"{k}={v}" for k, v in args.set_b or ()) or "no changes"
+    print(f"A = {a.name}, B = {b.name} with {changes}; the same {len(workload.requests)} requests through both")
+    print(format_comparison(reports[0], reports[1], "A", "B"))
+    if args.json:
+        write_json(args.json, {"a": {"scenario": a.to_dict(), **reports[0]}, "b": {"scenario": b.to_dict(), **reports[1]}})
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    scenario = build_scenario(args, args.scenario)
+    with open(args.perfetto, "w") as out:
+        num_steps = export_perfetto(scenario.build(keep_finished=True), out)
+    print(f"wrote {num_steps} steps to {args.perfetto} (open it in ui.perfetto.dev)", file=sys.stderr)
+    return 0
+
+
+def cmd_scenarios(args: argparse.Namespace) -> int:
+    for name, data in PRESET_SCENARIOS.items():
+        print(f"{name:<34} {data['description']}")
+    return 0
+
+
+# -- step time ------------------------------------------------------------------------------
+def parse_batch(batch: object, where: str) -> tuple[list[tuple[int, int]], int]:
+    """(chunks, sequences sampled) from [["prefill", C, P] | ["decode", N, L], ...]."""
+    if not isinstance(batch, list) or not batch:
+        raise ConfigError(where, "a batch is a non-empty list of parts")
+    chunks, num_sampled = [], 0
+    for i, part in enumerate(batch):
+        here = f"{where}[{i}]"
+        if not (isinstance(part, list) and len(part) == 3 and part[0] in ("prefill", "decode")
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in part[1:])):
+            raise ConfigError(here, f"expected [\"prefill\", C, P] or [\"decode\", N, L], got {part!r}")
+        kind, count, context = part
+        if count < 1 or context < 0:
+            raise ConfigError(here, "needs C or N >= 1 and P or L >= 0")
+        if kind == "prefill":
+            chunks.append((count, context))
+            num_sampled += 1
+        else:
+            chunks.extend([(1, context)] * count)
+            num_sampled += count
+    return chunks, num_sampled
+
+
+def cmd_step_time(args: argparse.Namespace) -> int:
+    cost_model = CostModel(resolve_model(args.model), resolve_gpu(args.gpu), args.tp)
+    text = Path(args.batch[1:]).read_text() if args.batch.startswith("@") else args.batch
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError("batch", f"not valid JSON ({e.msg})") from None
+    batches = value if args.batch.startswith("@") else [value]
+    if args.batch.startswith("@") and not isinstance(value, list):
+        raise ConfigError("batch", "the file must hold a list of batches")
+    for index, batch in enumerate(batches):
+        chunks, num_sampled = parse_batch(batch, f"batch[{index}]" if args.batch.startswith("@") else "batch")
+        print(f"{cost_model.step_time(chunks, num_sampled)[0] * 1e3:.4f}")
+    return 0
+
+
+# -- the parser -----------------------------------------------------------------------------
+def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("overrides of the scenario's fields")
+    group.add_argument("--model", help=f"preset ({', '.join(MODELS)}) or a JSON file with the calibration config fields")
+    group.add_argument("--gpu", choices=list(GPUS))
+    group.add_argument("--tp", type=int, help="tensor-parallel GPUs")
+    group.add_argument("--policy", choices=["static", "vllm-v0", "vllm-v1"])
+    group.add_argument("--workload", help=f"a named length distribution ({', '.join(NAMED_LENGTHS)}) or a trace file (CSV, JSONL)")
+    group.add_argument("--num-requests", type=int)
+    group.add_argument("--arrival-rate", type=parse_rate, help="requests/s; inf = all at once")
+    group.add_argument("--concurrency", type=int, help="closed loop: N clients, each sends its next request when its last finishes")
+    group.add_argument("--num-gpu-blocks", type=int, help="KV blocks (default: sized from GPU memory)")
+    group.add_argument("--max-num-seqs", type=int)
+    group.add_argument("--max-num-batched-tokens", type=int)
+    group.add_argument("--max-model-len", type=int)
+    group.add_argument("--chunked-prefill", action=argparse.BooleanOptionalAction, default=None)
+    group.add_argument("--prefix-caching", action=argparse.BooleanOptionalAction, default=None)
+    group.add_argument("--preemption-mode", choices=["recompute", "swap"])
+    group.add_argument("--num-cpu-blocks", type=int, help="swap space in blocks")
+    group.add_argument("--kv-allocator", choices=["paged", "contiguous"])
+    group.add_argument("--scheduling-order", choices=["fcfs", "priority"])
+    group.add_argument("--vllm-version", choices=sorted(VLLM_PROFILES))
+    group.add_argument("--seed", type=int, help="workload seed")
+    group.add_argument("--slo-ttft-ms", type=float, help="TTFT objective for goodput")
+    group.add_argument("--slo-tpot-ms", type=float, help="TPOT objective for goodput")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="progress bar on stderr (default: when stderr is a terminal)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="servescope", description="Step through a simulated vLLM serving engine.")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    replay_parser = commands.add_parser(
-        "replay", help="run a recorded-vLLM trace through the vllm-v1 policy and write vLLM's step log format"
-    )
-    replay_parser.add_argument("trace", help="trace JSON (optionally .gz) in the vllm_oracle format")
-    replay_parser.add_argument("--out", required=True, help="where to write the JSONL step log (.gz to compress)")
-    replay_parser.add_argument("--vllm-version", default="0.33.0", choices=sorted(VLLM_PROFILES))
-    replay_parser.add_argument(
-        "--switch", action="append", type=parse_switch, metavar="NAME=on|off",
-        help=f"flip one vLLM behaviour switch on top of the version profile ({', '.join(SWITCHES)})",
-    )
-    replay_parser.set_defaults(func=cmd_replay)
+    p = commands.add_parser("run", help="run a scenario headless and print its metrics")
+    p.add_argument("scenario", nargs="?", default="default", help="preset name or TOML/JSON scenario file")
+    p.add_argument("--json", metavar="FILE", help="write every metric as JSON")
+    add_scenario_flags(p)
+    p.set_defaults(func=cmd_run)
 
-    demo_parser = commands.add_parser("demo", help="run a small built-in scenario and print what each step did")
-    demo_parser.add_argument("--steps", type=int, default=30, help="print the first N steps (plus every preemption)")
-    demo_parser.set_defaults(func=cmd_demo)
+    p = commands.add_parser("compare", help="the same workload through two configurations, side by side")
+    p.add_argument("a", help="configuration A (preset or file); its workload is used for both")
+    p.add_argument("b", help="configuration B (preset or file)")
+    p.add_argument("--set-b", action="append", type=parse_assignment, metavar="FIELD=VALUE",
+                   help="change one field of B only, e.g. policy=static or enable_chunked_prefill=false")
+    p.add_argument("--json", metavar="FILE")
+    add_scenario_flags(p)
+    p.set_defaults(func=cmd_compare)
+
+    p = commands.add_parser("export", help="write a run as a Chrome/Perfetto trace")
+    p.add_argument("scenario", nargs="?", default="default")
+    p.add_argument("--perfetto", required=True, metavar="FILE")
+    add_scenario_flags(p)
+    p.set_defaults(func=cmd_export)
+
+    p = commands.add_parser("step-time", help="predicted time of one step, in milliseconds")
+    p.add_argument("--model", required=True, help=f"preset ({', '.join(MODELS)}) or a JSON file")
+    p.add_argument("--gpu", required=True, choices=list(GPUS))
+    p.add_argument("--tp", type=int, default=1)
+    p.add_argument("--batch", required=True,
+                   help='JSON list of ["prefill", C, P] and ["decode", N, L] parts, or @FILE holding a list of batches')
+    p.set_defaults(func=cmd_step_time)
+
+    p = commands.add_parser("scenarios", help="list the preset scenarios")
+    p.set_defaults(func=cmd_scenarios)
+
+    p = commands.add_parser("replay", help="run a recorded-vLLM trace through the vllm-v1 policy, writing vLLM's log format")
+    p.add_argument("trace", help="trace JSON (optionally .gz) in the vllm_oracle format")
+    p.add_argument("--out", required=True, help="where to write the JSONL step log (.gz to compress)")
+    p.add_argument("--vllm-version", default="0.33.0", choices=sorted(VLLM_PROFILES))
+    p.add_argument("--switch", action="append", type=parse_switch, metavar="NAME=on|off",
+                   help=f"flip one vLLM behaviour switch on top of the version profile ({', '.join(SWITCHES)})")
+    p.set_defaults(func=cmd_replay)
+
+    p = commands.add_parser("demo", help="run the built-in default scenario and print what each step did")
+    p.add_argument("--steps", type=int, default=30, help="print the first N steps (plus every preemption)")
+    p.set_defaults(func=cmd_demo)
     return parser
 
 
@@ -93,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, SchedulerError, OSError) as e:
+    except (ConfigError, SchedulerError, SimulationStalled, OSError) as e:
         print(f"servescope: error: {e}", file=sys.stderr)
         return 2
 
