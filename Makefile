@@ -20,6 +20,8 @@ test: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/bench_core.py
+	$(BIN)/python benchmarks/bench_long_run.py
+	$(BIN)/python benchmarks/bench_cost_model.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
