@@ -1,0 +1,1 @@
+"""servescope's web backend: live simulation sessions streamed to browsers over websockets."""
