@@ -45,6 +45,9 @@ class BlockPool:
         self.num_evicted_total = 0
         # References beyond the first, summed over blocks: how many token slots prefix sharing saves.
         self.num_shared_refs = 0
+        # When a viewer wants to redraw only what changed, the ids of blocks touched since it last
+        # drained this list (None: nobody is watching, nothing is recorded).
+        self.changed_blocks: list[int] | None = None
 
     # -- the free queue ---------------------------------------------------------------------
     def _remove_from_free_queue(self, block_id: int) -> None:
@@ -104,6 +107,8 @@ class BlockPool:
         self.prev_free[block_id] = self.head
         self.num_free_blocks -= num_blocks
         self.num_allocated_total += num_blocks
+        if self.changed_blocks is not None:
+            self.changed_blocks.extend(taken)
         return taken
 
     def _evict(self, block_id: int) -> None:
@@ -118,6 +123,9 @@ class BlockPool:
     def touch(self, block_ids: Iterable[int]) -> None:
         """Take a reference on prefix-cache hits; a hit on a free cached block takes it off the queue."""
         ref_cnt = self.ref_cnt
+        if self.changed_blocks is not None:
+            block_ids = list(block_ids)
+            self.changed_blocks.extend(block_ids)
         for block_id in block_ids:
             if ref_cnt[block_id] == 0:
                 self._remove_from_free_queue(block_id)
@@ -133,6 +141,9 @@ class BlockPool:
         go to the front to be reused first; cached blocks go to the back (LRU).
         """
         ref_cnt, block_hash = self.ref_cnt, self.block_hash
+        if self.changed_blocks is not None:
+            ordered_block_ids = list(ordered_block_ids)
+            self.changed_blocks.extend(ordered_block_ids)
         reuse_first: list[int] = []
         reuse_last: list[int] = []
         for block_id in ordered_block_ids:
@@ -154,6 +165,8 @@ class BlockPool:
         return holders[0] if holders else None
 
     def cache_full_block(self, block_id: int, block_hash: int) -> None:
+        if self.changed_blocks is not None:
+            self.changed_blocks.append(block_id)
         self.block_hash[block_id] = block_hash
         self.cached_block_hash_to_block.setdefault(block_hash, []).append(block_id)
 

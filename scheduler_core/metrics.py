@@ -49,6 +49,15 @@ class StreamingHistogram:
                 return min(self.max, max(self.min, middle))
         return self.max
 
+    def bins(self, max_bins: int = 60) -> list[list[float]]:
+        """[[lower bound, count], ...] ascending, adjacent buckets merged to at most `max_bins`."""
+        items = sorted(self.buckets.items())
+        merge = max(1, -(-len(items) // max_bins))
+        return [
+            [self._smallest * math.exp(items[start][0] * self._log_base), sum(c for _, c in items[start : start + merge])]
+            for start in range(0, len(items), merge)
+        ]
+
     @property
     def mean(self) -> float:
         return self.total / self.count if self.count else math.nan

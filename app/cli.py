@@ -1,0 +1,36 @@
+"""The `servescope` command: the headless commands of scheduler_core plus `serve`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from scheduler_core.cli import build_parser, main as core_main
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from .main import create_app
+    from .settings import Settings
+
+    settings = Settings.from_env(default_scenario=args.scenario)
+    print(f"servescope dashboard: http://{args.host}:{args.port}/", flush=True)
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level, ws_max_size=settings.max_message_bytes)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    serve = commands.add_parser("serve", help="start the dashboard (the web app) on a local port")
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--scenario", default="default", help="scenario the dashboard opens on")
+    serve.add_argument("--log-level", default="warning")
+    serve.set_defaults(func=cmd_serve)
+    return core_main(argv, parser)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,326 @@
+"""Sessions served live: viewers with their own send tasks, commands, playback, expiry.
+
+Each viewer has a mailbox holding the latest state it has not seen: a delta while it keeps up,
+and a "send a snapshot" mark once it has fallen a frame behind, so a slow or stalled viewer
+costs the others and the simulation nothing. Events (the log) queue losslessly up to a bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections import deque
+
+from fastapi import WebSocket
+
+from scheduler_core.errors import ConfigError
+from scheduler_core.scenario import Scenario
+
+from .session import Breakpoint, Session
+from .settings import Settings
+
+# More steps than this in one go reach viewers as a snapshot rather than a long delta.
+MAX_DELTA_STEPS = 200
+
+
+class Viewer:
+    def __init__(self, websocket: WebSocket, can_control: bool, event_backlog: int):
+        self.websocket = websocket
+        self.can_control = can_control
+        self.needs_snapshot = True
+        self.pending_delta: str | None = None
+        self.replies: deque[str] = deque(maxlen=64)
+        self.events: deque[dict] = deque(maxlen=event_backlog)
+        self.dropped_events = 0
+        self.wakeup = asyncio.Event()
+        self.wakeup.set()
+
+    def offer_delta(self, text: str) -> None:
+        if self.needs_snapshot or self.pending_delta is not None:
+            # Fell behind: the next thing it gets is the whole current state.
+            self.needs_snapshot, self.pending_delta = True, None
+        else:
+            self.pending_delta = text
+        self.wakeup.set()
+
+    def offer_snapshot(self) -> None:
+        self.needs_snapshot, self.pending_delta = True, None
+        self.wakeup.set()
+
+    def offer_events(self, events: list[dict]) -> None:
+        for event in events:
+            if len(self.events) == self.events.maxlen:
+                self.dropped_events += 1
+            self.events.append(event)
+        if events:
+            self.wakeup.set()
+
+    def reply(self, text: str) -> None:
+        self.replies.append(text)
+        self.wakeup.set()
+
+    async def send_loop(self, live: "LiveSession", heartbeat_s: float) -> None:
+        """This viewer's own sender: replies, then the latest state, then queued events."""
+        ws = self.websocket
+        while True:
+            try:
+                await asyncio.wait_for(self.wakeup.wait(), heartbeat_s)
+            except TimeoutError:
+                await ws.send_text(json.dumps({"v": 1, "type": "heartbeat", "step": live.session.step}))
+                continue
+            self.wakeup.clear()
+            while self.replies:
+                await ws.send_text(self.replies.popleft())
+            if self.needs_snapshot:
+                self.needs_snapshot = False
+                await ws.send_text(live.session.snapshot_frame())
+            elif self.pending_delta is not None:
+                text, self.pending_delta = self.pending_delta, None
+                await ws.send_text(text)
+            if self.events:
+                batch = list(self.events)
+                self.events.clear()
+                dropped, self.dropped_events = self.dropped_events, 0
+                await ws.send_text(json.dumps({"v": 1, "type": "events", "events": batch, "dropped": dropped}))
+
+
+def error_frame(code: str, message: str) -> str:
+    return json.dumps({"v": 1, "type": "error", "code": code, "message": message})
+
+
+class CommandError(Exception):
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+class LiveSession:
+    """A session with its viewers and playback task."""
+
+    def __init__(self, session: Session, settings: Settings):
+        self.session = session
+        self.settings = settings
+        self.viewers: set[Viewer] = set()
+        self.lock = asyncio.Lock()
+        self.playback: asyncio.Task | None = None
+
+    # -- publishing -------------------------------------------------------------------------
+    def publish_steps(self, records) -> None:
+        """The steps just taken, as one delta; a long jump goes out as a snapshot instead."""
+        if not records:
+            return
+        if len(records) > MAX_DELTA_STEPS:
+            self.session.jump()
+            self.publish_snapshot()
+            text = None
+        else:
+            text = self.session.delta_frame(records)
+        events = self.session.take_events()
+        for viewer in self.viewers:
+            if text is not None:
+                viewer.offer_delta(text)
+            viewer.offer_events(events)
+
+    def publish_snapshot(self) -> None:
+        for viewer in self.viewers:
+            viewer.offer_snapshot()
+
+    def publish_status(self, note: str | None = None) -> None:
+        frame = json.loads(self.session.status_frame(len(self.viewers)))
+        if note:
+            frame["note"] = note
+        text = json.dumps(frame)
+        for viewer in self.viewers:
+            viewer.reply(text)
+
+    # -- commands ---------------------------------------------------------------------------
+    async def handle(self, viewer: Viewer, text: str) -> None:
+        """Apply one client message; a bad one earns an error frame and changes nothing."""
+        self.session.last_activity = time.monotonic()
+        if len(text.encode()) > self.settings.max_message_bytes:
+            viewer.reply(error_frame("too_large", f"messages are limited to {self.settings.max_message_bytes} bytes"))
+            return
+        try:
+            message = json.loads(text)
+        except json.JSONDecodeError as e:
+            viewer.reply(error_frame("bad_json", f"not JSON: {e.msg}"))
+            return
+        if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+            viewer.reply(error_frame("bad_message", 'a message is a JSON object with a "type"'))
+            return
+        kind = message["type"]
+        try:
+            if kind == "snapshot":
+                viewer.offer_snapshot()
+            elif kind == "ping":
+                viewer.reply(json.dumps({"v": 1, "type": "pong", "step": self.session.step}))
+            elif kind in CONTROL_COMMANDS:
+                if not viewer.can_control:
+                    raise CommandError("read_only", "this is a view-only link: only the presenter controls the session")
+                async with self.lock:
+                    await CONTROL_COMMANDS[kind](self, message)
+            else:
+                raise CommandError("unknown_type", f"unknown message type {kind!r}")
+        except CommandError as e:
+            viewer.reply(error_frame(e.code, str(e)))
+
+    def _int(self, message: dict, key: str, default: int, low: int, high: int) -> int:
+        value = message.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise CommandError("bad_value", f"{key} must be an integer from {low} to {high}")
+        return value
+
+    async def cmd_play(self, message: dict) -> None:
+        if "steps_per_s" in message:
+            await self.cmd_speed(message)
+        if self.session.done:
+            raise CommandError("finished", "the run has finished; step back or reset to play again")
+        self.session.playing = True
+        if self.playback is None or self.playback.done():
+            self.playback = asyncio.create_task(self._play())
+        self.publish_status()
+
+    async def cmd_pause(self, message: dict) -> None:
+        self.session.playing = False
+        self.publish_status()
+
+    async def cmd_step(self, message: dict) -> None:
+        n = self._int(message, "n", 1, 1, 100_000)
+        self.session.playing = False
+        records, _ = self.session.advance(n)
+        self.publish_steps(records)
+        self.publish_status()
+
+    async def cmd_step_back(self, message: dict) -> None:
+        n = self._int(message, "n", 1, 1, 1_000_000)
+        await self._seek(self.session.step - n)
+
+    async def cmd_seek(self, message: dict) -> None:
+        await self._seek(self._int(message, "step", 0, 0, 10_000_000))
+
+    async def _seek(self, step: int) -> None:
+        self.session.playing = False
+        self.session.seek(step)
+        self.session.jump()
+        self.publish_snapshot()
+        self.publish_status()
+
+    async def cmd_reset(self, message: dict) -> None:
+        await self._seek(0)
+
+    async def cmd_run_to_breakpoint(self, message: dict) -> None:
+        if not self.session.breakpoints:
+            raise CommandError("no_breakpoints", "set a breakpoint first")
+        self.session.playing = False
+        records, hit = self.session.advance(self.settings.max_requests_per_session * 64, stop_at_breakpoints=True)
+        self.publish_steps(records)
+        self.publish_status(note=f"breakpoint: {hit.kind}" if hit else "no breakpoint hit before the end")
+
+    async def cmd_speed(self, message: dict) -> None:
+        value = message.get("steps_per_s")
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= self.settings.max_steps_per_s:
+            raise CommandError("bad_value", f"steps_per_s must be in (0, {self.settings.max_steps_per_s}]")
+        self.session.steps_per_s = float(value)
+        self.publish_status()
+
+    async def cmd_breakpoints(self, message: dict) -> None:
+        items = message.get("breakpoints")
+        if not isinstance(items, list) or len(items) > 32:
+            raise CommandError("bad_value", "breakpoints must be a list of at most 32 breakpoints")
+        try:
+            self.session.breakpoints = [Breakpoint.parse(item) for item in items]
+        except ValueError as e:
+            raise CommandError("bad_value", str(e)) from None
+        self.publish_status()
+
+    async def _play(self) -> None:
+        """Step at the chosen speed, one frame per tick, until paused, a breakpoint, or the end."""
+        frame_s = 1.0 / self.settings.max_frames_per_s
+        owed = 0.0
+        last = time.monotonic()
+        while self.session.playing:
+            now = time.monotonic()
+            owed = min(owed + (now - last) * self.session.steps_per_s, self.session.steps_per_s)
+            last = now
+            if owed >= 1:
+                async with self.lock:
+                    if not self.session.playing:
+                        break
+                    records, hit = self.session.advance(int(owed), stop_at_breakpoints=True)
+                    owed -= int(owed)
+                    self.publish_steps(records)
+                    if hit or self.session.done:
+                        self.session.playing = False
+                        self.publish_status(note=f"breakpoint: {hit.kind}" if hit else "finished")
+                        break
+            await asyncio.sleep(max(frame_s, 1.0 / self.session.steps_per_s) if owed < 1 else frame_s)
+
+    async def close(self) -> None:
+        self.session.playing = False
+        if self.playback:
+            self.playback.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.playback
+
+
+CONTROL_COMMANDS = {
+    "play": LiveSession.cmd_play,
+    "pause": LiveSession.cmd_pause,
+    "step": LiveSession.cmd_step,
+    "step_back": LiveSession.cmd_step_back,
+    "seek": LiveSession.cmd_seek,
+    "reset": LiveSession.cmd_reset,
+    "run_to_breakpoint": LiveSession.cmd_run_to_breakpoint,
+    "speed": LiveSession.cmd_speed,
+    "breakpoints": LiveSession.cmd_breakpoints,
+}
+
+
+class SessionManager:
+    """All live sessions of the server, within its limits."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.sessions: dict[str, LiveSession] = {}
+
+    def create(self, scenario: Scenario) -> LiveSession:
+        limits = self.settings
+        if len(self.sessions) >= limits.max_sessions:
+            raise ConfigError("session", f"the server holds at most {limits.max_sessions} sessions; delete one")
+        if scenario.workload.num_requests > limits.max_requests_per_session:
+            raise ConfigError("workload.num_requests", f"at most {limits.max_requests_per_session} per session")
+        if scenario.engine.num_gpu_blocks > limits.max_blocks_per_session:
+            raise ConfigError("engine.num_gpu_blocks", f"at most {limits.max_blocks_per_session} per session")
+        session_id = uuid.uuid4().hex[:12]
+        live = LiveSession(Session(session_id, scenario, limits), limits)
+        self.sessions[session_id] = live
+        return live
+
+    def get(self, session_id: str) -> LiveSession | None:
+        return self.sessions.get(session_id)
+
+    async def delete(self, session_id: str) -> bool:
+        live = self.sessions.pop(session_id, None)
+        if live is None:
+            return False
+        await live.close()
+        for viewer in list(live.viewers):
+            with contextlib.suppress(Exception):
+                await viewer.websocket.close(code=4404, reason="session deleted")
+        return True
+
+    async def expire_idle(self) -> list[str]:
+        now = time.monotonic()
+        expired = [sid for sid, live in self.sessions.items()
+                   if not live.viewers and not live.session.playing
+                   and now - live.session.last_activity > self.settings.idle_timeout_s]
+        for sid in expired:
+            await self.delete(sid)
+        return expired
+
+    async def close_all(self) -> None:
+        for sid in list(self.sessions):
+            await self.delete(sid)

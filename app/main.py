@@ -1,0 +1,58 @@
+"""`create_app()`: the FastAPI application, its lifespan state and its routes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from scheduler_core.errors import ConfigError
+
+from .live import SessionManager
+from .routes import api, metrics, pages, ws
+from .settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+STATIC_DIR = ROOT / "static"
+TEMPLATES_DIR = ROOT / "templates"
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.from_env()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        app.state.manager = SessionManager(settings)
+
+        async def expire_idle_sessions():
+            while True:
+                await asyncio.sleep(min(60.0, settings.idle_timeout_s / 4))
+                await app.state.manager.expire_idle()
+
+        janitor = asyncio.create_task(expire_idle_sessions())
+        yield
+        janitor.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await janitor
+        await app.state.manager.close_all()
+
+    app = FastAPI(title="servescope", description="A live, step-controlled simulation of a vLLM-style serving engine.",
+                  version="0.1.0", lifespan=lifespan)
+    app.state.settings = settings
+    app.state.templates = Jinja2Templates(directory=TEMPLATES_DIR)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    for module in (api, ws, metrics, pages):
+        app.include_router(module.router)
+
+    @app.exception_handler(ConfigError)
+    async def config_error(request: Request, error: ConfigError) -> JSONResponse:
+        """A bad setting deep in the core is still a 422 that names the field."""
+        return JSONResponse(status_code=422, content={"detail": [{"loc": error.field.split("."), "msg": error.reason}]})
+
+    return app

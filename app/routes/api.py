@@ -1,0 +1,151 @@
+"""REST: presets, the config schema, sessions (create, inspect, delete) and their exports."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from fastapi import APIRouter, Header, HTTPException, Request, Response
+from fastapi.responses import PlainTextResponse, StreamingResponse
+
+from scheduler_core.perfetto import PerfettoWriter
+from scheduler_core.scenario import PRESET_SCENARIOS, Scenario
+
+from ..frames import finite, record_view
+from ..live import LiveSession, SessionManager
+from ..schemas import ScenarioModel, SessionCreate, SessionCreated, SessionInfo
+
+router = APIRouter(prefix="/api")
+
+
+def manager_of(request: Request) -> SessionManager:
+    return request.app.state.manager
+
+
+def live_session(request: Request, session_id: str) -> LiveSession:
+    live = manager_of(request).get(session_id)
+    if live is None:
+        raise HTTPException(404, f"no session {session_id!r} (it may have expired)")
+    return live
+
+
+def scenario_from(body: SessionCreate) -> Scenario:
+    if body.scenario is not None and body.preset is not None:
+        raise HTTPException(422, [{"loc": ["body", "preset"], "msg": "give a preset or a scenario, not both"}])
+    if body.scenario is not None:
+        data = body.scenario.to_scenario_dict()
+    else:
+        name = body.preset or "default"
+        if name not in PRESET_SCENARIOS:
+            raise HTTPException(422, [{"loc": ["body", "preset"], "msg": f"unknown preset {name!r}"}])
+        data = json.loads(json.dumps(PRESET_SCENARIOS[name]))
+        data["name"] = name
+    if body.seed is not None:
+        data.setdefault("workload", {})["seed"] = body.seed
+    return Scenario.from_dict(data)
+
+
+def session_urls(request: Request, live: LiveSession) -> SessionCreated:
+    sid, token = live.session.session_id, live.session.control_token
+    base = str(request.base_url).rstrip("/")
+    ws_base = base.replace("http", "ws", 1)
+    return SessionCreated(
+        session_id=sid, control_token=token, view_url=f"{base}/s/{sid}/view",
+        control_url=f"{base}/s/{sid}?token={token}", websocket_url=f"{ws_base}/ws/{sid}",
+    )
+
+
+@router.get("/presets")
+def presets() -> dict:
+    return {name: {"description": data["description"], "scenario": data} for name, data in PRESET_SCENARIOS.items()}
+
+
+@router.get("/schema")
+def schema() -> dict:
+    return ScenarioModel.model_json_schema()
+
+
+@router.post("/sessions", status_code=201)
+def create_session(body: SessionCreate, request: Request) -> SessionCreated:
+    live = manager_of(request).create(scenario_from(body))
+    return session_urls(request, live)
+
+
+@router.get("/sessions")
+def list_sessions(request: Request) -> list[SessionInfo]:
+    return [info(live) for live in manager_of(request).sessions.values()]
+
+
+def info(live: LiveSession) -> SessionInfo:
+    session = live.session
+    return SessionInfo(
+        session_id=session.session_id, scenario=finite(session.scenario.to_dict()), step=session.step,
+        clock_s=session.sim.clock_s, done=session.done, playing=session.playing, viewers=len(live.viewers),
+        num_requests=session.sim.num_requests,
+    )
+
+
+@router.get("/sessions/{session_id}")
+def get_session(session_id: str, request: Request) -> SessionInfo:
+    return info(live_session(request, session_id))
+
+
+@router.delete("/sessions/{session_id}", status_code=204)
+async def delete_session(session_id: str, request: Request, x_control_token: str = Header(default="")) -> Response:
+    live = live_session(request, session_id)
+    if x_control_token != live.session.control_token:
+        raise HTTPException(403, "deleting a session needs its control token (X-Control-Token)")
+    await manager_of(request).delete(session_id)
+    return Response(status_code=204)
+
+
+# -- exports: everything up to the session's current step ---------------------------------
+def replayed_records(live: LiveSession):
+    """The run from its start to the session's current step, replayed (the run is deterministic)."""
+    session = live.session
+    sim = session.scenario.build(keep_finished=True)
+    for _ in range(session.step):
+        yield sim, sim.step()
+
+
+@router.get("/sessions/{session_id}/export/metrics.json")
+def export_metrics_json(session_id: str, request: Request) -> dict:
+    session = live_session(request, session_id).session
+    return {"scenario": finite(session.scenario.to_dict()), "step": session.step, **finite(session.sim.metrics.report())}
+
+
+@router.get("/sessions/{session_id}/export/metrics.csv")
+def export_metrics_csv(session_id: str, request: Request) -> PlainTextResponse:
+    report = finite(live_session(request, session_id).session.sim.metrics.report())
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["metric", "value"])
+    for key, value in report.items():
+        if isinstance(value, dict):
+            for stat, number in value.items():
+                writer.writerow([f"{key}.{stat}", number])
+        else:
+            writer.writerow([key, value])
+    return PlainTextResponse(out.getvalue(), media_type="text/csv")
+
+
+@router.get("/sessions/{session_id}/export/steps.jsonl")
+def export_steps(session_id: str, request: Request) -> StreamingResponse:
+    live = live_session(request, session_id)
+    lines = (json.dumps(record_view(record), separators=(",", ":")) + "\n" for _, record in replayed_records(live))
+    return StreamingResponse(lines, media_type="application/x-ndjson")
+
+
+@router.get("/sessions/{session_id}/export/trace.json")
+def export_trace(session_id: str, request: Request) -> Response:
+    live = live_session(request, session_id)
+    out = io.StringIO()
+    writer = PerfettoWriter(out)
+    for sim, record in replayed_records(live):
+        writer.step(record)
+        for rid in record.finished:
+            writer.request(sim.finished_requests[rid])
+    writer.close()
+    return Response(out.getvalue(), media_type="application/json",
+                    headers={"Content-Disposition": f'attachment; filename="servescope-{session_id}.json"'})

@@ -1,0 +1,107 @@
+"""Request and response shapes of the API. The engine and workload models mirror the core's
+`EngineConfig` and `WorkloadConfig` field for field (a test keeps them in step); their JSON
+Schema, served at /api/schema, is what the dashboard builds its configuration form from."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from scheduler_core.presets import GPUS, MODELS
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CompatModel(Strict):
+    """vLLM behaviours that changed between 0.10.1.1 (all false) and 0.33.0 (all true)."""
+
+    full_prompt_admission: bool = Field(True, description="Admit only if free blocks cover the whole context")
+    long_prefill_cap_lifted_when_alone: bool = Field(True, description="Lift the long-prefill cap for a lone request")
+    unchunked_prompt_blocks_queue: bool = Field(True, description="Without chunking, a too-big prompt stops the scan")
+    skipped_requests_keep_order: bool = Field(True, description="Skipped requests return in their original order")
+    unhashed_blocks_reused_first: bool = Field(True, description="Freed uncached blocks are reused first")
+    priority_victim_unscheduled: bool = Field(True, description="A scheduled priority victim is unscheduled")
+    usage_excludes_null_block: bool = Field(True, description="KV usage excludes the null block")
+
+
+class EngineModel(Strict):
+    block_size: int = Field(16, ge=1, le=256, description="Tokens per KV block")
+    num_gpu_blocks: int | None = Field(None, ge=2, description="KV blocks (empty: sized from GPU memory)")
+    max_num_seqs: int = Field(256, ge=1, description="Most requests running at once")
+    max_num_batched_tokens: int = Field(2048, ge=1, description="Token budget of one step")
+    max_model_len: int = Field(4096, ge=1, description="Longest context (prompt + output)")
+    enable_chunked_prefill: bool = Field(True, description="Split prompts under the token budget")
+    enable_prefix_caching: bool = Field(True, description="Share full blocks between equal prefixes")
+    long_prefill_token_threshold: int = Field(0, ge=0, description="Cap on one prompt's chunk (0: none)")
+    policy: Literal["vllm-v1", "vllm-v0", "static"] = Field("vllm-v1", description="Scheduling policy")
+    scheduling_order: Literal["fcfs", "priority"] = Field("fcfs", description="Waiting-queue order")
+    preemption_mode: Literal["recompute", "swap"] = Field("recompute", description="What preemption does with KV")
+    num_cpu_blocks: int = Field(0, ge=0, description="Swap space in blocks")
+    kv_allocator: Literal["paged", "contiguous"] = Field("paged", description="PagedAttention or reserve max length")
+    compat: CompatModel = Field(default_factory=CompatModel)
+
+
+class WorkloadModel(Strict):
+    num_requests: int = Field(200, ge=1, description="Requests in the run")
+    arrival: Literal["poisson", "gamma", "fixed"] = Field("poisson", description="Arrival process")
+    arrival_rate: float = Field(10.0, gt=0, description="Requests per second (inf: all at once)")
+    arrival_cv: float = Field(1.0, gt=0, description="Gamma arrivals: burstiness (CV of gaps)")
+    concurrency: int = Field(0, ge=0, description="Closed loop: clients (0: open loop)")
+    lengths: str = Field("sharegpt", description="Length distribution: a named one, fixed, uniform or lognormal")
+    prompt_len: float = Field(512, ge=1)
+    prompt_len_high: int = Field(0, ge=0)
+    output_len: float = Field(128, ge=1)
+    output_len_high: int = Field(0, ge=0)
+    sigma: float = Field(0.6, ge=0)
+    shared_prefix_len: int = Field(0, ge=0, description="Tokens of shared system prompt")
+    num_shared_prefixes: int = Field(1, ge=1)
+    high_priority_fraction: float = Field(0.0, ge=0, le=1)
+    seed: int = Field(0, description="Workload seed: same seed, same run")
+
+
+class ScenarioModel(Strict):
+    name: str = "custom"
+    description: str = ""
+    model: Literal[tuple(MODELS)] = "llama-3.1-8b"  # type: ignore[valid-type]
+    gpu: Literal[tuple(GPUS)] = "h200"  # type: ignore[valid-type]
+    tp: int = Field(1, ge=1, le=64)
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    engine: EngineModel = Field(default_factory=EngineModel)
+    workload: WorkloadModel = Field(default_factory=WorkloadModel)
+    slo_ttft_s: float | None = Field(None, gt=0)
+    slo_tpot_s: float | None = Field(None, gt=0)
+
+    def to_scenario_dict(self) -> dict:
+        data = self.model_dump(exclude_none=True)
+        data["engine"] = {k: v for k, v in data["engine"].items() if v is not None}
+        return data
+
+
+class SessionCreate(Strict):
+    """A preset by name, or a full scenario; `seed` overrides the workload's seed."""
+
+    preset: str | None = None
+    scenario: ScenarioModel | None = None
+    seed: int | None = None
+
+
+class SessionCreated(BaseModel):
+    session_id: str
+    control_token: str
+    view_url: str
+    control_url: str
+    websocket_url: str
+
+
+class SessionInfo(BaseModel):
+    session_id: str
+    scenario: dict
+    step: int
+    clock_s: float
+    done: bool
+    playing: bool
+    viewers: int
+    num_requests: int

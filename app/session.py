@@ -1,0 +1,290 @@
+"""A live session: one simulation, its history for stepping back, breakpoints and playback.
+
+Every change goes through `advance()` or `seek()`; both return the frame to publish. Stepping
+back restores the nearest checkpoint at or before the target and replays forward: the
+simulation is deterministic, so the state shown at step K is the state it had at step K.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from scheduler_core.scenario import Scenario
+from scheduler_core.simulation import SimulationState
+from scheduler_core.step_record import StepRecord
+
+from .frames import (
+    PROTOCOL_VERSION,
+    blocks_view,
+    changed_blocks_view,
+    finite,
+    metrics_view,
+    point_view,
+    queues_view,
+    record_view,
+    request_view,
+    visible_requests,
+)
+from .settings import Settings
+
+BREAKPOINT_KINDS = ("preemption", "finish", "admit", "kv_usage", "step", "request")
+MAX_SNAPSHOT_POINTS = 3000
+EVENT_HISTORY = 2000
+
+
+@dataclass(frozen=True)
+class Breakpoint:
+    kind: str
+    value: float | str | None = None
+
+    @classmethod
+    def parse(cls, data: object) -> "Breakpoint":
+        if not isinstance(data, dict) or data.get("kind") not in BREAKPOINT_KINDS:
+            raise ValueError(f"a breakpoint is {{\"kind\": one of {list(BREAKPOINT_KINDS)}, ...}}")
+        kind, value = data["kind"], data.get("value")
+        if kind == "kv_usage" and not (isinstance(value, (int, float)) and 0 < value <= 1):
+            raise ValueError("a kv_usage breakpoint needs a value in (0, 1]")
+        if kind == "step" and not (isinstance(value, int) and value >= 0):
+            raise ValueError("a step breakpoint needs a non-negative integer value")
+        if kind == "request" and not isinstance(value, str):
+            raise ValueError("a request breakpoint needs a request id value")
+        return cls(kind, value)
+
+    def hit(self, record: StepRecord) -> bool:
+        if self.kind == "preemption":
+            return bool(record.preempted)
+        if self.kind == "finish":
+            return bool(record.finished)
+        if self.kind == "admit":
+            return bool(record.admitted or record.resumed)
+        if self.kind == "kv_usage":
+            return record.kv_usage >= self.value
+        if self.kind == "step":
+            return record.step + 1 == self.value
+        rid = self.value
+        return any(c.request_id == rid for c in record.scheduled) or rid in record.preempted or rid in record.finished
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "value": self.value}
+
+
+def events_of(record: StepRecord, scheduling_order: str) -> list[dict]:
+    """The step's story for the event log, each line tagged with its step so a click can seek."""
+    step, events = record.step, []
+    for rid in record.admitted:
+        hit = record.cached_tokens.get(rid, 0)
+        events.append({"step": step, "kind": "admitted", "request": rid,
+                       "text": f"{rid} admitted" + (f", {hit} prompt tokens hit the prefix cache" if hit else "")})
+    for rid in record.resumed:
+        events.append({"step": step, "kind": "resumed", "request": rid, "text": f"{rid} resumed after preemption"})
+    for chunk in record.scheduled:
+        if chunk.kind == "prefill":
+            events.append({"step": step, "kind": "chunk", "request": chunk.request_id,
+                           "text": f"{chunk.request_id} prefill chunk of {chunk.num_tokens} tokens "
+                                   f"(from token {chunk.num_computed_before})"})
+    why = "lowest priority" if scheduling_order == "priority" else "newest running request"
+    for rid in record.preempted:
+        swapped = any(r == rid for r, _ in record.swapped_out)
+        events.append({"step": step, "kind": "preempted", "request": rid,
+                       "text": f"{rid} preempted: out of KV blocks, {why}; "
+                               + ("KV swapped to CPU" if swapped else "KV freed, will recompute")})
+    for rid in record.finished:
+        events.append({"step": step, "kind": "finished", "request": rid, "text": f"{rid} finished"})
+    if record.num_blocks_evicted:
+        events.append({"step": step, "kind": "evicted", "request": None,
+                       "text": f"{record.num_blocks_evicted} cached blocks evicted from the prefix cache"})
+    return events
+
+
+class Session:
+    def __init__(self, session_id: str, scenario: Scenario, settings: Settings):
+        self.session_id = session_id
+        self.scenario = scenario
+        self.settings = settings
+        self.control_token = secrets.token_urlsafe(18)
+        self.sim = scenario.build(keep_finished=True)
+        self._watch_blocks()
+        self.checkpoints: list[SimulationState] = [self.sim.snapshot()]
+        self.checkpoint_interval = settings.checkpoint_interval
+        # One chart point per step so far; truncated on step back.
+        self.points: list[list] = []
+        self.events: deque[dict] = deque(maxlen=EVENT_HISTORY)
+        # Events since the last publish, and the counter that gives each event its id (clients
+        # use the ids to merge a snapshot's recent events with the ones streamed after it).
+        self.unpublished_events: list[dict] = []
+        self.event_counter = 0
+        self.last_record: StepRecord | None = None
+        self.seq = 0
+        self.playing = False
+        self.steps_per_s = 20.0
+        self.breakpoints: list[Breakpoint] = []
+        self.last_activity = time.monotonic()
+        self._snapshot_cache: tuple[int, str] | None = None
+
+    def _watch_blocks(self) -> None:
+        pool = getattr(self.sim.scheduler.kv_cache_manager, "block_pool", None)
+        if pool is not None:
+            pool.changed_blocks = []
+
+    def _drain_changed_blocks(self) -> list[int]:
+        pool = getattr(self.sim.scheduler.kv_cache_manager, "block_pool", None)
+        if pool is None:
+            return []
+        changed, pool.changed_blocks = pool.changed_blocks, []
+        return changed
+
+    @property
+    def step(self) -> int:
+        return self.sim.step_index
+
+    @property
+    def done(self) -> bool:
+        return self.sim.done
+
+    # -- moving through time ----------------------------------------------------------------
+    def _step_once(self) -> StepRecord:
+        record = self.sim.step()
+        self.points.append(point_view(record))
+        for event in events_of(record, self.scenario.engine.scheduling_order):
+            self.event_counter += 1
+            event["id"] = self.event_counter
+            self.events.append(event)
+            self.unpublished_events.append(event)
+        self.last_record = record
+        if self.sim.step_index % self.checkpoint_interval == 0:
+            self._add_checkpoint()
+        return record
+
+    def _add_checkpoint(self) -> None:
+        self.checkpoints.append(self.sim.snapshot())
+        if len(self.checkpoints) > self.settings.max_checkpoints:
+            # Thin out: keep step 0 and every other checkpoint, doubling the interval.
+            self.checkpoints = self.checkpoints[:1] + self.checkpoints[2::2]
+            self.checkpoint_interval *= 2
+
+    def advance(self, num_steps: int, stop_at_breakpoints: bool = False) -> tuple[list[StepRecord], Breakpoint | None]:
+        """Up to `num_steps` steps (fewer at the end, or at a breakpoint if asked)."""
+        records: list[StepRecord] = []
+        for _ in range(num_steps):
+            if self.sim.done:
+                break
+            record = self._step_once()
+            records.append(record)
+            if stop_at_breakpoints:
+                hit = next((bp for bp in self.breakpoints if bp.hit(record)), None)
+                if hit:
+                    return records, hit
+        return records, None
+
+    def seek(self, target_step: int) -> None:
+        """Go to the state after `target_step` steps, backwards through a checkpoint and replay."""
+        target_step = max(0, target_step)
+        if target_step < self.sim.step_index:
+            checkpoint = max((c for c in self.checkpoints if c.step_index <= target_step), key=lambda c: c.step_index)
+            self.checkpoints = [c for c in self.checkpoints if c.step_index <= checkpoint.step_index]
+            self.sim.restore(checkpoint)
+            self._watch_blocks()
+            del self.points[checkpoint.step_index:]
+            while self.events and self.events[-1]["step"] >= checkpoint.step_index:
+                self.events.pop()
+            self.last_record = None
+        while self.sim.step_index < target_step and not self.sim.done:
+            self._step_once()
+        # Replayed steps reach viewers as a snapshot, not as changes or events.
+        self._drain_changed_blocks()
+        self.take_events()
+
+    def take_events(self) -> list[dict]:
+        events, self.unpublished_events = self.unpublished_events, []
+        return events
+
+    def reset(self) -> None:
+        self.playing = False
+        self.seek(0)
+
+    # -- frames -----------------------------------------------------------------------------
+    def _envelope(self, kind: str) -> dict:
+        return {"v": PROTOCOL_VERSION, "type": kind, "seq": self.seq, "step": self.step,
+                "clock_s": self.sim.clock_s, "done": self.done}
+
+    def delta_frame(self, records: list[StepRecord]) -> str:
+        """One frame for the steps just taken; advances the sequence number."""
+        self.seq += 1
+        sim = self.sim
+        touched: set[str] = set()
+        for record in records:
+            touched.update(c.request_id for c in record.scheduled)
+            touched.update(record.arrived, record.preempted, record.finished)
+        kv = sim.scheduler.kv_cache_manager
+        frame = self._envelope("delta")
+        frame.update({
+            "from_step": records[0].step if records else self.step,
+            "records": [record_view(r) for r in records],
+            "requests": {rid: request_view(sim.request(rid)) for rid in touched},
+            "tables": {rid: list(kv.get_block_ids(rid)) for rid in touched},
+            "blocks": changed_blocks_view(sim, self._drain_changed_blocks()),
+            "queues": queues_view(sim),
+            "points": [point_view(r) for r in records],
+        })
+        if any(r.finished for r in records):
+            frame["metrics"] = metrics_view(sim)
+        self._snapshot_cache = None
+        return json.dumps(frame, separators=(",", ":"))
+
+    def jump(self) -> None:
+        """Mark a change that viewers get as a snapshot, not a delta (seek, long runs)."""
+        self.seq += 1
+        self._drain_changed_blocks()
+        self._snapshot_cache = None
+
+    def snapshot_frame(self) -> str:
+        """Everything the dashboard draws, at the current step (built once per sequence number)."""
+        if self._snapshot_cache and self._snapshot_cache[0] == self.seq:
+            return self._snapshot_cache[1]
+        sim = self.sim
+        queues = queues_view(sim)
+        kv = sim.scheduler.kv_cache_manager
+        stride = max(1, -(-len(self.points) // MAX_SNAPSHOT_POINTS))
+        frame = self._envelope("snapshot")
+        frame.update({
+            "session": self.info(),
+            "status": self.status(),
+            "requests": visible_requests(sim, queues),
+            "queues": queues,
+            "tables": {rid: list(table) for rid, table in kv.req_to_blocks.items()},
+            "blocks": blocks_view(sim),
+            "points": self.points[::stride] + ([self.points[-1]] if self.points and (len(self.points) - 1) % stride else []),
+            "metrics": metrics_view(sim),
+            "last_record": record_view(self.last_record) if self.last_record else None,
+            "events": list(self.events)[-300:],
+        })
+        text = json.dumps(frame, separators=(",", ":"))
+        self._drain_changed_blocks()
+        self._snapshot_cache = (self.seq, text)
+        return text
+
+    def status(self) -> dict:
+        return {"playing": self.playing, "steps_per_s": self.steps_per_s, "step": self.step, "done": self.done,
+                "breakpoints": [b.to_dict() for b in self.breakpoints]}
+
+    def status_frame(self, viewers: int) -> str:
+        frame = self._envelope("status")
+        frame.update(self.status(), viewers=viewers)
+        return json.dumps(frame, separators=(",", ":"))
+
+    def info(self) -> dict:
+        engine = self.scenario.engine
+        return finite({
+            "session_id": self.session_id,
+            "scenario": self.scenario.to_dict(),
+            "num_requests": self.sim.num_requests,
+            "num_gpu_blocks": engine.num_gpu_blocks,
+            "block_size": engine.block_size,
+            "max_num_batched_tokens": engine.max_num_batched_tokens,
+            "max_num_seqs": engine.max_num_seqs,
+            "max_model_len": engine.max_model_len,
+        })
