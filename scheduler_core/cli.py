@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .config import VLLM_PROFILES, EngineConfig, VllmCompat
 from .errors import ConfigError
+from .metrics import SLO
 from .perfetto import export_perfetto
 from .presets import GPUS, MODELS, resolve_gpu, resolve_model
 from .cost_model import CostModel
@@ -197,7 +198,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     workload = a.build_workload()
     reports = []
     for scenario in (a, b):
-        sim = Simulation(scenario.engine, workload, scenario.cost_model(), keep_finished=False)
+        sim = Simulation(scenario.engine, workload, scenario.cost_model(), keep_finished=False,
+                         slo=SLO(scenario.slo_ttft_s, scenario.slo_tpot_s))
         wall_s = run_with_progress(sim, show=args.progress if args.progress is not None else sys.stderr.isatty())
         reports.append(sim.metrics.report(wall_s))
     changes = ", ".join(f"{k}={v}" for k, v in args.set_b or ()) or "no changes"

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .errors import ConfigError
+
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
 
 
@@ -111,8 +113,8 @@ class CostModel:
     """Step time of a batch for one model on `tp` GPUs of one kind."""
 
     def __init__(self, model: ModelSpec, gpu: GpuSpec, tp: int = 1, efficiency: Efficiency = Efficiency()):
-        if tp < 1:
-            raise ValueError("tp must be >= 1")
+        if not isinstance(tp, int) or tp < 1:
+            raise ConfigError("tp", f"must be a positive integer, got {tp!r}")
         self.model, self.gpu, self.tp, self.efficiency = model, gpu, tp, efficiency
         eff, m = efficiency, model
         bandwidth = gpu.mem_bandwidth

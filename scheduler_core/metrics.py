@@ -36,11 +36,12 @@ class StreamingHistogram:
         index = int(math.log(max(value, self._smallest) / self._smallest) / self._log_base)
         self.buckets[index] = self.buckets.get(index, 0) + 1
 
-    def percentile(self, q: float) -> float:
-        """The q-th percentile, to within the bucket resolution (and clamped to the exact min/max)."""
-        if not self.count:
-            return math.nan
-        rank = q / 100 * (self.count - 1)
+    def _value_at_rank(self, rank: int) -> float:
+        """The rank-th smallest value (0-based), to within the bucket resolution."""
+        if rank <= 0:
+            return self.min
+        if rank >= self.count - 1:
+            return self.max
         seen = 0
         for index in sorted(self.buckets):
             seen += self.buckets[index]
@@ -48,6 +49,18 @@ class StreamingHistogram:
                 middle = self._smallest * math.exp((index + 0.5) * self._log_base)
                 return min(self.max, max(self.min, middle))
         return self.max
+
+    def percentile(self, q: float) -> float:
+        """The q-th percentile, interpolated between order statistics as numpy does (vLLM's
+        benchmarks use numpy), each order statistic to within the bucket resolution."""
+        if not self.count:
+            return math.nan
+        rank = q / 100 * (self.count - 1)
+        low = math.floor(rank)
+        low_value = self._value_at_rank(low)
+        if rank == low:
+            return low_value
+        return low_value + (self._value_at_rank(low + 1) - low_value) * (rank - low)
 
     def bins(self, max_bins: int = 60) -> list[list[float]]:
         """[[lower bound, count], ...] ascending, adjacent buckets merged to at most `max_bins`."""

@@ -59,7 +59,7 @@ GPUS: dict[str, GpuSpec] = {
         bf16_flops=_CALIBRATION["bf16_matmul_TFLOPs"] * 1e12,
         fp8_flops=_CALIBRATION["fp8_matmul_TFLOPs"] * 1e12,
         mem_bandwidth=_CALIBRATION["copy_GBps"] * 1e9,
-        mem_bytes=141 * 1e9,
+        mem_bytes=140 * GIB,  # "141 GB" on the datasheet; about 140 GiB usable as nvidia-smi reports
         interconnect_bandwidth=450e9,
         pcie_bandwidth=50e9,
     ),

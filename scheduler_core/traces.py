@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from datetime import datetime
 from pathlib import Path
 
@@ -18,15 +19,19 @@ SIMPLE_COLUMNS = ("arrived_at", "num_prefill_tokens", "num_decode_tokens")
 def _timestamp_s(value: str) -> float:
     """Seconds: a plain number, or an ISO date-time (the Azure trace has 7 fractional digits)."""
     try:
-        return float(value)
+        seconds = float(value)
     except ValueError:
-        pass
-    head, dot, fraction = value.strip().partition(".")
-    text = head + (dot + fraction[:6] if dot else "")
-    return datetime.fromisoformat(text).timestamp()
+        head, dot, fraction = value.strip().partition(".")
+        text = head + (dot + fraction[:6] if dot else "")
+        return datetime.fromisoformat(text).timestamp()
+    if not math.isfinite(seconds):
+        raise ValueError("not a finite time")
+    return seconds
 
 
 def _positive_int(value, where: str) -> int:
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ConfigError(where, f"not a whole number of tokens: {value!r}")
     try:
         number = int(value)
     except (TypeError, ValueError):
@@ -47,8 +52,9 @@ def read_csv_trace(path: Path) -> list[tuple[float, int, int]]:
         else:
             raise ConfigError(f"{path}:1", f"expected columns {','.join(AZURE_COLUMNS)} or {','.join(SIMPLE_COLUMNS)}, got {','.join(columns)}")
         rows = []
-        for row in reader:
+        for raw_row in reader:
             line = reader.line_num
+            row = {(key or "").strip(): value for key, value in raw_row.items()}
             try:
                 arrival = _timestamp_s(row[time_col])
             except (TypeError, ValueError):
@@ -72,8 +78,10 @@ def read_jsonl_trace(path: Path) -> list[tuple[float, int, int]]:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
                 raise ConfigError(where, f"not valid JSON ({e.msg})") from None
+            if not isinstance(obj, dict):
+                raise ConfigError(where, "each line must be a JSON object")
             arrival = obj.get("arrival_time", obj.get("arrived_at"))
-            if not isinstance(arrival, (int, float)) or arrival < 0:
+            if isinstance(arrival, bool) or not isinstance(arrival, (int, float)) or not math.isfinite(arrival) or arrival < 0:
                 raise ConfigError(f"{where}:arrival_time", f"must be a non-negative number of seconds, got {arrival!r}")
             prompt = obj.get("prompt_len", obj.get("num_prefill_tokens"))
             if prompt is None and isinstance(obj.get("prompt_token_ids"), list):

@@ -119,8 +119,10 @@ class WorkloadConfig:
             for name, low in (("prompt_len_high", self.prompt_len), ("output_len_high", self.output_len)):
                 if getattr(self, name) < low:
                     raise ConfigError(name, f"must be >= the low end ({low}) for uniform lengths")
-        if self.shared_prefix_len < 0 or self.num_shared_prefixes < 1:
-            raise ConfigError("shared_prefix_len", "needs shared_prefix_len >= 0 and num_shared_prefixes >= 1")
+        if self.shared_prefix_len < 0:
+            raise ConfigError("shared_prefix_len", f"must be >= 0, got {self.shared_prefix_len!r}")
+        if self.num_shared_prefixes < 1:
+            raise ConfigError("num_shared_prefixes", f"must be >= 1, got {self.num_shared_prefixes!r}")
         if not 0.0 <= self.high_priority_fraction <= 1.0:
             raise ConfigError("high_priority_fraction", "must be between 0 and 1")
 

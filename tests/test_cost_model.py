@@ -1,0 +1,263 @@
+"""The calibrated cost model: it reproduces the measured H200 steps, its step times move the way
+the hardware does (more work costs more, tensor parallelism and fp8 help where they should), and
+the presets size the KV pool from GPU memory."""
+
+import dataclasses
+import json
+
+import pytest
+
+from scheduler_core.calibration import measured_steps, relative_errors
+from scheduler_core.cost_model import DTYPE_BYTES, CostModel, Efficiency
+from scheduler_core.errors import ConfigError
+from scheduler_core.presets import GIB, GPUS, MODELS, load_calibration, num_gpu_blocks_for, resolve_model
+
+LLAMA_8B = CostModel(MODELS["llama-3.1-8b"], GPUS["h200"])
+
+
+def fixed_overhead_s(cost_model):
+    """The latency every step pays whatever its batch: per step plus per layer."""
+    efficiency = cost_model.efficiency
+    return efficiency.step_overhead_s + efficiency.layer_overhead_s * cost_model.model.layers
+
+
+def strictly_increasing(values):
+    return all(a < b for a, b in zip(values, values[1:]))
+
+
+# -- calibration ---------------------------------------------------------------------------
+
+
+def test_shipped_efficiency_predicts_every_measured_step_within_8_percent():
+    """Every decode and prefill of the H200 calibration run is predicted within 8%."""
+    steps = measured_steps()
+    errors = relative_errors(Efficiency(), steps)
+
+    assert len(steps) >= 40 and {s.kind for s in steps} == {"decode", "prefill"}
+    worst = max(zip(errors, steps), key=lambda pair: pair[0])
+    assert worst[0] < 0.08, f"{worst[1]} predicted {worst[0]:.1%} off"
+
+
+def test_calibration_covers_both_shipped_model_shapes():
+    """The fit sees a bf16 8B and an fp8 70B, so both weight dtypes are calibrated."""
+    shapes = {(s.model.layers, s.model.wdtype) for s in measured_steps()}
+
+    assert shapes == {(32, "bf16"), (80, "fp8")}
+
+
+# -- monotonicity --------------------------------------------------------------------------
+
+
+def test_decode_step_time_grows_with_batch_size():
+    """More sequences in a decode step read more KV and do more FLOPs."""
+    times = [LLAMA_8B.decode_time(batch, 1024) for batch in (1, 8, 32, 128, 256)]
+
+    assert strictly_increasing(times)
+
+
+def test_decode_step_time_grows_with_context_length():
+    """Longer contexts mean more cached K and V to read per decoded token."""
+    times = [LLAMA_8B.decode_time(32, context) for context in (128, 1024, 4096, 16384)]
+
+    assert strictly_increasing(times)
+
+
+def test_prefill_step_time_grows_with_prompt_length():
+    """A longer prompt chunk costs more linear and (quadratically) more attention work."""
+    times = [LLAMA_8B.prefill_time(tokens) for tokens in (16, 128, 512, 2048, 8192)]
+
+    assert strictly_increasing(times)
+
+
+def test_an_empty_step_costs_nothing():
+    """A step with no tokens is not a step: zero seconds and no breakdown."""
+    assert LLAMA_8B.step_time([], 0) == (0.0, {})
+
+
+def test_step_time_is_the_sum_of_its_breakdown():
+    """The breakdown (linear, attention, other) accounts for the whole step time."""
+    total, breakdown = LLAMA_8B.step_time([(512, 0)] + [(1, 1024)] * 32, 33)
+
+    assert set(breakdown) == {"linear", "attention", "other"}
+    assert sum(breakdown.values()) == pytest.approx(total)
+
+
+# -- mixed steps ---------------------------------------------------------------------------
+
+
+def test_mixed_step_costs_more_than_either_part_alone():
+    """A prefill chunk batched with decodes costs more than the chunk alone or the decodes alone."""
+    prefill = LLAMA_8B.step_time([(512, 0)], 1)[0]
+    decodes = LLAMA_8B.step_time([(1, 1024)] * 32, 32)[0]
+    mixed = LLAMA_8B.step_time([(512, 0)] + [(1, 1024)] * 32, 33)[0]
+
+    assert mixed > max(prefill, decodes)
+
+
+def test_mixed_step_saves_at_least_one_fixed_overhead_over_two_separate_steps():
+    """Batching shares the weight read and the fixed latency: mixed < prefill + decodes - one overhead."""
+    prefill = LLAMA_8B.step_time([(512, 0)], 1)[0]
+    decodes = LLAMA_8B.step_time([(1, 1024)] * 32, 32)[0]
+    mixed = LLAMA_8B.step_time([(512, 0)] + [(1, 1024)] * 32, 33)[0]
+
+    assert mixed < prefill + decodes - fixed_overhead_s(LLAMA_8B)
+
+
+# -- tensor parallelism and weight dtype ---------------------------------------------------
+
+
+def test_tensor_parallel_2_speeds_up_a_big_prefill_but_less_than_2x():
+    """tp=2 halves the per-GPU work but pays two all-reduces per layer, so the speedup is under 2x."""
+    model, gpu = MODELS["llama-3.3-70b"], GPUS["h200"]
+    tp1 = CostModel(model, gpu, tp=1).prefill_time(8192)
+    tp2 = CostModel(model, gpu, tp=2).prefill_time(8192)
+
+    assert tp2 < tp1 < 2 * tp2
+
+
+def test_tensor_parallel_shortfall_from_2x_grows_with_tokens():
+    """The all-reduces move bytes per token, so tp=2 falls further short of 2x on longer prefills."""
+    model, gpu = MODELS["llama-3.3-70b"], GPUS["h200"]
+    tp1, tp2 = CostModel(model, gpu, tp=1), CostModel(model, gpu, tp=2)
+
+    def shortfall_s(tokens):
+        return tp2.prefill_time(tokens) - tp1.prefill_time(tokens) / 2
+
+    # Perfect scaling of everything but the fixed latency would leave exactly half of it.
+    assert fixed_overhead_s(tp1) / 2 < shortfall_s(512) < shortfall_s(8192)
+
+
+def test_tensor_parallel_below_1_is_refused():
+    """tp counts GPUs: zero is not a configuration."""
+    with pytest.raises(ValueError):
+        CostModel(MODELS["llama-3.1-8b"], GPUS["h200"], tp=0)
+
+
+def test_fp8_weights_decode_faster_than_bf16_at_batch_1_but_not_twice_as_fast():
+    """At batch 1 the weight read dominates and fp8 halves it; KV, activations and latencies do not shrink."""
+    gpu = GPUS["h200"]
+    bf16 = CostModel(MODELS["llama-3.3-70b"], gpu).decode_time(1, 1024)
+    fp8 = CostModel(MODELS["llama-3.3-70b-fp8"], gpu).decode_time(1, 1024)
+
+    assert bf16 / 2 < fp8 < 0.75 * bf16
+
+
+# -- swapping ------------------------------------------------------------------------------
+
+
+def test_swap_time_is_proportional_to_the_number_of_blocks():
+    """Swapping is a PCIe copy: twice the blocks take twice as long, none take no time."""
+    one = LLAMA_8B.swap_time(10, 16)
+
+    assert LLAMA_8B.swap_time(0, 16) == 0.0
+    assert one > 0
+    assert LLAMA_8B.swap_time(20, 16) == pytest.approx(2 * one)
+    assert LLAMA_8B.swap_time(10, 32) == pytest.approx(2 * one)
+
+
+# -- KV capacity from GPU memory -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, billions",
+    [("llama-3.1-8b", 8.03), ("llama-3.3-70b", 70.6), ("llama-3.3-70b-fp8", 70.6), ("qwen2.5-7b", 7.61),
+     ("qwen2.5-72b", 72.7), ("mistral-7b", 7.24)],
+)
+def test_preset_models_have_their_published_parameter_counts(name, billions):
+    """Each preset's shape adds up (weights read per step plus the embedding) to its published size, within 1.5%."""
+    model = MODELS[name]
+    params = model.weight_bytes / DTYPE_BYTES[model.wdtype] + model.hidden * model.vocab
+
+    assert params / 1e9 == pytest.approx(billions, rel=0.015)
+
+
+def test_llama_8b_kv_cache_holds_128_kib_per_token():
+    """32 layers x 8 KV heads x 128 dims x (K and V) x 2 bytes: the figure vLLM's profiler reports."""
+    assert MODELS["llama-3.1-8b"].kv_bytes_per_token == 128 * 1024
+
+
+def test_kv_blocks_are_memory_times_utilization_minus_weights_and_2_gib_over_block_bytes():
+    """The README's sizing rule, worked for Llama-3.1-8B on one H200 at 0.9 utilisation."""
+    model, gpu = MODELS["llama-3.1-8b"], GPUS["h200"]
+    available = gpu.mem_bytes * 0.9 - model.weight_bytes - 2 * GIB
+
+    assert num_gpu_blocks_for(model, gpu, 16) == int(available // (16 * 128 * 1024))
+
+
+def test_kv_blocks_grow_with_gpu_memory_utilization():
+    """Letting the engine use more of the GPU's memory leaves more for the KV cache."""
+    model, gpu = MODELS["llama-3.1-8b"], GPUS["h200"]
+    blocks = [num_gpu_blocks_for(model, gpu, 16, gpu_memory_utilization=u) for u in (0.5, 0.7, 0.9)]
+
+    assert strictly_increasing(blocks)
+
+
+def test_kv_blocks_shrink_with_a_bigger_model():
+    """A 70B model's weights leave far less room for KV than an 8B model's on the same GPU."""
+    gpu = GPUS["h200"]
+    small = num_gpu_blocks_for(MODELS["llama-3.1-8b"], gpu, 16)
+    big = num_gpu_blocks_for(MODELS["llama-3.3-70b-fp8"], gpu, 16)
+
+    assert big < small
+
+
+def test_kv_blocks_grow_with_tensor_parallelism():
+    """Sharding weights and KV over more GPUs leaves room for more blocks of each shard."""
+    model, gpu = MODELS["llama-3.3-70b"], GPUS["h100-sxm"]
+
+    assert num_gpu_blocks_for(model, gpu, 16, tp=4) < num_gpu_blocks_for(model, gpu, 16, tp=8)
+
+
+def test_a_model_that_does_not_fit_is_refused_naming_num_gpu_blocks():
+    """Llama-3.3-70B in fp8 (~70 GB of weights) does not fit a 48 GB L40S."""
+    with pytest.raises(ConfigError) as error:
+        num_gpu_blocks_for(MODELS["llama-3.3-70b-fp8"], GPUS["l40s"], 16)
+
+    assert error.value.field == "num_gpu_blocks"
+    assert "l40s" in error.value.reason
+
+
+# -- models from files ---------------------------------------------------------------------
+
+
+def test_resolve_model_accepts_a_calibration_style_json_file(tmp_path):
+    """A file holding a calibration entry (its `config` fields) defines a model named after the file."""
+    path = tmp_path / "my-llama.json"
+    path.write_text(json.dumps(load_calibration()["models"]["llama-3.1-8b-bf16"]))
+
+    model = resolve_model(str(path))
+
+    assert model.name == "my-llama"
+    assert dataclasses.replace(model, name="llama-3.1-8b") == MODELS["llama-3.1-8b"]
+
+
+def test_resolve_model_accepts_the_config_fields_at_top_level(tmp_path):
+    """The `config` wrapper is optional: the fields may sit at the top of the file."""
+    path = tmp_path / "flat.json"
+    path.write_text(json.dumps(load_calibration()["models"]["llama-3.3-70b-fp8"]["config"]))
+
+    assert dataclasses.replace(resolve_model(str(path)), name="x") == dataclasses.replace(
+        MODELS["llama-3.3-70b-fp8"], name="x"
+    )
+
+
+def test_resolve_model_refuses_a_file_missing_heads(tmp_path):
+    """A model file without `heads` names `model.heads` as the missing field."""
+    config = dict(load_calibration()["models"]["llama-3.1-8b-bf16"]["config"])
+    del config["heads"]
+    path = tmp_path / "headless.json"
+    path.write_text(json.dumps({"config": config}))
+
+    with pytest.raises(ConfigError) as error:
+        resolve_model(str(path))
+
+    assert error.value.field == "model.heads"
+
+
+def test_resolve_model_refuses_an_unknown_name():
+    """A name that is neither a preset nor a file is a `model` error listing the presets."""
+    with pytest.raises(ConfigError) as error:
+        resolve_model("gpt-17")
+
+    assert error.value.field == "model"
+    assert "llama-3.1-8b" in error.value.reason
