@@ -286,14 +286,18 @@ class SessionManager:
         self.settings = settings
         self.sessions: dict[str, LiveSession] = {}
 
-    def create(self, scenario: Scenario) -> LiveSession:
+    def check_limits(self, scenario: Scenario) -> None:
         limits = self.settings
-        if len(self.sessions) >= limits.max_sessions:
-            raise ConfigError("session", f"the server holds at most {limits.max_sessions} sessions; delete one")
         if scenario.workload.num_requests > limits.max_requests_per_session:
             raise ConfigError("workload.num_requests", f"at most {limits.max_requests_per_session} per session")
         if scenario.engine.num_gpu_blocks > limits.max_blocks_per_session:
             raise ConfigError("engine.num_gpu_blocks", f"at most {limits.max_blocks_per_session} per session")
+
+    def create(self, scenario: Scenario) -> LiveSession:
+        limits = self.settings
+        if len(self.sessions) >= limits.max_sessions:
+            raise ConfigError("session", f"the server holds at most {limits.max_sessions} sessions; delete one")
+        self.check_limits(scenario)
         session_id = uuid.uuid4().hex[:12]
         live = LiveSession(Session(session_id, scenario, limits), limits)
         self.sessions[session_id] = live

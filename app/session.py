@@ -117,6 +117,8 @@ class Session:
         # use the ids to merge a snapshot's recent events with the ones streamed after it).
         self.unpublished_events: list[dict] = []
         self.event_counter = 0
+        # Per request, its life so far: prefill and decode runs and instants (for the inspector).
+        self.timelines: dict[str, list[dict]] = {}
         self.last_record: StepRecord | None = None
         self.seq = 0
         self.playing = False
@@ -154,10 +156,56 @@ class Session:
             event["id"] = self.event_counter
             self.events.append(event)
             self.unpublished_events.append(event)
+        self._extend_timelines(record)
         self.last_record = record
         if self.sim.step_index % self.checkpoint_interval == 0:
             self._add_checkpoint()
         return record
+
+    def _extend_timelines(self, record: StepRecord) -> None:
+        step, start, end = record.step, record.clock_s_before, record.clock_s_after
+        for rid in record.admitted + record.resumed:
+            self.timelines.setdefault(rid, []).append({"kind": "admitted" if rid in record.admitted else "resumed",
+                                                       "step": step, "s": start, "cached": record.cached_tokens.get(rid, 0)})
+        for chunk in record.scheduled:
+            runs = self.timelines.setdefault(chunk.request_id, [])
+            last = runs[-1] if runs else None
+            if last and last["kind"] == chunk.kind == "decode" and last["to_step"] == step - 1:
+                last.update(to_step=step, to_s=end, tokens=last["tokens"] + chunk.num_tokens)
+            else:
+                runs.append({"kind": chunk.kind, "step": step, "to_step": step, "s": start, "to_s": end,
+                             "tokens": chunk.num_tokens, "from_token": chunk.num_computed_before})
+        for kind, ids in (("preempted", record.preempted), ("finished", record.finished)):
+            for rid in ids:
+                self.timelines.setdefault(rid, []).append({"kind": kind, "step": step, "s": end})
+
+    def _truncate_timelines(self, step: int) -> None:
+        """Forget everything from `step` on (stepping back)."""
+        for rid in list(self.timelines):
+            runs = [run for run in self.timelines[rid] if run["step"] < step]
+            for run in runs:
+                if run.get("to_step", -1) >= step:  # a decode run cut short: one token per step
+                    run.update(to_step=step - 1, tokens=step - run["step"], to_s=self.points[step - 1][0])
+            if runs:
+                self.timelines[rid] = runs
+            else:
+                del self.timelines[rid]
+
+    def request_detail(self, request_id: str) -> dict | None:
+        """One request as the inspector shows it, or None if it has not arrived by this step."""
+        try:
+            request = self.sim.request(request_id)
+        except KeyError:
+            return None
+        times = request.token_times
+        latencies = {
+            "queue_s": request.first_scheduled_time - request.arrival_time if request.first_scheduled_time is not None else None,
+            "ttft_s": times[0] - request.arrival_time if times else None,
+            "tpot_s": (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else None,
+            "e2e_s": request.finish_time - request.arrival_time if request.finish_time is not None else None,
+        }
+        return {"request": request_view(request), "latencies": latencies, "timeline": self.timelines.get(request_id, []),
+                "block_table": self.sim.block_table(request_id), "step": self.step, "clock_s": self.sim.clock_s}
 
     def _add_checkpoint(self) -> None:
         self.checkpoints.append(self.sim.snapshot())
@@ -189,6 +237,7 @@ class Session:
             self.sim.restore(checkpoint)
             self._watch_blocks()
             del self.points[checkpoint.step_index:]
+            self._truncate_timelines(checkpoint.step_index)
             while self.events and self.events[-1]["step"] >= checkpoint.step_index:
                 self.events.pop()
             self.last_record = None

@@ -66,6 +66,15 @@ def schema() -> dict:
     return ScenarioModel.model_json_schema()
 
 
+@router.post("/scenarios/validate")
+def validate_scenario(body: SessionCreate, request: Request) -> dict:
+    """Check a configuration the way creating a session would, without creating one."""
+    scenario = scenario_from(body)
+    manager_of(request).check_limits(scenario)
+    scenario.build(keep_finished=False)
+    return {"ok": True, "num_gpu_blocks": scenario.engine.num_gpu_blocks}
+
+
 @router.post("/sessions", status_code=201)
 def create_session(body: SessionCreate, request: Request) -> SessionCreated:
     live = manager_of(request).create(scenario_from(body))
@@ -98,6 +107,15 @@ async def delete_session(session_id: str, request: Request, x_control_token: str
         raise HTTPException(403, "deleting a session needs its control token (X-Control-Token)")
     await manager_of(request).delete(session_id)
     return Response(status_code=204)
+
+
+@router.get("/sessions/{session_id}/requests/{request_id}")
+def get_request(session_id: str, request_id: str, request: Request) -> dict:
+    """One request at the session's current step: counters, latencies, timeline, block table."""
+    detail = live_session(request, session_id).session.request_detail(request_id)
+    if detail is None:
+        raise HTTPException(404, f"no request {request_id!r} has arrived by this step")
+    return finite(detail)
 
 
 # -- exports: everything up to the session's current step ---------------------------------

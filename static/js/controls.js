@@ -1,0 +1,163 @@
+// The top bar: transport buttons, speed, breakpoints, scenario picker, configuration form
+// (built from the served JSON Schema), share and export links, theme, and the keyboard.
+
+const SPEEDS = [1, 2, 5, 10, 20, 50, 100, 250, 1000];
+
+export function mount(store, { send, sessionId, canControl, onTheme }) {
+  const $ = (id) => document.getElementById(id);
+  const play = $("play");
+
+  for (const id of ["reset", "step-back", "play", "step", "speed", "breakpoints-button"]) $(id).disabled = !canControl;
+  $("role").textContent = canControl ? "presenter" : "view only";
+
+  play.addEventListener("click", togglePlay);
+  $("step").addEventListener("click", () => send({ type: "step", n: 1 }));
+  $("step-back").addEventListener("click", () => send({ type: "step_back", n: 1 }));
+  $("reset").addEventListener("click", () => send({ type: "reset" }));
+  $("speed").addEventListener("change", (event) => send({ type: "speed", steps_per_s: Number(event.target.value) }));
+  $("scenario-picker").addEventListener("change", (event) => { if (event.target.value) location.href = `/?scenario=${encodeURIComponent(event.target.value)}`; });
+  $("theme").addEventListener("click", () => onTheme());
+  $("help").addEventListener("click", () => $("help-dialog").showModal());
+  $("share").addEventListener("click", async () => {
+    const link = `${location.origin}/s/${sessionId}/view`;
+    try { await navigator.clipboard.writeText(link); $("share").textContent = "Link copied"; } catch { prompt("View link:", link); }
+    setTimeout(() => { $("share").textContent = "Share view link"; }, 2000);
+  });
+  $("export").addEventListener("click", () => {
+    const base = `/api/sessions/${sessionId}/export`;
+    $("export-metrics-json").href = `${base}/metrics.json`;
+    $("export-metrics-csv").href = `${base}/metrics.csv`;
+    $("export-steps").href = `${base}/steps.jsonl`;
+    $("export-trace").href = `${base}/trace.json`;
+    $("export-dialog").showModal();
+  });
+  $("configure").addEventListener("click", () => openConfigForm(store, $("config-dialog")));
+  $("breakpoints-button").addEventListener("click", () => openBreakpoints(store, $("breakpoints-dialog"), send));
+
+  function togglePlay() {
+    if (!canControl) return;
+    send({ type: store.status.playing ? "pause" : "play" });
+  }
+  function changeSpeed(direction) {
+    const current = store.status.steps_per_s;
+    const index = SPEEDS.findIndex((s) => s >= current);
+    const next = SPEEDS[Math.max(0, Math.min(SPEEDS.length - 1, (index < 0 ? SPEEDS.length - 1 : index) + direction))];
+    send({ type: "speed", steps_per_s: next });
+  }
+
+  document.addEventListener("keydown", (event) => {
+    if (event.target.closest("input, select, textarea, dialog") || event.ctrlKey || event.metaKey || event.altKey) return;
+    const control = {
+      " ": togglePlay,
+      ArrowRight: () => send({ type: "step", n: event.shiftKey ? 10 : 1 }),
+      ArrowLeft: () => send({ type: "step_back", n: event.shiftKey ? 10 : 1 }),
+      Home: () => send({ type: "reset" }),
+      "+": () => changeSpeed(1), "=": () => changeSpeed(1), "-": () => changeSpeed(-1),
+      b: () => send({ type: "run_to_breakpoint" }),
+    };
+    const anyone = {
+      "?": () => $("help-dialog").showModal(),
+      t: () => onTheme(),
+      Escape: () => { store.selected = null; store.dirty.add("selection"); },
+    };
+    const action = anyone[event.key] || (canControl ? control[event.key] : null);
+    if (action) { event.preventDefault(); action(); }
+  });
+
+  return {
+    update() {
+      const s = store.status;
+      play.textContent = s.playing ? "❚❚ Pause" : "▶ Play";
+      play.setAttribute("aria-label", s.playing ? "Pause" : "Play");
+      play.disabled = !canControl || (store.done && !s.playing);
+      $("step").disabled = !canControl || store.done;
+      $("step-counter").value = store.step.toLocaleString("en-US");
+      $("sim-clock").value = `${store.clock.toFixed(3)} s`;
+      $("run-state").textContent = store.done ? "finished" : s.playing ? "playing" : "paused";
+      const speed = $("speed");
+      if (document.activeElement !== speed) speed.value = String(SPEEDS.find((v) => v >= s.steps_per_s) || SPEEDS[SPEEDS.length - 1]);
+      $("breakpoints-button").textContent = s.breakpoints && s.breakpoints.length ? `Breakpoints (${s.breakpoints.length})…` : "Breakpoints…";
+    },
+  };
+}
+
+// -- the configuration form, built from the JSON Schema -------------------------------------
+async function openConfigForm(store, dialog) {
+  const schema = await (await fetch("/api/schema")).json();
+  const current = store.session ? store.session.scenario : {};
+  const defs = schema.$defs || {};
+  const field = (path, name, spec, value) => {
+    const id = `cfg-${path}-${name}`;
+    const title = spec.description || spec.title || name;
+    const choices = spec.enum || (spec.anyOf && spec.anyOf.find((s) => s.enum) || {}).enum;
+    let input;
+    if (choices) input = `<select id="${id}" data-path="${path}" data-name="${name}">${choices.map((c) => `<option ${c === value ? "selected" : ""}>${c}</option>`).join("")}</select>`;
+    else if (spec.type === "boolean") input = `<input type="checkbox" id="${id}" data-path="${path}" data-name="${name}" data-type="boolean" ${value ? "checked" : ""}>`;
+    else if (spec.type === "integer" || spec.type === "number" || (spec.anyOf && spec.anyOf.some((s) => s.type === "integer" || s.type === "number")))
+      input = `<input type="number" step="any" id="${id}" data-path="${path}" data-name="${name}" data-type="number" value="${value ?? ""}">`;
+    else input = `<input type="text" id="${id}" data-path="${path}" data-name="${name}" value="${value ?? ""}">`;
+    return `<label for="${id}" title="${title}"><span>${name}</span>${input}</label>`;
+  };
+  const section = (path, refName, values) => {
+    const props = defs[refName].properties;
+    return `<fieldset><legend>${path}</legend><div class="form-grid">` +
+      Object.entries(props).filter(([n]) => n !== "compat").map(([n, spec]) => field(path, n, spec, values[n])).join("") + "</div></fieldset>";
+  };
+  const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "tp"].includes(n))
+    .map(([n, spec]) => field("top", n, spec, current[n])).join("");
+  dialog.innerHTML = `<h2 id="config-title">Configuration</h2><p class="muted">Starts a new session with these settings; the URL then captures them.</p>
+    <form method="dialog"><fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div></fieldset>
+    ${section("engine", "EngineModel", current.engine || {})}${section("workload", "WorkloadModel", current.workload || {})}
+    <p class="form-error" role="alert"></p>
+    <button value="cancel">Cancel</button> <button id="cfg-submit" value="ok" class="primary">Start session</button></form>`;
+  dialog.querySelector("#cfg-submit").addEventListener("click", async (event) => {
+    event.preventDefault();
+    const scenario = { engine: { ...(current.engine || {}) }, workload: { ...(current.workload || {}) } };
+    delete scenario.engine.compat;
+    for (const input of dialog.querySelectorAll("[data-path]")) {
+      const { path, name, type } = input.dataset;
+      let value = type === "boolean" ? input.checked : input.value;
+      if (type === "number") value = value === "" ? null : Number(value);
+      if (value === null) continue;
+      if (path === "top") scenario[name] = value; else scenario[path][name] = value;
+    }
+    if (scenario.engine.num_gpu_blocks === undefined) delete scenario.engine.num_gpu_blocks;
+    const check = await fetch("/api/scenarios/validate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ scenario }) });
+    if (!check.ok) {
+      const body = await check.json();
+      const detail = Array.isArray(body.detail) ? body.detail.map((d) => `${d.loc.filter((l) => l !== "body").join(".")}: ${d.msg}`).join("; ") : body.detail;
+      dialog.querySelector(".form-error").textContent = detail;
+      return;
+    }
+    location.href = `/?config=${encodeURIComponent(JSON.stringify(scenario))}`;
+  });
+  dialog.showModal();
+}
+
+// -- breakpoints ----------------------------------------------------------------------------
+function openBreakpoints(store, dialog, send) {
+  const current = store.status.breakpoints || [];
+  const has = (kind) => current.find((b) => b.kind === kind);
+  dialog.innerHTML = `<h2 id="bp-title">Breakpoints</h2><p class="muted">Playback stops after a step that matches; B runs to the next one.</p>
+    <form method="dialog" class="form-grid">
+      <label><span>a preemption</span><input type="checkbox" data-kind="preemption" ${has("preemption") ? "checked" : ""}></label>
+      <label><span>a request finishes</span><input type="checkbox" data-kind="finish" ${has("finish") ? "checked" : ""}></label>
+      <label><span>a request is admitted</span><input type="checkbox" data-kind="admit" ${has("admit") ? "checked" : ""}></label>
+      <label><span>KV usage at least (%)</span><input type="number" min="1" max="100" data-kind="kv_usage" value="${has("kv_usage") ? Math.round(has("kv_usage").value * 100) : ""}"></label>
+      <label><span>at step</span><input type="number" min="1" data-kind="step" value="${has("step") ? has("step").value : ""}"></label>
+      <label><span>request id is scheduled</span><input type="text" data-kind="request" value="${has("request") ? has("request").value : store.selected || ""}" placeholder="req-00012"></label>
+      <div><button value="cancel">Cancel</button> <button value="ok" class="primary" id="bp-save">Set</button></div>
+    </form>`;
+  dialog.querySelector("#bp-save").addEventListener("click", () => {
+    const breakpoints = [];
+    for (const input of dialog.querySelectorAll("[data-kind]")) {
+      const kind = input.dataset.kind;
+      if (input.type === "checkbox") { if (input.checked) breakpoints.push({ kind }); continue; }
+      if (input.value === "") continue;
+      const value = kind === "kv_usage" ? Number(input.value) / 100 : kind === "step" ? Number.parseInt(input.value, 10) : input.value;
+      breakpoints.push({ kind, value });
+    }
+    send({ type: "breakpoints", breakpoints });
+  });
+  dialog.showModal();
+}

@@ -1,0 +1,101 @@
+// Boot: one store, one websocket, one module per panel, and a single requestAnimationFrame
+// loop that redraws only what changed since the last frame (never once per message).
+
+import { connect } from "./connection.js";
+import { mount as mountControls } from "./controls.js";
+import { mount as mountBatch } from "./panels/batch.js";
+import { mount as mountCharts } from "./panels/charts.js";
+import { mount as mountEvents } from "./panels/events.js";
+import { mount as mountInspector } from "./panels/inspector.js";
+import { mount as mountKv } from "./panels/kvgrid.js";
+import { mount as mountQueues } from "./panels/queues.js";
+import { createStore } from "./store.js";
+
+const body = document.body;
+const sessionId = body.dataset.session;
+const token = body.dataset.token;
+const canControl = body.dataset.canControl === "true";
+const $ = (id) => document.getElementById(id);
+
+const store = createStore();
+const params = new URLSearchParams(location.search);
+if (params.get("theme") === "projector" || localStorage.getItem("servescope-theme") === "projector") {
+  document.documentElement.dataset.theme = "projector";
+}
+
+const { send } = connect(store, {
+  sessionId,
+  token,
+  onError: (frame) => console.warn(`servescope: ${frame.code}: ${frame.message}`),
+  onStatus: (frame) => { if (frame.note) showNote(frame.note); },
+});
+
+function select(id) {
+  store.selected = id === store.selected ? null : id;
+  store.dirty.add("selection");
+  if (store.selected) showTab("inspector");
+}
+function seek(step) { if (canControl) send({ type: "seek", step }); }
+
+function showTab(name) {
+  for (const tab of ["events", "inspector"]) {
+    const on = tab === name;
+    $(`tab-${tab}`).classList.toggle("on", on);
+    $(`tab-${tab}`).setAttribute("aria-selected", String(on));
+    $(tab).hidden = !on;
+  }
+  store.dirty.add("inspector");
+}
+$("tab-events").addEventListener("click", () => showTab("events"));
+$("tab-inspector").addEventListener("click", () => showTab("inspector"));
+
+let noteTimer = null;
+function showNote(text) {
+  $("run-state").textContent = text;
+  clearTimeout(noteTimer);
+  noteTimer = setTimeout(() => store.dirty.add("status"), 3000);
+}
+
+const controls = mountControls(store, { send, sessionId, canControl, onTheme: toggleTheme });
+const queues = mountQueues($("queues"), store, { onSelect: select });
+const batch = mountBatch($("batch"), store, { onSelect: select });
+const kv = mountKv($("kv-canvas"), store, {
+  onSelect: select, legendEl: $("kv-legend"), subEl: $("kv-sub"), gaugeEl: $("kv-gauge"),
+  pagedButton: $("view-paged"), contiguousButton: $("view-contiguous"),
+});
+const charts = mountCharts($("charts"), store);
+const events = mountEvents($("events"), store, { onSeek: seek, onSelect: select });
+const inspector = mountInspector($("inspector"), store, { sessionId });
+
+function toggleTheme() {
+  const next = document.documentElement.dataset.theme === "projector" ? "normal" : "projector";
+  document.documentElement.dataset.theme = next;
+  localStorage.setItem("servescope-theme", next);
+  $("theme").textContent = next === "projector" ? "Normal theme" : "Projector";
+  charts.rebuild();
+  store.dirty.add("all");
+}
+$("theme").textContent = document.documentElement.dataset.theme === "projector" ? "Normal theme" : "Projector";
+
+// Frames per second actually drawn, for benchmarks and for the curious (window.servescope).
+const stats = { frames: 0, longestFrameMs: 0 };
+window.servescope = { store, send, stats };
+
+function frame() {
+  const d = store.dirty;
+  if (d.size) {
+    const start = performance.now();
+    const all = d.has("all"), state = all || d.has("state");
+    if (all || state || d.has("status")) controls.update();
+    if (state || d.has("selection")) { queues.update(); batch.update(); }
+    if (state || d.has("selection") || d.has("kv")) kv.update();
+    if (state || d.has("charts")) charts.update();
+    if (all || d.has("events")) events.update();
+    if (!$("inspector").hidden && (state || d.has("selection") || d.has("inspector"))) inspector.update();
+    d.clear();
+    stats.frames += 1;
+    stats.longestFrameMs = Math.max(stats.longestFrameMs, performance.now() - start);
+  }
+  requestAnimationFrame(frame);
+}
+requestAnimationFrame(frame);

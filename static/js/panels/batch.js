@@ -1,0 +1,60 @@
+// This step's batch: how the token budget was spent (prefill chunks against decodes), one row
+// per scheduled request, and what the step's time was made of.
+
+import { cssVar, fmtInt, fmtSeconds, requestColor } from "../colors.js";
+
+const COST_LABELS = { linear: "linear layers", attention: "attention", other: "activations and fixed latency", swap: "swap (PCIe)" };
+const MAX_ROWS = 300;
+
+export function mount(el, store, { onSelect }) {
+  el.addEventListener("click", (event) => {
+    const row = event.target.closest(".batch-row");
+    if (row) onSelect(row.dataset.id);
+  });
+  return { update: () => render(el, store) };
+}
+
+function render(el, store) {
+  const record = store.lastRecord;
+  const budget = store.session ? store.session.max_num_batched_tokens : 1;
+  if (!record) {
+    el.innerHTML = `<p class="muted">No step yet. Press <b>Step</b> (→) or <b>Play</b> (Space).</p>` +
+      `<p class="muted">Each step spends at most <b>${fmtInt(budget)}</b> tokens: running requests first, then new ones.</p>`;
+    return;
+  }
+  let prefill = 0, decode = 0;
+  for (const [, n, , kind] of record.scheduled) (kind === "prefill" ? (prefill += n) : (decode += n));
+  const used = prefill + decode;
+  const parts = Object.entries(record.cost || {});
+  const total = parts.reduce((a, [, v]) => a + v, 0) || 1;
+  const dominant = parts.length ? parts.reduce((a, b) => (b[1] > a[1] ? b : a))[0] : null;
+  const cost = parts.map(([k, v]) => `<span class="${k === dominant ? "dominant" : ""}">${COST_LABELS[k] || k} ${fmtSeconds(v)} (${Math.round((100 * v) / total)}%)</span>`).join(" · ");
+  const rows = record.scheduled.slice(0, MAX_ROWS).map(([id, n, before, kind]) => {
+    const request = store.requests.get(id);
+    const colour = request ? requestColor(request.color) : "#888";
+    const width = Math.max(0.6, Math.min(100, (100 * n) / budget));
+    const label = kind === "prefill" ? `${fmtInt(n)} tok` : "1 tok";
+    const title = kind === "prefill" ? `${id}: prefill chunk of ${n} tokens after ${before} cached` : `${id}: decode, 1 token after ${before} cached`;
+    return `<div class="batch-row${id === store.selected ? " selected" : ""}" data-id="${id}" title="${title}">` +
+      `<span><i class="swatch" style="background:${colour}"></i>${id.replace(/^req-0*/, "#")}</span>` +
+      `<span class="track"><span class="fill ${kind}" style="width:${width}%"></span></span>` +
+      `<span class="kind">${kind === "prefill" ? "P " : "D "}${label}</span></div>`;
+  }).join("");
+  const more = record.scheduled.length > MAX_ROWS ? `<p class="muted">+${record.scheduled.length - MAX_ROWS} more</p>` : "";
+  const notes = [];
+  if (record.admitted.length) notes.push(`admitted ${record.admitted.length}`);
+  if (record.resumed.length) notes.push(`resumed ${record.resumed.length}`);
+  if (record.preempted.length) notes.push(`<b style="color:var(--preempted)">preempted ${record.preempted.length}</b>`);
+  if (record.finished.length) notes.push(`finished ${record.finished.length}`);
+  el.innerHTML =
+    `<div class="budget"><span>step <b>${record.step}</b> · <b>${fmtInt(used)}</b> of ${fmtInt(budget)} tokens · ` +
+    `<b>${record.scheduled.length}</b> requests</span><span>${notes.join(" · ")}</span></div>` +
+    `<div class="budget-bar" role="img" aria-label="${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget">` +
+    `<span style="width:${(100 * prefill) / budget}%;background:${cssVar("--prefill")}"></span>` +
+    `<span style="width:${(100 * decode) / budget}%;background:${cssVar("--decode")}"></span></div>` +
+    `<div class="legend"><span><i class="swatch" style="background:var(--prefill)"></i>P prefill ${fmtInt(prefill)}</span>` +
+    `<span><i class="swatch" style="background:var(--decode)"></i>D decode ${fmtInt(decode)}</span>` +
+    `<span>step time <b>${fmtSeconds(record.step_s)}</b></span></div>` +
+    `<div class="cost">${cost}</div>` +
+    `<div class="batch-rows">${rows}${more}</div>`;
+}

@@ -1,0 +1,231 @@
+// The KV block pool on a canvas: one cell per physical block, coloured by the request that
+// owns it. Free blocks are plain; free blocks still holding a cached prefix (evictable) carry a
+// corner mark; blocks shared by several requests carry a dot; a request's last block shows how
+// full it is (PagedAttention's only waste). The "reserve max length" view lays the same running
+// requests out the pre-PagedAttention way, one max_model_len region each, so the waste is seen.
+
+import { cssVar, fmtInt, requestColor } from "../colors.js";
+
+export function mount(canvas, store, { onSelect, legendEl, subEl, gaugeEl, pagedButton, contiguousButton }) {
+  let mode = "paged";
+  let layout = null; // { cell, cols, gap, dpr }
+  let hitOwners = []; // contiguous view: block -> request id drawn there
+
+  const resize = new ResizeObserver(() => { store.dirty.add("kv"); });
+  resize.observe(canvas.parentElement);
+
+  function setMode(next) {
+    mode = next;
+    pagedButton.classList.toggle("on", mode === "paged");
+    contiguousButton.classList.toggle("on", mode === "contiguous");
+    pagedButton.setAttribute("aria-checked", String(mode === "paged"));
+    contiguousButton.setAttribute("aria-checked", String(mode === "contiguous"));
+    store.dirty.add("kv");
+  }
+  pagedButton.addEventListener("click", () => setMode("paged"));
+  contiguousButton.addEventListener("click", () => setMode("contiguous"));
+
+  function blockAt(event) {
+    if (!layout) return -1;
+    const rect = canvas.getBoundingClientRect();
+    const col = Math.floor((event.clientX - rect.left) / layout.cell);
+    const row = Math.floor((event.clientY - rect.top) / layout.cell);
+    const block = row * layout.cols + col;
+    return col < layout.cols && block >= 0 && block < store.blocks.n ? block : -1;
+  }
+  function ownerAt(block) {
+    return mode === "paged" ? store.blocks.owner[block] : hitOwners[block];
+  }
+  canvas.addEventListener("click", (event) => {
+    const block = blockAt(event);
+    if (block >= 0 && ownerAt(block)) onSelect(ownerAt(block));
+  });
+  canvas.addEventListener("mousemove", (event) => {
+    const block = blockAt(event);
+    if (block < 0 || !store.blocks) { canvas.title = ""; return; }
+    const owner = ownerAt(block);
+    const b = store.blocks;
+    if (mode === "contiguous") { canvas.title = owner ? `reserved for ${owner}` : "not reserved"; return; }
+    const logical = owner ? (store.tables.get(owner) || []).indexOf(block) : -1;
+    canvas.title = block === 0 ? "block 0: vLLM's reserved null block"
+      : owner ? `block ${block}: ${owner}, logical block ${logical}, ref count ${b.ref[block]}${b.cached[block] ? ", cached prefix" : ""}`
+      : b.cached[block] ? `block ${block}: free, still holds a cached prefix (evictable)` : `block ${block}: free`;
+  });
+
+  function sizeCanvas(n) {
+    const dpr = window.devicePixelRatio || 1;
+    const w = canvas.parentElement.clientWidth, h = canvas.parentElement.clientHeight;
+    if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
+      canvas.width = Math.round(w * dpr);
+      canvas.height = Math.round(h * dpr);
+    }
+    let cell = Math.max(2, Math.min(48, Math.floor(Math.sqrt((w * h) / n))));
+    while (cell > 2 && Math.floor(w / cell) * Math.floor(h / cell) < n) cell -= 1;
+    layout = { cell, cols: Math.max(1, Math.floor(w / cell)), gap: cell >= 6 ? 1 : 0, dpr };
+    return layout;
+  }
+
+  function colours() {
+    return { free: cssVar("--free"), cached: cssVar("--cached"), nul: cssVar("--null"), focus: cssVar("--focus"),
+      panel: cssVar("--panel"), text: cssVar("--text") };
+  }
+
+  function colourOf(id, cache) {
+    let colour = cache.get(id);
+    if (!colour) {
+      const request = store.requests.get(id);
+      colour = requestColor(request ? request.color : Number.parseInt(id.replace(/\D/g, ""), 10) || 0);
+      cache.set(id, colour);
+    }
+    return colour;
+  }
+
+  function drawPaged(ctx, c) {
+    const b = store.blocks, bs = store.session.block_size;
+    const { cell, cols, gap } = layout;
+    const size = cell - gap;
+    const cache = new Map();
+    const lastFill = new Map(); // last block of each table -> filled fraction
+    for (const [id, table] of store.tables) {
+      const request = store.requests.get(id);
+      if (!table.length || !request) continue;
+      const inLast = request.computed - (table.length - 1) * bs;
+      if (inLast > 0 && inLast < bs) lastFill.set(table[table.length - 1], inLast / bs);
+    }
+    const selected = store.selected ? new Set(store.tables.get(store.selected) || []) : null;
+    for (let block = 0; block < b.n; block++) {
+      const x = (block % cols) * cell, y = Math.floor(block / cols) * cell;
+      const owner = b.owner[block];
+      if (block === 0) { ctx.fillStyle = c.nul; ctx.fillRect(x, y, size, size); continue; }
+      if (!owner) {
+        ctx.fillStyle = c.free;
+        ctx.fillRect(x, y, size, size);
+        if (b.cached[block]) { // evictable cached prefix: a corner triangle
+          ctx.fillStyle = c.cached;
+          ctx.beginPath(); ctx.moveTo(x, y); ctx.lineTo(x + size * 0.7, y); ctx.lineTo(x, y + size * 0.7); ctx.fill();
+        }
+        continue;
+      }
+      const colour = colourOf(owner, cache);
+      const fill = lastFill.get(block);
+      if (fill !== undefined) { // the partly filled last block: unused slots are the waste
+        ctx.globalAlpha = 0.3; ctx.fillStyle = colour; ctx.fillRect(x, y, size, size); ctx.globalAlpha = 1;
+        const filled = Math.max(1, Math.round(size * fill));
+        ctx.fillRect(x, y + size - filled, size, filled);
+      } else {
+        ctx.fillStyle = colour;
+        ctx.fillRect(x, y, size, size);
+      }
+      if (b.ref[block] > 1 && size >= 4) { // shared through the prefix cache
+        ctx.fillStyle = c.panel;
+        ctx.beginPath(); ctx.arc(x + size / 2, y + size / 2, Math.max(1.2, size / 5), 0, 2 * Math.PI); ctx.fill();
+      }
+      if (selected && selected.has(block)) {
+        ctx.strokeStyle = c.focus; ctx.lineWidth = Math.max(1.5, size / 6);
+        ctx.strokeRect(x + ctx.lineWidth / 2, y + ctx.lineWidth / 2, size - ctx.lineWidth, size - ctx.lineWidth);
+      }
+    }
+  }
+
+  // The pre-PagedAttention layout: the running requests in admission order, each in a region of
+  // max_model_len slots; the part beyond what it holds now is reserved but unused.
+  function drawContiguous(ctx, c) {
+    const s = store.session, bs = s.block_size, n = store.blocks.n;
+    const region = Math.ceil(s.max_model_len / bs);
+    const { cell, cols, gap } = layout;
+    const size = cell - gap;
+    const cache = new Map();
+    hitOwners = new Array(n).fill(null);
+    ctx.fillStyle = c.free;
+    for (let block = 1; block < n; block++) ctx.fillRect((block % cols) * cell, Math.floor(block / cols) * cell, size, size);
+    ctx.fillStyle = c.nul; ctx.fillRect(0, 0, size, size);
+    let start = 1, fitted = 0, usedSlots = 0;
+    for (const id of store.queues.running) {
+      if (start + region > n) break;
+      const request = store.requests.get(id);
+      const held = request ? Math.ceil(request.computed / bs) : 0;
+      usedSlots += request ? request.computed : 0;
+      const colour = colourOf(id, cache);
+      for (let i = 0; i < region; i++) {
+        const block = start + i;
+        const x = (block % cols) * cell, y = Math.floor(block / cols) * cell;
+        hitOwners[block] = id;
+        ctx.fillStyle = colour;
+        ctx.globalAlpha = i < held ? 1 : 0.22;
+        ctx.fillRect(x, y, size, size);
+      }
+      ctx.globalAlpha = 1;
+      start += region;
+      fitted += 1;
+    }
+    const running = store.queues.running.length;
+    const reserved = fitted * region * bs;
+    return { fitted, running, region, waste: reserved ? 1 - usedSlots / reserved : 0 };
+  }
+
+  function update() {
+    if (!store.blocks || !store.session) return;
+    const n = store.blocks.n;
+    const { dpr } = sizeCanvas(n);
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    const c = colours();
+    const usage = store.lastRecord ? store.lastRecord.kv_usage : 0;
+    gaugeEl.innerHTML = `<i style="width:${(usage * 100).toFixed(1)}%"></i><span>${(usage * 100).toFixed(1)}% used</span>`;
+    gaugeEl.setAttribute("aria-valuenow", (usage * 100).toFixed(1));
+    let summary;
+    if (mode === "paged") {
+      drawPaged(ctx, c);
+      summary = pagedSummary();
+    } else {
+      const r = drawContiguous(ctx, c);
+      summary = `reserving ${fmtInt(r.region)} blocks (max_model_len) per request: <b>${r.fitted} of ${r.running}</b> running requests fit; ` +
+        `<b>${(r.waste * 100).toFixed(0)}%</b> of reserved slots unused`;
+    }
+    subEl.innerHTML = `· ${fmtInt(n)} blocks × ${store.session.block_size} tokens`;
+    legendEl.innerHTML = legend(mode) + `<span class="summary">${summary}</span>` + blockTable();
+  }
+
+  function pagedSummary() {
+    const bs = store.session.block_size;
+    let slots = 0, tokens = 0;
+    for (const [id, table] of store.tables) {
+      const request = store.requests.get(id);
+      if (!request) continue;
+      slots += table.length * bs;
+      tokens += Math.min(request.computed, table.length * bs);
+    }
+    const shared = store.blocks.ref.reduce((a, r) => a + (r > 1 ? 1 : 0), 0);
+    const cached = store.blocks.cached.reduce((a, v, i) => a + (v && !store.blocks.owner[i] ? 1 : 0), 0);
+    return `unused slots in last blocks: <b>${slots ? (((slots - tokens) / slots) * 100).toFixed(1) : "0.0"}%</b>` +
+      ` · shared blocks ${fmtInt(shared)} · evictable cached ${fmtInt(cached)}`;
+  }
+
+  function blockTable() {
+    const id = store.selected;
+    if (!id || mode !== "paged") return "";
+    const table = store.tables.get(id) || [];
+    const request = store.requests.get(id);
+    if (!table.length) return `<div class="block-table"><b>${id}</b> holds no blocks (${request ? request.status : "not visible"})</div>`;
+    const bs = store.session.block_size;
+    const entries = table.map((block, i) => {
+      const filled = request ? Math.max(0, Math.min(bs, request.computed - i * bs)) : bs;
+      const shared = store.blocks.ref[block] > 1 ? "*" : "";
+      return `<code title="logical ${i} → physical ${block}, ${filled}/${bs} slots${shared ? ", shared" : ""}">${i}→${block}${shared}${filled < bs ? ` (${filled}/${bs})` : ""}</code>`;
+    });
+    return `<div class="block-table"><b>${id}</b> block table (logical→physical, * shared): ${entries.join(" ")}</div>`;
+  }
+
+  function legend(view) {
+    const sw = (style, label) => `<span><i class="swatch" style="${style}"></i>${label}</span>`;
+    if (view === "contiguous") return sw("background:#999", "held") + sw("background:#999;opacity:.25", "reserved, unused") + sw("background:var(--free)", "free");
+    return sw("background:var(--free)", "free") +
+      sw("background:linear-gradient(135deg,var(--cached) 50%,var(--free) 50%)", "cached prefix, evictable") +
+      sw("background:radial-gradient(circle,var(--panel) 30%,#888 32%)", "shared (ref > 1)") +
+      sw("background:linear-gradient(0deg,#888 40%,#ddd 40%)", "last block, partly full") +
+      sw("background:var(--null)", "null block");
+  }
+
+  return { update, setMode };
+}
