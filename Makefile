@@ -13,7 +13,7 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 run: $(BIN)/.installed
-	$(BIN)/servescope demo
+	$(BIN)/servescope serve --port $(PORT)
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q

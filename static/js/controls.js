@@ -20,8 +20,8 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
   $("help").addEventListener("click", () => $("help-dialog").showModal());
   $("share").addEventListener("click", async () => {
     const link = `${location.origin}/s/${sessionId}/view`;
-    try { await navigator.clipboard.writeText(link); $("share").textContent = "Link copied"; } catch { prompt("View link:", link); }
-    setTimeout(() => { $("share").textContent = "Share view link"; }, 2000);
+    try { await navigator.clipboard.writeText(link); $("share").textContent = "Copied"; } catch { prompt("View link:", link); }
+    setTimeout(() => { $("share").textContent = "Share"; }, 2000);
   });
   $("export").addEventListener("click", () => {
     const base = `/api/sessions/${sessionId}/export`;
@@ -76,7 +76,7 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
       $("run-state").textContent = store.done ? "finished" : s.playing ? "playing" : "paused";
       const speed = $("speed");
       if (document.activeElement !== speed) speed.value = String(SPEEDS.find((v) => v >= s.steps_per_s) || SPEEDS[SPEEDS.length - 1]);
-      $("breakpoints-button").textContent = s.breakpoints && s.breakpoints.length ? `Breakpoints (${s.breakpoints.length})…` : "Breakpoints…";
+      $("breakpoints-button").textContent = s.breakpoints && s.breakpoints.length ? `Breakpoints (${s.breakpoints.length})` : "Breakpoints";
     },
   };
 }

@@ -60,7 +60,7 @@ const controls = mountControls(store, { send, sessionId, canControl, onTheme: to
 const queues = mountQueues($("queues"), store, { onSelect: select });
 const batch = mountBatch($("batch"), store, { onSelect: select });
 const kv = mountKv($("kv-canvas"), store, {
-  onSelect: select, legendEl: $("kv-legend"), subEl: $("kv-sub"), gaugeEl: $("kv-gauge"),
+  onSelect: select, legendEl: $("kv-legend"), summaryEl: $("kv-summary"), subEl: $("kv-sub"), gaugeEl: $("kv-gauge"),
   pagedButton: $("view-paged"), contiguousButton: $("view-contiguous"),
 });
 const charts = mountCharts($("charts"), store);
@@ -71,11 +71,9 @@ function toggleTheme() {
   const next = document.documentElement.dataset.theme === "projector" ? "normal" : "projector";
   document.documentElement.dataset.theme = next;
   localStorage.setItem("servescope-theme", next);
-  $("theme").textContent = next === "projector" ? "Normal theme" : "Projector";
   charts.rebuild();
   store.dirty.add("all");
 }
-$("theme").textContent = document.documentElement.dataset.theme === "projector" ? "Normal theme" : "Projector";
 
 // Frames per second actually drawn, for benchmarks and for the curious (window.servescope).
 const stats = { frames: 0, longestFrameMs: 0 };

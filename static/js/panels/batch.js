@@ -36,7 +36,7 @@ function render(el, store) {
     const label = kind === "prefill" ? `${fmtInt(n)} tok` : "1 tok";
     const title = kind === "prefill" ? `${id}: prefill chunk of ${n} tokens after ${before} cached` : `${id}: decode, 1 token after ${before} cached`;
     return `<div class="batch-row${id === store.selected ? " selected" : ""}" data-id="${id}" title="${title}">` +
-      `<span><i class="swatch" style="background:${colour}"></i>${id.replace(/^req-0*/, "#")}</span>` +
+      `<span><i class="swatch" style="background:${colour}"></i>${id.replace(/^req-0*(?=\d)/, "#")}</span>` +
       `<span class="track"><span class="fill ${kind}" style="width:${width}%"></span></span>` +
       `<span class="kind">${kind === "prefill" ? "P " : "D "}${label}</span></div>`;
   }).join("");

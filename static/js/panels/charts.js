@@ -14,10 +14,10 @@ export function mount(el, store) {
   el.innerHTML = `
     <div class="chart" id="chart-latency"><h3><span class="seg" role="radiogroup" aria-label="Latency metric">
       ${Object.entries(LATENCIES).map(([k, v]) => `<button data-latency="${k}" role="radio">${v}</button>`).join("")}
-      </span><span class="pct" id="latency-pct"></span></h3><div class="plot"></div></div>
-    <div class="chart" id="chart-queues"><h3>Requests running / waiting</h3><div class="plot"></div></div>
-    <div class="chart" id="chart-kv"><h3>KV usage and output throughput</h3><div class="plot"></div></div>
-    <div class="chart" id="chart-tokens"><h3>Tokens per step: prefill / decode</h3><div class="plot"></div></div>`;
+      </span></h3><div class="pct" id="latency-pct"></div><div class="plot"></div></div>
+    <div class="chart" id="chart-queues"><h3 title="Requests running and waiting over simulated time">Running / waiting</h3><div class="plot"></div></div>
+    <div class="chart" id="chart-kv"><h3 title="KV cache usage and output tokens per second">KV usage · throughput</h3><div class="plot"></div></div>
+    <div class="chart" id="chart-tokens"><h3 title="Prefill and decode tokens in each step">Tokens per step</h3><div class="plot"></div></div>`;
   el.querySelector(".seg").addEventListener("click", (event) => {
     const button = event.target.closest("button[data-latency]");
     if (button) { latency = button.dataset.latency; store.dirty.add("charts"); }
@@ -57,7 +57,8 @@ export function mount(el, store) {
       ["#chart-latency", {
         ...common, scales: { x: { time: false, distr: 3 }, y: { range: (u, lo, hi) => [0, Math.max(1, hi)] } },
         axes: [axis("", { values: seconds }), axis("requests")],
-        series: [{}, { label: "count", stroke: c.accent, fill: c.accent + "55", width, paths: uPlot.paths.bars({ size: [0.95, 40], align: 1 }) }],
+        legend: { show: false },
+        series: [{}, { label: "requests", stroke: c.accent, fill: c.accent + "55", width, paths: uPlot.paths.bars({ size: [0.95, 40], align: 1 }) }],
         hooks: percentileLines,
       }],
       ["#chart-queues", {
@@ -87,7 +88,7 @@ export function mount(el, store) {
   }
 
   function plotSize(box) {
-    const legend = 26;
+    const legend = box.parentElement.id === "chart-latency" ? 0 : 26;
     return { width: Math.max(120, box.clientWidth), height: Math.max(80, box.clientHeight - legend) };
   }
 

@@ -57,7 +57,7 @@ export function mount(el, store, { sessionId }) {
         <dt>TTFT</dt><dd>${fmtSeconds(l.ttft_s)}</dd>
         <dt>TPOT</dt><dd>${fmtSeconds(l.tpot_s)}</dd>
         <dt>E2E</dt><dd>${fmtSeconds(l.e2e_s)}</dd>
-        <dt>blocks</dt><dd>${detail.block_table.length ? detail.block_table.join(" ") : "none"}</dd>
+        <dt>blocks</dt><dd>${detail.block_table.length ? `${detail.block_table.length}: ${detail.block_table.slice(0, 16).join(" ")}${detail.block_table.length > 16 ? " …" : ""}` : "none"}</dd>
       </dl>
       <div class="timeline" role="img" aria-label="Timeline of ${r.id}">${segs.join("")}</div>
       <ul class="muted">${rows}</ul></div>`;

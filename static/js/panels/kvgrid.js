@@ -6,7 +6,7 @@
 
 import { cssVar, fmtInt, requestColor } from "../colors.js";
 
-export function mount(canvas, store, { onSelect, legendEl, subEl, gaugeEl, pagedButton, contiguousButton }) {
+export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gaugeEl, pagedButton, contiguousButton }) {
   let mode = "paged";
   let layout = null; // { cell, cols, gap, dpr }
   let hitOwners = []; // contiguous view: block -> request id drawn there
@@ -184,7 +184,8 @@ export function mount(canvas, store, { onSelect, legendEl, subEl, gaugeEl, paged
         `<b>${(r.waste * 100).toFixed(0)}%</b> of reserved slots unused`;
     }
     subEl.innerHTML = `· ${fmtInt(n)} blocks × ${store.session.block_size} tokens`;
-    legendEl.innerHTML = legend(mode) + `<span class="summary">${summary}</span>` + blockTable();
+    legendEl.innerHTML = legend(mode);
+    summaryEl.innerHTML = `<div>${summary}</div>` + blockTable();
   }
 
   function pagedSummary() {
@@ -214,17 +215,18 @@ export function mount(canvas, store, { onSelect, legendEl, subEl, gaugeEl, paged
       const shared = store.blocks.ref[block] > 1 ? "*" : "";
       return `<code title="logical ${i} → physical ${block}, ${filled}/${bs} slots${shared ? ", shared" : ""}">${i}→${block}${shared}${filled < bs ? ` (${filled}/${bs})` : ""}</code>`;
     });
-    return `<div class="block-table"><b>${id}</b> block table (logical→physical, * shared): ${entries.join(" ")}</div>`;
+    return `<div class="block-table"><b>${id}</b> logical→physical (* shared): ${entries.join(" ")}</div>`;
   }
 
   function legend(view) {
     const sw = (style, label) => `<span><i class="swatch" style="${style}"></i>${label}</span>`;
     if (view === "contiguous") return sw("background:#999", "held") + sw("background:#999;opacity:.25", "reserved, unused") + sw("background:var(--free)", "free");
-    return sw("background:var(--free)", "free") +
-      sw("background:linear-gradient(135deg,var(--cached) 50%,var(--free) 50%)", "cached prefix, evictable") +
-      sw("background:radial-gradient(circle,var(--panel) 30%,#888 32%)", "shared (ref > 1)") +
-      sw("background:linear-gradient(0deg,#888 40%,#ddd 40%)", "last block, partly full") +
-      sw("background:var(--null)", "null block");
+    const sw2 = (style, label, title) => `<span title="${title}"><i class="swatch" style="${style}"></i>${label}</span>`;
+    return sw2("background:var(--free)", "free", "free block") +
+      sw2("background:linear-gradient(135deg,var(--cached) 50%,var(--free) 50%)", "cached", "free, but still holds a cached prefix: a new request with that prefix reuses it; evicted when reallocated") +
+      sw2("background:radial-gradient(circle,var(--panel) 30%,#888 32%)", "shared", "shared by several requests through the prefix cache (ref count > 1)") +
+      sw2("background:linear-gradient(0deg,#888 40%,#ddd 40%)", "partly full", "a request's last block, filled to the height shown: PagedAttention's only waste") +
+      sw2("background:var(--null)", "null", "block 0, vLLM's reserved null block");
   }
 
   return { update, setMode };

@@ -29,7 +29,7 @@ function chip(request, selected) {
   const prompt = Math.min(1, request.computed / request.prompt);
   const out = request.output / request.max_tokens;
   const preempted = request.status === "preempted";
-  const label = request.id.replace(/^req-0*/, "#");
+  const label = request.id.replace(/^req-0*(?=\d)/, "#");
   const title = `${request.id}: ${request.status}, prompt ${Math.min(request.computed, request.prompt)}/${request.prompt}, ` +
     `output ${request.output}/${request.max_tokens}` + (request.preemptions ? `, preempted ${request.preemptions}×` : "") +
     (request.cached ? `, ${request.cached} prompt tokens from the prefix cache` : "");
