@@ -12,6 +12,8 @@ from pathlib import Path
 
 from .config import VLLM_PROFILES, EngineConfig, VllmCompat
 from .errors import ConfigError
+from .lesson_catalog import LESSONS, LESSONS_BY_NAME
+from .lessons import comparison_table, evaluate
 from .metrics import SLO
 from .perfetto import export_perfetto
 from .presets import GPUS, MODELS, resolve_gpu, resolve_model
@@ -224,6 +226,25 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lesson(args: argparse.Namespace) -> int:
+    """A guided scenario: its arms side by side and each narrated claim, checked on the numbers."""
+    if not args.name:
+        for lesson in LESSONS:
+            print(f"{lesson.name:<22} {lesson.title}")
+        return 0
+    if args.name not in LESSONS_BY_NAME:
+        raise ConfigError("lesson", f"unknown lesson {args.name!r}; expected one of {', '.join(LESSONS_BY_NAME)}")
+    lesson = LESSONS_BY_NAME[args.name]
+    results = lesson.run()
+    print(f"{lesson.title}\n{lesson.summary}\n")
+    print(comparison_table(lesson, results))
+    print()
+    verdicts = evaluate(lesson, results)
+    for holds, text in verdicts:
+        print(f"  {'holds' if holds else 'FAILS'}: {text}")
+    return 0 if all(holds for holds, _ in verdicts) else 1
+
+
 # -- step time ------------------------------------------------------------------------------
 def parse_batch(batch: object, where: str) -> tuple[list[tuple[int, int]], int]:
     """(chunks, sequences sampled) from [["prefill", C, P] | ["decode", N, L], ...]."""
@@ -324,6 +345,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", required=True,
                    help='JSON list of ["prefill", C, P] and ["decode", N, L] parts, or @FILE holding a list of batches')
     p.set_defaults(func=cmd_step_time)
+
+    p = commands.add_parser("lesson", help="run a guided scenario and check what it claims (no name: list them)")
+    p.add_argument("name", nargs="?")
+    p.set_defaults(func=cmd_lesson)
 
     p = commands.add_parser("scenarios", help="list the preset scenarios")
     p.set_defaults(func=cmd_scenarios)

@@ -17,6 +17,7 @@ from .config import EngineConfig, VllmCompat
 from .errors import ConfigError
 from .policies.vllm_v1 import VllmV1Scheduler
 from .request import Request
+from .workload import RequestSpec, Workload
 
 TRACE_CONFIG_KEYS = {
     "block_size",
@@ -77,6 +78,16 @@ def requests_from_trace(trace: dict) -> list[tuple[int, dict]]:
             raise ConfigError(f"{where}.prompt_token_ids", "must not be empty")
         out.append((entry["arrival_step"], entry))
     return out
+
+
+def workload_from_trace(trace: dict) -> Workload:
+    """The trace's requests as a step-indexed workload, so a Simulation (with its clock and
+    metrics) makes exactly the decisions `replay` does."""
+    requests = [
+        RequestSpec(entry["id"], step, tuple(entry["prompt_token_ids"]), entry["max_tokens"], entry.get("priority", 0))
+        for step, entry in requests_from_trace(trace)
+    ]
+    return Workload(requests, description=f"{len(requests)} requests of a recorded vLLM trace", arrivals_by_step=True)
 
 
 def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None = None) -> Iterator[dict]:

@@ -19,6 +19,7 @@ from .cost_model import CostModel
 from .errors import ConfigError
 from .metrics import SLO
 from .presets import num_gpu_blocks_for, resolve_gpu, resolve_model
+from .replay import load_trace, workload_from_trace
 from .simulation import Simulation
 from .traces import load_trace_workload
 from .workload import Workload, WorkloadConfig, build_workload
@@ -84,6 +85,9 @@ class Scenario:
         return CostModel(resolve_model(self.model), resolve_gpu(self.gpu), self.tp)
 
     def build_workload(self) -> Workload:
+        if self.trace.endswith((".json", ".json.gz")):
+            # A recorded-vLLM trace: arrivals by step, exactly as vLLM saw them.
+            return workload_from_trace(load_trace(self.trace))
         if self.trace:
             return load_trace_workload(self.trace, self.engine.max_model_len, self.workload.num_requests)
         return build_workload(self.workload, self.engine.max_model_len)

@@ -109,16 +109,21 @@ class Simulation:
     def num_requests(self) -> int:
         return len(self.workload.requests)
 
+    def _now(self) -> float:
+        """What arrival times are measured against: the clock, or the step for step-indexed traces."""
+        return self.step_index if self.workload.arrivals_by_step else self.clock_s
+
     def _add_arrivals(self) -> list[str]:
         arrived = []
         pending = self._pending
-        while pending and pending[0][0] <= self.clock_s:
+        now = self._now()
+        while pending and pending[0][0] <= now:
             arrival_time, order, spec = heapq.heappop(pending)
             request = Request(
                 spec.request_id,
                 spec.prompt_token_ids,
                 spec.max_tokens,
-                arrival_time=arrival_time,
+                arrival_time=self.clock_s if self.workload.arrivals_by_step else arrival_time,
                 priority=spec.priority,
                 arrival_index=order,
             )
@@ -138,7 +143,7 @@ class Simulation:
         if self.done:
             raise StopIteration("the simulation has finished every request")
         scheduler, kv = self.scheduler, self.scheduler.kv_cache_manager
-        if not scheduler.has_unfinished_requests():
+        if not scheduler.has_unfinished_requests() and not self.workload.arrivals_by_step:
             # An idle engine waits for the next request; the clock jumps to its arrival.
             self.clock_s = max(self.clock_s, self._pending[0][0])
         clock_before = self.clock_s
@@ -162,7 +167,8 @@ class Simulation:
                     f"({len(scheduler.waiting)} waiting, {kv.num_free_blocks} free blocks)"
                 )
             # Blocked until the next arrival changes something.
-            self.clock_s = max(self.clock_s, self._pending[0][0])
+            if not self.workload.arrivals_by_step:
+                self.clock_s = max(self.clock_s, self._pending[0][0])
 
         step_s, breakdown = self.cost_model.step_time(
             ((chunk.num_tokens, chunk.num_computed_before) for chunk in scheduled), num_sampling

@@ -149,12 +149,15 @@ class WorkloadConfig:
 
 @dataclass
 class Workload:
-    """Requests in arrival order; with `concurrency` > 0 the simulation releases them closed-loop."""
+    """Requests in arrival order; with `concurrency` > 0 the simulation releases them closed-loop.
+    With `arrivals_by_step`, each request's `arrival_time` is the engine step it arrives at (how
+    the recorded vLLM traces give arrivals)."""
 
     requests: list[RequestSpec]
     concurrency: int = 0
     description: str = ""
     source: str = field(default="")
+    arrivals_by_step: bool = False
 
 
 def unique_prompt(index: int, length: int) -> range:

@@ -1,0 +1,249 @@
+"""The guided scenarios. Each lesson's numbers come from running its arms; its claims are checks.
+
+Placeholders in texts are `{arm:path:format}`; paths are ArmResult fields or `report.<metric>`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from importlib import resources
+
+from .config import VllmCompat
+from .lessons import Caption, Claim, Lesson
+from .replay import load_trace
+
+LLAMA_H200 = {"model": "llama-3.1-8b", "gpu": "h200"}
+
+
+def arm(engine: dict, workload: dict, **top) -> dict:
+    return {**LLAMA_H200, **top, "engine": engine, "workload": workload}
+
+
+def recorded_arm(trace_name: str, vllm_version: str, **switches: bool) -> dict:
+    """A recorded vLLM trace (shipped in scheduler_core/data) under one vLLM profile."""
+    path = str(resources.files("scheduler_core").joinpath(f"data/{trace_name}"))
+    config = dict(load_trace(path)["config"])
+    config["scheduling_order"] = config.pop("policy", "fcfs")
+    compat = {**asdict(VllmCompat.for_version(vllm_version)), **switches}
+    return {**LLAMA_H200, "trace": path, "engine": {**config, "compat": compat}}
+
+
+
+SHAREGPT_BURST = {"num_requests": 160, "arrival_rate": 40.0, "lengths": "sharegpt", "seed": 3}
+PAGED = arm({"num_gpu_blocks": 2048, "max_num_seqs": 256, "max_num_batched_tokens": 2048, "max_model_len": 2048,
+             "enable_prefix_caching": False}, SHAREGPT_BURST)
+CONTIGUOUS = arm({**PAGED["engine"], "kv_allocator": "contiguous"}, SHAREGPT_BURST)
+
+MIXED = {"num_requests": 120, "arrival_rate": 12.0, "lengths": "azure-conversation", "seed": 5}
+PREFILL_FIRST = arm({"policy": "vllm-v0", "enable_chunked_prefill": False, "num_gpu_blocks": 8192,
+                     "max_num_batched_tokens": 8192, "max_model_len": 8192}, MIXED)
+CHUNKED = {budget: arm({"num_gpu_blocks": 8192, "max_num_batched_tokens": budget, "max_model_len": 8192}, MIXED)
+           for budget in (256, 512, 2048)}
+
+PRESSURE = {"num_requests": 80, "arrival_rate": 50.0, "lengths": "fixed", "prompt_len": 600, "output_len": 700, "seed": 7}
+PRESSURE_ENGINE = {"num_gpu_blocks": 700, "max_num_seqs": 64, "max_num_batched_tokens": 1024, "enable_prefix_caching": False}
+
+SHARED = {"num_requests": 200, "arrival_rate": 20.0, "lengths": "lognormal", "prompt_len": 160, "output_len": 120,
+          "shared_prefix_len": 1024, "num_shared_prefixes": 4, "seed": 11}
+
+PRIORITY = {"num_requests": 150, "arrival_rate": 25.0, "lengths": "fixed", "prompt_len": 400, "output_len": 500,
+            "high_priority_fraction": 0.15, "seed": 13}
+PRIORITY_ENGINE = {"num_gpu_blocks": 600, "max_num_seqs": 48, "max_num_batched_tokens": 1024, "enable_prefix_caching": False}
+
+TABLE_LATENCY = [
+    ("throughput (output tok/s)", "report.output_tokens_per_s", ",.0f"),
+    ("TTFT p50 (s)", "report.ttft_s.p50", ".3f"),
+    ("TTFT p99 (s)", "report.ttft_s.p99", ".3f"),
+    ("ITL p99 (ms)", "report.itl_s.p99", ".4f"),
+    ("preemptions", "preemptions", "d"),
+]
+
+LESSONS = [
+    Lesson(
+        name="paged-vs-contiguous",
+        title="PagedAttention: paged blocks against reserving the maximum length",
+        summary="The same burst of ShareGPT requests, with KV memory handed out in 16-token blocks as "
+                "sequences grow, or reserved whole (max_model_len per request) the way systems before vLLM did.",
+        arms={"paged": PAGED, "contiguous": CONTIGUOUS},
+        claims=[
+            Claim("Paged allocation wastes {paged:report.fragmentation:.1%} of the memory it hands out "
+                  "(only the unfilled tail of each last block): under the 4% the PagedAttention paper reports.",
+                  lambda r: r["paged"].report["fragmentation"] < 0.04),
+            Claim("Reserving max_model_len per request wastes {contiguous:report.fragmentation:.0%} of what it "
+                  "reserves, in the 60-80% range the paper reports for such systems.",
+                  lambda r: 0.6 <= r["contiguous"].report["fragmentation"] <= 0.8),
+            Claim("Paged memory fits {paged:peak_running} requests at once against {contiguous:peak_running}.",
+                  lambda r: r["paged"].peak_running >= 3 * r["contiguous"].peak_running),
+            Claim("So the paged engine serves {paged:report.output_tokens_per_s:,.0f} output tokens/s against "
+                  "{contiguous:report.output_tokens_per_s:,.0f}.",
+                  lambda r: r["paged"].report["output_tokens_per_s"] > 1.5 * r["contiguous"].report["output_tokens_per_s"]),
+        ],
+        captions=[
+            Caption(0, "Blocks as needed", "Watch the KV grid fill block by block; each request's last block is partly full. "
+                    "Toggle 'Reserve max' to see the same requests reserving max_model_len each."),
+            Caption(40, "How many fit", "With reservation only a handful of requests fit; paged, the batch keeps growing."),
+        ],
+        columns=[("waste of allocated memory", "report.fragmentation", ".1%"), ("peak running requests", "peak_running", "d"),
+                 *TABLE_LATENCY[:3]],
+    ),
+    Lesson(
+        name="static-vs-continuous",
+        title="Continuous batching: iteration-level scheduling against static batches",
+        summary="The same requests through a static batcher (fill a batch, run it until its last member "
+                "finishes) and through vLLM's iteration-level scheduler.",
+        arms={"static": arm({**PAGED["engine"], "policy": "static", "max_num_seqs": 32}, SHAREGPT_BURST),
+              "continuous": arm({**PAGED["engine"], "max_num_seqs": 32}, SHAREGPT_BURST)},
+        claims=[
+            Claim("Continuous batching serves {continuous:report.output_tokens_per_s:,.0f} output tokens/s against "
+                  "{static:report.output_tokens_per_s:,.0f} for static batches.",
+                  lambda r: r["continuous"].report["output_tokens_per_s"] > 1.3 * r["static"].report["output_tokens_per_s"]),
+            Claim("The static batch drains: in {static:drained_steps} steps requests waited while seats in the "
+                  "batch stood empty; continuous batching had {continuous:drained_steps}.",
+                  lambda r: r["static"].drained_steps > 10 * max(1, r["continuous"].drained_steps)),
+            Claim("Median time to first token: {static:report.ttft_s.p50:.2f} s static, "
+                  "{continuous:report.ttft_s.p50:.2f} s continuous.",
+                  lambda r: r["continuous"].report["ttft_s"]["p50"] < r["static"].report["ttft_s"]["p50"]),
+        ],
+        captions=[
+            Caption(0, "A batch forms", "Static batching admits a batch, then admits nobody until all of it has finished."),
+            Caption(30, "Seats go empty", "Watch the running lane shrink while requests wait: finished seats stay empty."),
+        ],
+        columns=[("steps with idle seats", "drained_steps", "d"), ("peak running", "peak_running", "d"), *TABLE_LATENCY[:3]],
+    ),
+    Lesson(
+        name="chunked-prefill",
+        title="Chunked prefill: long prompts without stalling the decodes",
+        summary="Long Azure-conversation prompts arriving among running decodes: prefill-first (vLLM V0's "
+                "default, whole prompts) against decode-first chunked prefill under token budgets of 256, 512 and 2048.",
+        arms={"prefill-first": PREFILL_FIRST, "chunked-256": CHUNKED[256], "chunked-512": CHUNKED[512],
+              "chunked-2048": CHUNKED[2048]},
+        claims=[
+            Claim("Decodes stall behind whole prompts: inter-token latency p99 is {prefill-first:report.itl_s.p99:.3f} s "
+                  "prefill-first against {chunked-512:report.itl_s.p99:.3f} s chunked at 512 tokens.",
+                  lambda r: r["chunked-512"].report["itl_s"]["p99"] < r["prefill-first"].report["itl_s"]["p99"]),
+            Claim("A smaller budget protects decodes more: ITL p99 {chunked-256:report.itl_s.p99:.4f} s at 256 tokens, "
+                  "{chunked-2048:report.itl_s.p99:.4f} s at 2048.",
+                  lambda r: r["chunked-256"].report["itl_s"]["p99"] < r["chunked-2048"].report["itl_s"]["p99"]),
+            Claim("...and costs time to first token: TTFT p50 {chunked-256:report.ttft_s.p50:.3f} s at 256 tokens, "
+                  "{chunked-2048:report.ttft_s.p50:.3f} s at 2048.",
+                  lambda r: r["chunked-256"].report["ttft_s"]["p50"] > r["chunked-2048"].report["ttft_s"]["p50"]),
+            Claim("Throughput hardly moves: {chunked-512:report.output_tokens_per_s:,.0f} against "
+                  "{prefill-first:report.output_tokens_per_s:,.0f} output tokens/s.",
+                  lambda r: abs(r["chunked-512"].report["output_tokens_per_s"] / r["prefill-first"].report["output_tokens_per_s"] - 1) < 0.1),
+        ],
+        captions=[
+            Caption(0, "Budget", "Each step spends at most the token budget: decodes first, then chunks of prompts."),
+            Caption(20, "Chunks", "A long prompt is sliced over several steps (orange) while the decodes (blue) keep going."),
+        ],
+        columns=TABLE_LATENCY[:4],
+    ),
+    Lesson(
+        name="memory-pressure",
+        title="Memory pressure: preemption by recompute and by swap",
+        summary="More demand than KV blocks: when running requests cannot grow, the newest is preempted, either "
+                "freeing its blocks to recompute them later (vLLM V1) or swapping them to CPU memory (V0's option).",
+        arms={"recompute": arm(PRESSURE_ENGINE, PRESSURE),
+              "swap": arm({**PRESSURE_ENGINE, "preemption_mode": "swap", "num_cpu_blocks": 4096}, PRESSURE)},
+        claims=[
+            Claim("Both engines run out of blocks: {recompute:preemptions} preemptions with recompute, {swap:preemptions} with swap.",
+                  lambda r: r["recompute"].preemptions > 0 and r["swap"].preemptions > 0),
+            Claim("Recompute pays in compute: {recompute:recomputed_tokens:,} tokens computed again.",
+                  lambda r: r["recompute"].recomputed_tokens > 0),
+            Claim("Swap computes nothing twice ({swap:recomputed_tokens} tokens) but moves {swap:swapped_blocks:,} "
+                  "blocks over PCIe ({swap:swap_s:.3f} s of transfers).",
+                  lambda r: r["swap"].recomputed_tokens == 0 and r["swap"].swap_s > 0),
+            Claim("Every victim was the most recently admitted running request (vLLM's FCFS choice).",
+                  lambda r: r["recompute"].victims_were_newest),
+        ],
+        captions=[
+            Caption(0, "Filling up", "Watch KV usage climb as every running request grows by one token per step."),
+            Caption(60, "Preemption", "When a request cannot grow, the newest running request gives its blocks up (see the event log)."),
+        ],
+        columns=[("preemptions", "preemptions", "d"), ("recomputed tokens", "recomputed_tokens", ",d"),
+                 ("blocks swapped", "swapped_blocks", ",d"), *TABLE_LATENCY[:3]],
+    ),
+    Lesson(
+        name="prefix-caching",
+        title="Prefix caching: shared system prompts computed once",
+        summary="Requests that start with one of four 1024-token system prompts, with prefix caching on and off, "
+                "and on with a pool too small to keep every prefix.",
+        arms={"cache-off": arm({"num_gpu_blocks": 4096, "enable_prefix_caching": False, "max_num_batched_tokens": 2048}, SHARED),
+              "cache-on": arm({"num_gpu_blocks": 4096, "max_num_batched_tokens": 2048}, SHARED),
+              "cache-on-small": arm({"num_gpu_blocks": 600, "max_num_batched_tokens": 2048}, SHARED)},
+        claims=[
+            Claim("With caching, {cache-on:report.prefix_cache_hit_rate:.0%} of prompt tokens come from the cache.",
+                  lambda r: r["cache-on"].report["prefix_cache_hit_rate"] > 0.6),
+            Claim("Up to {cache-on:peak_shared_blocks} blocks are shared by several requests at once.",
+                  lambda r: r["cache-on"].peak_shared_blocks > 0),
+            Claim("Time to first token p50 falls from {cache-off:report.ttft_s.p50:.3f} s to {cache-on:report.ttft_s.p50:.3f} s.",
+                  lambda r: r["cache-on"].report["ttft_s"]["p50"] < r["cache-off"].report["ttft_s"]["p50"]),
+            Claim("Short of memory, {cache-on-small:evicted_blocks:,} cached blocks are evicted, least recently used "
+                  "first: the finished requests' own tails go, the hot system prompts stay, and the hit rate holds at "
+                  "{cache-on-small:report.prefix_cache_hit_rate:.0%}.",
+                  lambda r: r["cache-on-small"].evicted_blocks > 0
+                  and r["cache-on-small"].report["prefix_cache_hit_rate"] > r["cache-on"].report["prefix_cache_hit_rate"] - 0.05),
+        ],
+        captions=[
+            Caption(0, "First request", "The first request with each system prompt computes it; its full blocks get hashed."),
+            Caption(15, "Hits", "Later requests hit those blocks: shared blocks carry a dot, free cached ones a corner mark."),
+        ],
+        columns=[("prefix hit rate", "report.prefix_cache_hit_rate", ".0%"), ("peak shared blocks", "peak_shared_blocks", "d"),
+                 ("evicted blocks", "evicted_blocks", ",d"), *TABLE_LATENCY[:2]],
+    ),
+    Lesson(
+        name="admission-thrash",
+        title="Everything on at once, and how it bites: vLLM 0.10's admission rule",
+        summary="vLLM's recorded scenario b (chunked prefill, 160 blocks): vLLM 0.10 admits a request when its first "
+                "chunk fits; it then cannot get blocks for the next chunk, the newest running request (itself) is "
+                "the victim, and it restarts from token 0. vLLM 0.33 admits only what fits whole.",
+        arms={"vllm-0.10": recorded_arm("trace_b_tight_preempt.json.gz", "0.10.1.1"),
+              "0.10+full-prompt": recorded_arm("trace_b_tight_preempt.json.gz", "0.10.1.1", full_prompt_admission=True),
+              "vllm-0.33": recorded_arm("trace_b_tight_preempt.json.gz", "0.33.0")},
+        claims=[
+            Claim("Under vLLM 0.10's rule: {vllm-0.10:preemptions} preemptions, one request preempted "
+                  "{vllm-0.10:max_preemptions_of_one_request} times (vLLM's own recording: 210 and 57).",
+                  lambda r: r["vllm-0.10"].preemptions == 210 and r["vllm-0.10"].max_preemptions_of_one_request == 57),
+            Claim("The thrash computes {vllm-0.10:work_ratio:.1f}x the tokens the requests need.",
+                  lambda r: r["vllm-0.10"].work_ratio > 7),
+            Claim("vLLM 0.33 preempts {vllm-0.33:preemptions} time(s); turning on only full_prompt_admission in 0.10 "
+                  "gives {0.10+full-prompt:preemptions}.",
+                  lambda r: r["vllm-0.33"].preemptions == 1 and r["0.10+full-prompt"].preemptions <= 2),
+        ],
+        captions=[
+            Caption(0, "Tight memory", "160 blocks, chunked prefill at 512 tokens: watch the KV gauge and the preempted lane."),
+            Caption(100, "Self-preemption", "A request admitted on its first chunk cannot get its next blocks and preempts itself: "
+                    "it restarts from token 0 (event log)."),
+        ],
+        columns=[("preemptions", "preemptions", "d"), ("most preemptions of one request", "max_preemptions_of_one_request", "d"),
+                 ("tokens computed / needed", "work_ratio", ".1f"), ("steps", "num_steps", ",d")],
+    ),
+    Lesson(
+        name="priority",
+        title="Priority scheduling: urgent requests first, low-priority work preempted",
+        summary="15% of requests at high priority (0) into an engine short of memory, scheduled by priority "
+                "against first-come-first-served.",
+        arms={"priority": arm({**PRIORITY_ENGINE, "scheduling_order": "priority"}, PRIORITY),
+              "fcfs": arm(PRIORITY_ENGINE, PRIORITY)},
+        claims=[
+            Claim("Under priority scheduling {priority:victim_priorities.1} of {priority:preemptions} preemptions hit "
+                  "low-priority requests; a high-priority one was the victim only when no low-priority request was running.",
+                  lambda r: r["priority"].victim_priorities[1] > r["priority"].victim_priorities[0]
+                  and r["priority"].victims_were_lowest_priority),
+            Claim("Under first-come-first-served the newest request is the victim, whatever its priority: "
+                  "{fcfs:victim_priorities.0} high-priority preemptions against {priority:victim_priorities.0}.",
+                  lambda r: r["fcfs"].victims_were_newest and r["fcfs"].victim_priorities[0] > r["priority"].victim_priorities[0]),
+            Claim("High-priority requests get their first token in {priority:ttft_by_priority.0:.3f} s (median) "
+                  "against {priority:ttft_by_priority.1:.3f} s for the rest.",
+                  lambda r: r["priority"].ttft_by_priority[0] < r["priority"].ttft_by_priority[1]),
+            Claim("First-come-first-served ignores priority: high-priority median TTFT {fcfs:ttft_by_priority.0:.3f} s.",
+                  lambda r: r["fcfs"].ttft_by_priority[0] > r["priority"].ttft_by_priority[0]),
+        ],
+        captions=[
+            Caption(0, "Priorities", "The waiting queue is ordered by priority, then arrival."),
+            Caption(50, "Victims", "When blocks run out, the lowest-priority running request is preempted, not the newest."),
+        ],
+        columns=[("preemptions", "preemptions", "d"), *TABLE_LATENCY[:3]],
+    ),
+]
+
+LESSONS_BY_NAME = {lesson.name: lesson for lesson in LESSONS}

@@ -1,0 +1,165 @@
+"""Guided scenarios: each claim about serving engines, demonstrated on the simulation.
+
+A lesson runs one workload through two or more configurations (its arms), measures what the
+claim is about, and states the claim as a check on those numbers. The narration shown in the
+dashboard is filled in from the same numbers, so it cannot drift from what the simulation does;
+tests/test_lessons.py asserts every claim.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .scenario import Scenario
+from .simulation import Simulation
+
+
+@dataclass
+class ArmResult:
+    """One arm's run: its metrics report and the measures the lessons talk about."""
+
+    label: str
+    report: dict
+    num_steps: int = 0
+    peak_running: int = 0
+    scheduled_tokens: int = 0
+    useful_tokens: int = 0  # prompt + output tokens of the requests: what must be computed at least
+    recomputed_tokens: int = 0
+    swapped_blocks: int = 0
+    swap_s: float = 0.0
+    evicted_blocks: int = 0
+    peak_shared_blocks: int = 0
+    drained_steps: int = 0  # steps with requests waiting while the batch had free seats
+    preemptions_by_request: Counter = field(default_factory=Counter)
+    victims_were_newest: bool = True  # FCFS: each victim was the last admitted running request
+    victims_were_lowest_priority: bool = True  # each victim ranked lowest of the running requests
+    victim_priorities: Counter = field(default_factory=Counter)
+    ttft_by_priority: dict = field(default_factory=dict)
+
+    @property
+    def preemptions(self) -> int:
+        return self.report["preemptions"]
+
+    @property
+    def max_preemptions_of_one_request(self) -> int:
+        return max(self.preemptions_by_request.values(), default=0)
+
+    @property
+    def work_ratio(self) -> float:
+        return self.scheduled_tokens / self.useful_tokens if self.useful_tokens else 0.0
+
+    def get(self, path: str):
+        """A number by dotted path: `report.ttft_s.p99`, `peak_running`, `ttft_by_priority.0`, ..."""
+        head, *keys = path.split(".")
+        value = getattr(self, head)
+        for key in keys:
+            value = value[int(key)] if key.isdigit() else value[key]
+        return value
+
+
+def run_arm(label: str, sim: Simulation) -> ArmResult:
+    result = ArmResult(label, {})
+    max_num_seqs = sim.config.max_num_seqs
+    admitted_order: list[str] = []  # running requests in admission order (FCFS victims come from the end)
+    for record in sim.records():
+        result.num_steps += 1
+        result.peak_running = max(result.peak_running, record.num_running)
+        result.scheduled_tokens += record.num_batched_tokens
+        result.evicted_blocks += record.num_blocks_evicted
+        result.swapped_blocks += sum(n for _, n in record.swapped_out) + sum(n for _, n in record.swapped_in)
+        result.swap_s += record.cost_breakdown.get("swap", 0.0)
+        for rid in record.preempted:
+            result.preemptions_by_request[rid] += 1
+            priority = sim.request(rid).priority
+            if admitted_order and admitted_order[-1] != rid:
+                result.victims_were_newest = False
+            if any(sim.request(other).priority > priority for other in admitted_order):
+                result.victims_were_lowest_priority = False
+            result.victim_priorities[priority] += 1
+            if rid in admitted_order:
+                admitted_order.remove(rid)
+        joined = set(record.admitted) | set(record.resumed)
+        # In the order the scheduler admitted them, which interleaves resumed and new requests.
+        admitted_order.extend(c.request_id for c in record.scheduled if c.request_id in joined)
+        for rid in record.finished:
+            admitted_order.remove(rid)
+        if record.num_waiting and record.num_running < max_num_seqs and not (record.admitted or record.resumed):
+            result.drained_steps += 1
+        pool = getattr(sim.scheduler.kv_cache_manager, "block_pool", None)
+        if pool is not None and pool.num_shared_refs:
+            result.peak_shared_blocks = max(result.peak_shared_blocks, sum(1 for r in pool.ref_cnt if r > 1))
+    result.report = sim.metrics.report()
+    ttfts: dict[int, list[float]] = {}
+    for request in sim.finished_requests.values():
+        result.useful_tokens += request.num_prompt_tokens + request.num_output_tokens
+        ttfts.setdefault(request.priority, []).append(request.token_times[0] - request.arrival_time)
+    result.ttft_by_priority = {p: sorted(v)[len(v) // 2] for p, v in ttfts.items()}
+    # Tokens computed beyond each request's prompt and output once: the price of recompute preemption.
+    result.recomputed_tokens = result.scheduled_tokens - result.useful_tokens + result.report["num_requests"]
+    return result
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A sentence with {placeholders} filled from arm results (`{arm.path}`), and its check."""
+
+    text: str
+    check: Callable[[dict[str, ArmResult]], bool]
+
+
+@dataclass(frozen=True)
+class Caption:
+    """What to watch from `step` on, in the dashboard's caption bar."""
+
+    step: int
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Lesson:
+    name: str
+    title: str
+    summary: str
+    arms: dict[str, dict]  # label -> scenario data
+    claims: list[Claim]
+    captions: list[Caption]
+    columns: list[tuple[str, str, str]]  # (label, path, format) for the comparison table
+
+    def scenario(self, arm: str) -> Scenario:
+        return Scenario.from_dict(copy.deepcopy(self.arms[arm]), name=f"{self.name}:{arm}")
+
+    def simulation(self, arm: str) -> Simulation:
+        return self.scenario(arm).build()
+
+    def run(self) -> dict[str, ArmResult]:
+        return {label: run_arm(label, self.simulation(label)) for label in self.arms}
+
+
+def fill(text: str, results: dict[str, ArmResult]) -> str:
+    """Replace `{arm:path:format}` with the number the simulation produced."""
+    out, rest = [], text
+    while "{" in rest:
+        before, _, tail = rest.partition("{")
+        spec, _, rest = tail.partition("}")
+        arm, path, fmt = (spec.split(":", 2) + [""])[:3]
+        value = results[arm].get(path)
+        out.append(before + (format(value, fmt) if fmt else str(value)))
+    return "".join(out) + rest
+
+
+def comparison_table(lesson: Lesson, results: dict[str, ArmResult]) -> str:
+    labels = list(results)
+    width = max(12, *(len(label) for label in labels))
+    lines = [f"  {'':<30}" + "".join(f"{label:>{width + 2}}" for label in labels)]
+    for title, path, fmt in lesson.columns:
+        cells = "".join(f"{format(results[label].get(path), fmt):>{width + 2}}" for label in labels)
+        lines.append(f"  {title:<30}{cells}")
+    return "\n".join(lines)
+
+
+def evaluate(lesson: Lesson, results: dict[str, ArmResult]) -> list[tuple[bool, str]]:
+    return [(bool(claim.check(results)), fill(claim.text, results)) for claim in lesson.claims]
