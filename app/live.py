@@ -293,13 +293,13 @@ class SessionManager:
         if scenario.engine.num_gpu_blocks > limits.max_blocks_per_session:
             raise ConfigError("engine.num_gpu_blocks", f"at most {limits.max_blocks_per_session} per session")
 
-    def create(self, scenario: Scenario) -> LiveSession:
+    def create(self, scenario: Scenario, lesson: tuple[str, str] | None = None) -> LiveSession:
         limits = self.settings
         if len(self.sessions) >= limits.max_sessions:
             raise ConfigError("session", f"the server holds at most {limits.max_sessions} sessions; delete one")
         self.check_limits(scenario)
         session_id = uuid.uuid4().hex[:12]
-        live = LiveSession(Session(session_id, scenario, limits), limits)
+        live = LiveSession(Session(session_id, scenario, limits, lesson), limits)
         self.sessions[session_id] = live
         return live
 

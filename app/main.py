@@ -45,6 +45,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="servescope", description="A live, step-controlled simulation of a vLLM-style serving engine.",
                   version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
+    app.state.lesson_cache = {}
     app.state.templates = Jinja2Templates(directory=TEMPLATES_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for module in (api, ws, metrics, pages):

@@ -81,9 +81,11 @@ class ScenarioModel(Strict):
 
 
 class SessionCreate(Strict):
-    """A preset by name, or a full scenario; `seed` overrides the workload's seed."""
+    """A preset by name, a guided lesson's arm, or a full scenario; `seed` overrides the workload's seed."""
 
     preset: str | None = None
+    lesson: str | None = None
+    arm: str | None = None
     scenario: ScenarioModel | None = None
     seed: int | None = None
 

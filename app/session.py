@@ -101,9 +101,11 @@ def events_of(record: StepRecord, scheduling_order: str) -> list[dict]:
 
 
 class Session:
-    def __init__(self, session_id: str, scenario: Scenario, settings: Settings):
+    def __init__(self, session_id: str, scenario: Scenario, settings: Settings, lesson: tuple[str, str] | None = None):
         self.session_id = session_id
         self.scenario = scenario
+        # (lesson name, arm) when the session plays one arm of a guided scenario.
+        self.lesson = lesson
         self.settings = settings
         self.control_token = secrets.token_urlsafe(18)
         self.sim = scenario.build(keep_finished=True)
@@ -336,4 +338,5 @@ class Session:
             "max_num_batched_tokens": engine.max_num_batched_tokens,
             "max_num_seqs": engine.max_num_seqs,
             "max_model_len": engine.max_model_len,
+            "lesson": {"name": self.lesson[0], "arm": self.lesson[1]} if self.lesson else None,
         })

@@ -9,6 +9,8 @@ import json
 from fastapi import APIRouter, Header, HTTPException, Request, Response
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
+from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
+from scheduler_core.lessons import evaluate, fill
 from scheduler_core.perfetto import PerfettoWriter
 from scheduler_core.scenario import PRESET_SCENARIOS, Scenario
 
@@ -30,9 +32,28 @@ def live_session(request: Request, session_id: str) -> LiveSession:
     return live
 
 
+def lesson_arm(body: SessionCreate) -> tuple[str, str] | None:
+    """(lesson, arm) named by the request, checked; None if it names no lesson."""
+    if body.lesson is None:
+        return None
+    lesson = LESSONS_BY_NAME.get(body.lesson)
+    if lesson is None:
+        raise HTTPException(422, [{"loc": ["body", "lesson"], "msg": f"unknown lesson {body.lesson!r}"}])
+    arm = body.arm or next(iter(lesson.arms))
+    if arm not in lesson.arms:
+        raise HTTPException(422, [{"loc": ["body", "arm"], "msg": f"lesson {lesson.name} has arms {list(lesson.arms)}"}])
+    return lesson.name, arm
+
+
 def scenario_from(body: SessionCreate) -> Scenario:
-    if body.scenario is not None and body.preset is not None:
-        raise HTTPException(422, [{"loc": ["body", "preset"], "msg": "give a preset or a scenario, not both"}])
+    if sum(x is not None for x in (body.scenario, body.preset, body.lesson)) > 1:
+        raise HTTPException(422, [{"loc": ["body", "preset"], "msg": "give one of a preset, a lesson or a scenario"}])
+    if body.lesson is not None:
+        name, arm = lesson_arm(body)
+        scenario = LESSONS_BY_NAME[name].scenario(arm)
+        if body.seed is not None:
+            scenario = Scenario.from_dict({**scenario.to_dict(), "workload": {**scenario.to_dict()["workload"], "seed": body.seed}})
+        return scenario
     if body.scenario is not None:
         data = body.scenario.to_scenario_dict()
     else:
@@ -61,6 +82,31 @@ def presets() -> dict:
     return {name: {"description": data["description"], "scenario": data} for name, data in PRESET_SCENARIOS.items()}
 
 
+@router.get("/lessons")
+def lessons() -> list[dict]:
+    return [{"name": lesson.name, "title": lesson.title, "arms": list(lesson.arms)} for lesson in LESSONS]
+
+
+@router.get("/lessons/{name}")
+def lesson_detail(name: str, request: Request) -> dict:
+    """A lesson with its claims and table filled from running every arm (cached: runs are deterministic)."""
+    lesson = LESSONS_BY_NAME.get(name)
+    if lesson is None:
+        raise HTTPException(404, f"no lesson {name!r}")
+    cache = request.app.state.lesson_cache
+    if name not in cache:
+        results = lesson.run()
+        cache[name] = finite({
+            "name": lesson.name, "title": lesson.title, "summary": lesson.summary, "arms": list(lesson.arms),
+            "captions": [{"step": c.step, "title": c.title, "text": fill(c.text, results)} for c in lesson.captions],
+            "claims": [{"holds": holds, "text": text} for holds, text in evaluate(lesson, results)],
+            "table": {"arms": list(results), "rows": [
+                {"label": label, "values": [format(results[arm].get(path), fmt) for arm in results]}
+                for label, path, fmt in lesson.columns]},
+        })
+    return cache[name]
+
+
 @router.get("/schema")
 def schema() -> dict:
     return ScenarioModel.model_json_schema()
@@ -77,7 +123,7 @@ def validate_scenario(body: SessionCreate, request: Request) -> dict:
 
 @router.post("/sessions", status_code=201)
 def create_session(body: SessionCreate, request: Request) -> SessionCreated:
-    live = manager_of(request).create(scenario_from(body))
+    live = manager_of(request).create(scenario_from(body), lesson_arm(body))
     return session_urls(request, live)
 
 

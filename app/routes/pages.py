@@ -8,25 +8,29 @@ import json
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from scheduler_core.lesson_catalog import LESSONS
 from scheduler_core.scenario import PRESET_SCENARIOS
 
 from ..schemas import SessionCreate
-from .api import live_session, manager_of, scenario_from
+from .api import lesson_arm, live_session, manager_of, scenario_from
 
 router = APIRouter()
 
 
 @router.get("/", include_in_schema=False)
-def index(request: Request, scenario: str = "", seed: int | None = None, config: str = "") -> RedirectResponse:
-    """A new session: `?scenario=PRESET&seed=N`, or `?config=<scenario JSON>` for a custom one."""
+def index(request: Request, scenario: str = "", seed: int | None = None, config: str = "", lesson: str = "",
+          arm: str = "") -> RedirectResponse:
+    """A new session: `?scenario=PRESET&seed=N`, `?lesson=NAME&arm=ARM`, or `?config=<scenario JSON>`."""
     try:
-        if config:
+        if lesson:
+            body = SessionCreate(lesson=lesson, arm=arm or None, seed=seed)
+        elif config:
             body = SessionCreate.model_validate({"scenario": json.loads(config), "seed": seed})
         else:
             body = SessionCreate(preset=scenario or request.app.state.settings.default_scenario, seed=seed)
     except (ValueError, json.JSONDecodeError) as e:
         raise HTTPException(422, f"bad scenario in the URL: {e}") from None
-    live = manager_of(request).create(scenario_from(body))
+    live = manager_of(request).create(scenario_from(body), lesson_arm(body))
     session = live.session
     return RedirectResponse(f"/s/{session.session_id}?token={session.control_token}", status_code=303)
 
@@ -42,6 +46,8 @@ def render(request: Request, session_id: str, token: str) -> HTMLResponse:
             "token": token if can_control else "",
             "can_control": can_control,
             "presets": {name: data["description"] for name, data in PRESET_SCENARIOS.items()},
+            "lessons": {lesson.name: lesson.title for lesson in LESSONS},
+            "current_lesson": live.session.lesson[0] if live.session.lesson else "",
             "scenario_name": live.session.scenario.name,
         },
     )

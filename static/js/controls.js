@@ -15,7 +15,7 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
   $("step-back").addEventListener("click", () => send({ type: "step_back", n: 1 }));
   $("reset").addEventListener("click", () => send({ type: "reset" }));
   $("speed").addEventListener("change", (event) => send({ type: "speed", steps_per_s: Number(event.target.value) }));
-  $("scenario-picker").addEventListener("change", (event) => { if (event.target.value) location.href = `/?scenario=${encodeURIComponent(event.target.value)}`; });
+  $("scenario-picker").addEventListener("change", (event) => { if (event.target.value) location.href = `/?${event.target.value}`; });
   $("theme").addEventListener("click", () => onTheme());
   $("help").addEventListener("click", () => $("help-dialog").showModal());
   $("share").addEventListener("click", async () => {

@@ -8,6 +8,7 @@ import { mount as mountCharts } from "./panels/charts.js";
 import { mount as mountEvents } from "./panels/events.js";
 import { mount as mountInspector } from "./panels/inspector.js";
 import { mount as mountKv } from "./panels/kvgrid.js";
+import { mount as mountNarration } from "./panels/narration.js";
 import { mount as mountQueues } from "./panels/queues.js";
 import { createStore } from "./store.js";
 
@@ -66,6 +67,12 @@ const kv = mountKv($("kv-canvas"), store, {
 const charts = mountCharts($("charts"), store);
 const events = mountEvents($("events"), store, { onSeek: seek, onSelect: select });
 const inspector = mountInspector($("inspector"), store, { sessionId });
+const narration = mountNarration($("narration"), store, { seek, canControl });
+document.addEventListener("keydown", (event) => {
+  if (event.target.closest("input, select, textarea, dialog") || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (event.key === "n") narration.next();
+  if (event.key === "p") narration.prev();
+});
 
 function toggleTheme() {
   const next = document.documentElement.dataset.theme === "projector" ? "normal" : "projector";
@@ -89,6 +96,7 @@ function frame() {
     if (state || d.has("selection") || d.has("kv")) kv.update();
     if (state || d.has("charts")) charts.update();
     if (all || d.has("events")) events.update();
+    if (all || state) narration.update();
     if (!$("inspector").hidden && (state || d.has("selection") || d.has("inspector"))) inspector.update();
     d.clear();
     stats.frames += 1;
