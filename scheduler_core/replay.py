@@ -128,7 +128,9 @@ def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None 
             "total_tokens": output.total_num_scheduled_tokens,
             "new": output.scheduled_new_reqs,
             "resumed": output.scheduled_resumed_reqs,
-            "cached_tokens": output.num_cached_tokens,
+            # The recordings list new admissions before resumptions here, whatever the scheduling order.
+            "cached_tokens": {rid: output.num_cached_tokens[rid]
+                              for rid in output.scheduled_new_reqs + output.scheduled_resumed_reqs},
             "preempted": output.preempted_reqs,
             "sampled": result.sampled,
             "finished": [request.request_id for request in result.finished],

@@ -16,6 +16,7 @@ from scheduler_core.config import VllmCompat
 from scheduler_core.replay import load_trace, replay
 
 ORACLE = Path(__file__).parent / "fixtures" / "vllm_oracle"
+MORE = Path(__file__).parent / "fixtures" / "vllm_oracle_more"
 SCENARIOS = ["a_ample_chunked", "b_tight_preempt", "c_prefix_cache", "d_no_chunk", "f_poisson_lognormal"]
 VERSIONS = ["0.33.0", "0.10.1.1"]
 
@@ -79,3 +80,27 @@ def test_010_reports_usage_over_all_blocks_and_033_excludes_the_null_block():
     new = list(replay(trace("b_tight_preempt"), "0.33.0"))[step]
     assert old["kv_usage"] == round(1 - old["num_free_blocks"] / 160, 6)
     assert new["kv_usage"] == round(1 - new["num_free_blocks"] / 159, 6)
+
+
+def more_cases():
+    for log in sorted(MORE.glob("out_*.jsonl.gz")):
+        version, scenario = log.name[len("out_"):-len(".jsonl.gz")].split("_", 1)
+        yield pytest.param(version, scenario, id=f"{version}-{scenario}")
+
+
+@pytest.mark.parametrize("version, scenario", list(more_cases()))
+def test_replay_matches_vllm_on_scenarios_recorded_later(version, scenario):
+    """Priority, prefix caching under pressure, long-prefill caps, no chunking, small blocks and
+    length capping: the replay log is vLLM's, byte for byte."""
+    with gzip.open(MORE / f"out_{version}_{scenario}.jsonl.gz", "rt") as f:
+        expected = f.read()
+    lines = replay(load_trace(MORE / f"trace_{scenario}.json.gz"), version)
+    assert "".join(json.dumps(line, separators=(", ", ": ")) + "\n" for line in lines) == expected
+
+
+def test_replay_command_output_is_byte_identical_to_vllms_log(tmp_path):
+    """The file `servescope replay` writes is the recorded log, character for character."""
+    out = tmp_path / "log.jsonl"
+    assert main(["replay", str(MORE / "trace_k_priority_prefix.json.gz"), "--out", str(out)]) == 0
+    with gzip.open(MORE / "out_0.33.0_k_priority_prefix.jsonl.gz", "rt") as f:
+        assert out.read_text() == f.read()
