@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from scheduler_core.lesson_catalog import LESSONS
-from scheduler_core.scenario import PRESET_SCENARIOS
+from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
+from scheduler_core.scenario import PRESET_SCENARIOS, Scenario
 
 from ..schemas import SessionCreate
 from .api import lesson_arm, live_session, manager_of, scenario_from
@@ -64,3 +64,40 @@ def view_page(request: Request, session_id: str) -> HTMLResponse:
 
 
 
+
+
+@router.get("/compare", include_in_schema=False)
+def compare_page(request: Request, lesson: str = "", a: str = "", b: str = "", scenario: str = "",
+                 set_b: list[str] = Query(default=[])) -> HTMLResponse:
+    """Two configurations on the same workload, side by side: a lesson's arms (`?lesson=NAME&a=ARM&b=ARM`),
+    or a preset against itself with fields of B changed (`?scenario=NAME&set_b=policy=static`)."""
+    manager = manager_of(request)
+    if lesson:
+        if lesson not in LESSONS_BY_NAME:
+            raise HTTPException(404, f"no lesson {lesson!r}")
+        arms = list(LESSONS_BY_NAME[lesson].arms)
+        sides = [(a or arms[0], SessionCreate(lesson=lesson, arm=a or arms[0])),
+                 (b or arms[1], SessionCreate(lesson=lesson, arm=b or arms[1]))]
+        bodies = [(label, scenario_from(body), lesson_arm(body)) for label, body in sides]
+    else:
+        name = scenario or request.app.state.settings.default_scenario
+        base = scenario_from(SessionCreate(preset=name))
+        data = base.to_dict()
+        for assignment in set_b:
+            key, _, value = assignment.partition("=")
+            try:
+                parsed = json.loads(value)
+            except json.JSONDecodeError:
+                parsed = value
+            section = "engine" if key in data["engine"] else "workload" if key in data["workload"] else None
+            if section is None:
+                raise HTTPException(422, f"set_b: {key!r} is not an engine or workload field")
+            data[section][key] = parsed
+        changed = Scenario.from_dict(data, name=f"{name} with {', '.join(set_b) or 'no changes'}")
+        bodies = [(name, base, None), (", ".join(set_b) or name, changed, None)]
+    sessions = [(label, manager.create(scenario_, lesson_)) for label, scenario_, lesson_ in bodies]
+    return request.app.state.templates.TemplateResponse(request, "compare.html", {
+        "sides": [{"label": label, "session_id": live.session.session_id, "token": live.session.control_token}
+                  for label, live in sessions],
+        "title": lesson or name,
+    })

@@ -85,12 +85,15 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     const { cell, cols, gap } = layout;
     const size = cell - gap;
     const cache = new Map();
-    const lastFill = new Map(); // last block of each table -> filled fraction
+    const lastFill = new Map(); // a request's last held block -> filled fraction
+    const reservedUnused = new Set(); // blocks reserved ahead of need (the contiguous allocator)
     for (const [id, table] of store.tables) {
       const request = store.requests.get(id);
       if (!table.length || !request) continue;
-      const inLast = request.computed - (table.length - 1) * bs;
-      if (inLast > 0 && inLast < bs) lastFill.set(table[table.length - 1], inLast / bs);
+      const held = Math.max(1, Math.ceil(request.computed / bs));
+      const inLast = request.computed - (held - 1) * bs;
+      if (inLast > 0 && inLast < bs && held <= table.length) lastFill.set(table[held - 1], inLast / bs);
+      for (let i = held; i < table.length; i++) reservedUnused.add(table[i]);
     }
     const selected = store.selected ? new Set(store.tables.get(store.selected) || []) : null;
     for (let block = 0; block < b.n; block++) {
@@ -108,7 +111,9 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       }
       const colour = colourOf(owner, cache);
       const fill = lastFill.get(block);
-      if (fill !== undefined) { // the partly filled last block: unused slots are the waste
+      if (reservedUnused.has(block)) {
+        ctx.globalAlpha = 0.22; ctx.fillStyle = colour; ctx.fillRect(x, y, size, size); ctx.globalAlpha = 1;
+      } else if (fill !== undefined) { // the partly filled last block: unused slots are the waste
         ctx.globalAlpha = 0.3; ctx.fillStyle = colour; ctx.fillRect(x, y, size, size); ctx.globalAlpha = 1;
         const filled = Math.max(1, Math.round(size * fill));
         ctx.fillRect(x, y + size - filled, size, filled);
@@ -199,7 +204,9 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     }
     const shared = store.blocks.ref.reduce((a, r) => a + (r > 1 ? 1 : 0), 0);
     const cached = store.blocks.cached.reduce((a, v, i) => a + (v && !store.blocks.owner[i] ? 1 : 0), 0);
-    return `unused slots in last blocks: <b>${slots ? (((slots - tokens) / slots) * 100).toFixed(1) : "0.0"}%</b>` +
+    const reserving = store.session.scenario.engine.kv_allocator === "contiguous";
+    return `${reserving ? "reserved but unused slots" : "unused slots in last blocks"}: ` +
+      `<b>${slots ? (((slots - tokens) / slots) * 100).toFixed(1) : "0.0"}%</b>` +
       ` · shared blocks ${fmtInt(shared)} · evictable cached ${fmtInt(cached)}`;
   }
 

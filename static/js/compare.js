@@ -1,0 +1,117 @@
+// Compare mode: two sessions on the same workload, driven in lockstep. Playing sends the same
+// "step k" to both sides each tick, so both are always at the same step; the table below shows
+// each metric for A and B and which side is better.
+
+import { fmtSeconds } from "./colors.js";
+import { connect } from "./connection.js";
+import { mount as mountBatch } from "./panels/batch.js";
+import { mount as mountKv } from "./panels/kvgrid.js";
+import { mount as mountQueues } from "./panels/queues.js";
+import { createStore } from "./store.js";
+
+const $ = (id) => document.getElementById(id);
+const TICK_MS = 100;
+// [label, path in the metrics report, formatter, true when lower is better]
+const ROWS = [
+  ["finished requests", ["num_requests"], (v) => v, false],
+  ["output tokens/s", ["output_tokens_per_s"], (v) => Math.round(v).toLocaleString("en-US"), false],
+  ["TTFT p50", ["ttft_s", "p50"], fmtSeconds, true],
+  ["TTFT p99", ["ttft_s", "p99"], fmtSeconds, true],
+  ["ITL p99", ["itl_s", "p99"], fmtSeconds, true],
+  ["E2E p50", ["e2e_s", "p50"], fmtSeconds, true],
+  ["preemptions", ["preemptions"], (v) => v, true],
+  ["KV usage (mean)", ["kv_usage_mean"], (v) => `${(v * 100).toFixed(1)}%`, null],
+  ["unused allocated slots", ["fragmentation"], (v) => `${(v * 100).toFixed(1)}%`, true],
+  ["prefix cache hit rate", ["prefix_cache_hit_rate"], (v) => `${(v * 100).toFixed(0)}%`, false],
+];
+
+const sides = [...document.querySelectorAll("[data-session]")].map((el) => {
+  const store = createStore();
+  const role = (name) => el.querySelector(`[data-role="${name}"]`);
+  const { send } = connect(store, { sessionId: el.dataset.session, token: el.dataset.token });
+  const select = (id) => { store.selected = id === store.selected ? null : id; store.dirty.add("selection"); };
+  const panels = [
+    mountQueues(role("queues"), store, { onSelect: select }),
+    mountBatch(role("batch"), store, { onSelect: select }),
+    mountKv(role("canvas"), store, { onSelect: select, legendEl: role("legend"), summaryEl: role("summary"), subEl: role("sub"),
+      gaugeEl: role("gauge"), pagedButton: role("paged"), contiguousButton: role("contiguous") }),
+  ];
+  return { el, store, send, panels, clock: role("clock") };
+});
+
+let playing = false;
+let owed = 0;
+const speed = () => Number($("speed").value);
+const both = (command) => sides.forEach((side) => side.send(command));
+const done = () => sides.every((side) => side.store.done);
+
+function tick() {
+  if (!playing) return;
+  owed += (speed() * TICK_MS) / 1000;
+  const n = Math.floor(owed);
+  // Wait for both sides to catch up before asking for more: lockstep, never drift.
+  if (n >= 1 && sides[0].store.step === sides[1].store.step) {
+    owed -= n;
+    both({ type: "step", n });
+  }
+  if (done()) setPlaying(false);
+  else setTimeout(tick, TICK_MS);
+}
+function setPlaying(on) {
+  playing = on && !done();
+  $("play").textContent = playing ? "❚❚ Pause" : "▶ Play";
+  if (playing) tick();
+}
+function stepBack(n) { setPlaying(false); const target = Math.max(0, Math.min(...sides.map((s) => s.store.step)) - n); both({ type: "seek", step: target }); }
+
+$("play").addEventListener("click", () => setPlaying(!playing));
+$("step").addEventListener("click", () => { setPlaying(false); both({ type: "step", n: 1 }); });
+$("step-back").addEventListener("click", () => stepBack(1));
+$("reset").addEventListener("click", () => { setPlaying(false); both({ type: "reset" }); });
+$("theme").addEventListener("click", () => {
+  document.documentElement.dataset.theme = document.documentElement.dataset.theme === "projector" ? "normal" : "projector";
+  sides.forEach((s) => s.store.dirty.add("all"));
+});
+document.addEventListener("keydown", (event) => {
+  if (event.target.closest("input, select, textarea") || event.ctrlKey || event.metaKey || event.altKey) return;
+  const actions = {
+    " ": () => setPlaying(!playing), ArrowRight: () => both({ type: "step", n: event.shiftKey ? 10 : 1 }),
+    ArrowLeft: () => stepBack(event.shiftKey ? 10 : 1), Home: () => both({ type: "reset" }), t: () => $("theme").click(),
+  };
+  if (actions[event.key]) { event.preventDefault(); actions[event.key](); }
+});
+
+function value(report, path) { return path.reduce((v, key) => (v == null ? v : v[key]), report); }
+
+function renderDiff() {
+  const [a, b] = sides.map((s) => s.store.metrics && s.store.metrics.report);
+  if (!a || !b) return;
+  const rows = ROWS.map(([label, path, fmt, lowerIsBetter]) => {
+    const va = value(a, path), vb = value(b, path);
+    const known = va != null && vb != null;
+    const ratio = known && va ? vb / va : null;
+    let cls = "";
+    if (known && lowerIsBetter !== null && va !== vb) cls = (vb < va) === lowerIsBetter ? "better" : "worse";
+    return `<tr><th>${label}</th><td>${va == null ? "–" : fmt(va)}</td><td class="${cls}">${vb == null ? "–" : fmt(vb)}</td>` +
+      `<td>${ratio == null || !Number.isFinite(ratio) ? "–" : `${ratio.toFixed(2)}×`}</td></tr>`;
+  }).join("");
+  $("diff").innerHTML = `<table><thead><tr><th></th><th>A</th><th>B</th><th>B / A</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
+function frame() {
+  let changed = false;
+  for (const side of sides) {
+    if (!side.store.dirty.size) continue;
+    changed = true;
+    side.panels.forEach((panel) => panel.update());
+    side.clock.textContent = `· step ${side.store.step} · ${side.store.clock.toFixed(3)} s simulated`;
+    side.store.dirty.clear();
+  }
+  if (changed) {
+    $("step-counter").value = Math.min(...sides.map((s) => s.store.step)).toLocaleString("en-US");
+    renderDiff();
+  }
+  requestAnimationFrame(frame);
+}
+window.servescope = { sides, both };
+requestAnimationFrame(frame);
