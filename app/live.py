@@ -174,7 +174,7 @@ class LiveSession:
         return value
 
     async def cmd_play(self, message: dict) -> None:
-        if "steps_per_s" in message:
+        if "steps_per_s" in message or "time_ratio" in message:
             await self.cmd_speed(message)
         if self.session.done:
             raise CommandError("finished", "the run has finished; step back or reset to play again")
@@ -220,10 +220,18 @@ class LiveSession:
         self.publish_status(note=f"breakpoint: {hit.kind}" if hit else "no breakpoint hit before the end")
 
     async def cmd_speed(self, message: dict) -> None:
-        value = message.get("steps_per_s")
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= self.settings.max_steps_per_s:
-            raise CommandError("bad_value", f"steps_per_s must be in (0, {self.settings.max_steps_per_s}]")
-        self.session.steps_per_s = float(value)
+        """Speed as steps per second, or as simulated seconds per wall second (`time_ratio`)."""
+        if "time_ratio" in message:
+            ratio = message["time_ratio"]
+            if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0 < ratio <= 100:
+                raise CommandError("bad_value", "time_ratio must be in (0, 100]")
+            self.session.time_ratio = float(ratio)
+        else:
+            value = message.get("steps_per_s")
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= self.settings.max_steps_per_s:
+                raise CommandError("bad_value", f"steps_per_s must be in (0, {self.settings.max_steps_per_s}]")
+            self.session.steps_per_s = float(value)
+            self.session.time_ratio = None
         self.publish_status()
 
     async def cmd_breakpoints(self, message: dict) -> None:
@@ -237,26 +245,35 @@ class LiveSession:
         self.publish_status()
 
     async def _play(self) -> None:
-        """Step at the chosen speed, one frame per tick, until paused, a breakpoint, or the end."""
+        """Step at the chosen speed, one frame per tick, until paused, a breakpoint, or the end.
+
+        By steps per second, or (with `time_ratio`) as many steps as keep simulated time at that
+        multiple of wall time; either way at most max_steps_per_s, so viewers are never flooded.
+        """
         frame_s = 1.0 / self.settings.max_frames_per_s
+        max_per_tick = max(1, int(self.settings.max_steps_per_s * frame_s))
         owed = 0.0
         last = time.monotonic()
         while self.session.playing:
             now = time.monotonic()
-            owed = min(owed + (now - last) * self.session.steps_per_s, self.session.steps_per_s)
-            last = now
-            if owed >= 1:
-                async with self.lock:
-                    if not self.session.playing:
-                        break
-                    records, hit = self.session.advance(int(owed), stop_at_breakpoints=True)
-                    owed -= int(owed)
-                    self.publish_steps(records)
-                    if hit or self.session.done:
-                        self.session.playing = False
-                        self.publish_status(note=f"breakpoint: {hit.kind}" if hit else "finished")
-                        break
-            await asyncio.sleep(max(frame_s, 1.0 / self.session.steps_per_s) if owed < 1 else frame_s)
+            elapsed, last = now - last, now
+            session = self.session
+            async with self.lock:
+                if not session.playing:
+                    break
+                if session.time_ratio is None:
+                    owed = min(owed + elapsed * session.steps_per_s, session.steps_per_s)
+                    due, owed = int(owed), owed - int(owed)
+                    records, hit = session.advance(due, stop_at_breakpoints=True)
+                else:
+                    target_clock = session.sim.clock_s + session.time_ratio * elapsed
+                    records, hit = session.advance_until(target_clock, max_per_tick)
+                self.publish_steps(records)
+                if hit or session.done:
+                    session.playing = False
+                    self.publish_status(note=f"breakpoint: {hit.kind}" if hit else "finished")
+                    break
+            await asyncio.sleep(frame_s if session.time_ratio else max(frame_s, 1.0 / session.steps_per_s))
 
     async def close(self) -> None:
         self.session.playing = False
@@ -293,13 +310,13 @@ class SessionManager:
         if scenario.engine.num_gpu_blocks > limits.max_blocks_per_session:
             raise ConfigError("engine.num_gpu_blocks", f"at most {limits.max_blocks_per_session} per session")
 
-    def create(self, scenario: Scenario, lesson: tuple[str, str] | None = None) -> LiveSession:
+    def create(self, scenario: Scenario, lesson: tuple[str, str] | None = None, origin: str = "") -> LiveSession:
         limits = self.settings
         if len(self.sessions) >= limits.max_sessions:
             raise ConfigError("session", f"the server holds at most {limits.max_sessions} sessions; delete one")
         self.check_limits(scenario)
         session_id = uuid.uuid4().hex[:12]
-        live = LiveSession(Session(session_id, scenario, limits, lesson), limits)
+        live = LiveSession(Session(session_id, scenario, limits, lesson, origin), limits)
         self.sessions[session_id] = live
         return live
 

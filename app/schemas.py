@@ -89,6 +89,20 @@ class SessionCreate(Strict):
     scenario: ScenarioModel | None = None
     seed: int | None = None
 
+    def origin_query(self) -> str:
+        """The URL query that creates this same run again (`/?<query>`)."""
+        from urllib.parse import urlencode
+
+        if self.lesson is not None:
+            params = {"lesson": self.lesson, "arm": self.arm}
+        elif self.scenario is not None:
+            params = {"config": self.scenario.model_dump_json(exclude_defaults=True)}
+        else:
+            params = {"scenario": self.preset or "default"}
+        if self.seed is not None:
+            params["seed"] = self.seed
+        return urlencode({k: v for k, v in params.items() if v is not None})
+
 
 class SessionCreated(BaseModel):
     session_id: str

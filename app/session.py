@@ -101,9 +101,12 @@ def events_of(record: StepRecord, scheduling_order: str) -> list[dict]:
 
 
 class Session:
-    def __init__(self, session_id: str, scenario: Scenario, settings: Settings, lesson: tuple[str, str] | None = None):
+    def __init__(self, session_id: str, scenario: Scenario, settings: Settings, lesson: tuple[str, str] | None = None,
+                 origin: str = ""):
         self.session_id = session_id
         self.scenario = scenario
+        # The URL query that recreates this run (`/?<origin>`), so links outlive the session.
+        self.origin = origin
         # (lesson name, arm) when the session plays one arm of a guided scenario.
         self.lesson = lesson
         self.settings = settings
@@ -125,9 +128,13 @@ class Session:
         self.seq = 0
         self.playing = False
         self.steps_per_s = 20.0
+        # When set, play keeps simulated time at this multiple of wall time instead (1.0: real time).
+        self.time_ratio: float | None = None
         self.breakpoints: list[Breakpoint] = []
         self.last_activity = time.monotonic()
-        self._snapshot_cache: tuple[int, str] | None = None
+        # (sequence number, status, frame): a snapshot is built once per state and status, however
+        # many viewers ask for it.
+        self._snapshot_cache: tuple[int, dict, str] | None = None
 
     def _watch_blocks(self) -> None:
         pool = getattr(self.sim.scheduler.kv_cache_manager, "block_pool", None)
@@ -230,6 +237,16 @@ class Session:
                     return records, hit
         return records, None
 
+    def advance_until(self, clock_s: float, max_steps: int) -> tuple[list[StepRecord], Breakpoint | None]:
+        """Steps until the simulated clock reaches `clock_s` (at most `max_steps`), stopping at breakpoints."""
+        records: list[StepRecord] = []
+        while len(records) < max_steps and not self.sim.done and self.sim.clock_s < clock_s:
+            step_records, hit = self.advance(1, stop_at_breakpoints=True)
+            records += step_records
+            if hit:
+                return records, hit
+        return records, None
+
     def seek(self, target_step: int) -> None:
         """Go to the state after `target_step` steps, backwards through a checkpoint and replay."""
         target_step = max(0, target_step)
@@ -294,8 +311,9 @@ class Session:
 
     def snapshot_frame(self) -> str:
         """Everything the dashboard draws, at the current step (built once per sequence number)."""
-        if self._snapshot_cache and self._snapshot_cache[0] == self.seq:
-            return self._snapshot_cache[1]
+        status = self.status()
+        if self._snapshot_cache and self._snapshot_cache[:2] == (self.seq, status):
+            return self._snapshot_cache[2]
         sim = self.sim
         queues = queues_view(sim)
         kv = sim.scheduler.kv_cache_manager
@@ -303,7 +321,7 @@ class Session:
         frame = self._envelope("snapshot")
         frame.update({
             "session": self.info(),
-            "status": self.status(),
+            "status": status,
             "requests": visible_requests(sim, queues),
             "queues": queues,
             "tables": {rid: list(table) for rid, table in kv.req_to_blocks.items()},
@@ -315,11 +333,12 @@ class Session:
         })
         text = json.dumps(frame, separators=(",", ":"))
         self._drain_changed_blocks()
-        self._snapshot_cache = (self.seq, text)
+        self._snapshot_cache = (self.seq, status, text)
         return text
 
     def status(self) -> dict:
-        return {"playing": self.playing, "steps_per_s": self.steps_per_s, "step": self.step, "done": self.done,
+        return {"playing": self.playing, "steps_per_s": self.steps_per_s, "time_ratio": self.time_ratio,
+                "step": self.step, "done": self.done,
                 "breakpoints": [b.to_dict() for b in self.breakpoints]}
 
     def status_frame(self, viewers: int) -> str:
@@ -339,4 +358,5 @@ class Session:
             "max_num_seqs": engine.max_num_seqs,
             "max_model_len": engine.max_model_len,
             "lesson": {"name": self.lesson[0], "arm": self.lesson[1]} if self.lesson else None,
+            "origin": self.origin,
         })

@@ -2,7 +2,8 @@
 
 10,000 requests arriving about one per step, so about 256 run at once (max_num_seqs), on a pool
 of 32,768 blocks with chunked prefill, every step's log line written to a file. Prints steps per
-second and simulated output tokens per second (goal: >= 250,000 on one core).
+second and simulated output tokens per second (goal: >= 250,000 on one core), then the cost of
+one step as the pool and the number of past requests grow (it should not).
 
     python benchmarks/bench_core.py [--requests 10000] [--prefix-caching]
 """
@@ -71,6 +72,34 @@ def measure(num_requests: int, prefix_caching: bool) -> None:
           f"(log writing included)")
 
 
+def step_cost(num_blocks: int, num_finished_before: int, steps: int = 2000) -> float:
+    """Microseconds per step of a steady batch of 64 decodes, on a pool of `num_blocks`, after
+    `num_finished_before` requests have already come and gone."""
+    requests = [{"id": f"old{i}", "arrival_step": 0, "prompt_token_ids": unique_prompt(i, 16), "max_tokens": 1}
+                for i in range(num_finished_before)]
+    requests += [{"id": f"r{i}", "arrival_step": 0, "prompt_token_ids": unique_prompt(10**6 + i, 256), "max_tokens": 10**6}
+                 for i in range(64)]
+    trace = {"config": {"block_size": 16, "num_gpu_blocks": num_blocks, "max_num_seqs": max(64, num_finished_before + 64),
+                        "max_num_batched_tokens": max(65_536, 17 * (num_finished_before + 64)), "max_model_len": 10**7,
+                        "enable_chunked_prefill": True, "enable_prefix_caching": True, "long_prefill_token_threshold": 0},
+             "requests": requests}
+    log = replay(trace)
+    for _ in range(50):  # past the prefills and the short requests
+        next(log)
+    start = time.perf_counter()
+    for _ in range(steps):
+        next(log)
+    return (time.perf_counter() - start) / steps * 1e6
+
+
+def scaling() -> None:
+    print("step cost of 64 running decodes (us/step): by pool size, and by requests already finished")
+    for num_blocks in (4_096, 65_536, 1_048_576):
+        print(f"  {num_blocks:>9,} blocks, 0 finished before:      {step_cost(num_blocks, 0):7.1f}")
+    for finished in (1_000, 20_000):
+        print(f"     65,536 blocks, {finished:>6,} finished before: {step_cost(65_536, finished):7.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=10_000)
@@ -79,6 +108,7 @@ def main() -> None:
     if not args.prefix_caching:
         measure(args.requests, prefix_caching=False)
     measure(args.requests, prefix_caching=True)
+    scaling()
 
 
 if __name__ == "__main__":

@@ -207,10 +207,10 @@ def build_workload(config: WorkloadConfig, max_model_len: int = 1 << 30) -> Work
     rng = random.Random(config.seed)
     dist = config.length_distribution()
     prefix_len = config.shared_prefix_len
-    prefixes = [tuple(rng.randrange(VOCAB_SIZE) for _ in range(prefix_len)) for _ in range(config.num_shared_prefixes)]
     prompt_high = min(dist.prompt_range[1], max_model_len - 1 - prefix_len)
-    if prompt_high < 1:
+    if prompt_high < 1:  # checked before any prefix token is drawn: a huge value costs nothing
         raise ConfigError("shared_prefix_len", f"leaves no room for a prompt under max_model_len={max_model_len}")
+    prefixes = [tuple(rng.randrange(VOCAB_SIZE) for _ in range(prefix_len)) for _ in range(config.num_shared_prefixes)]
     requests = []
     for index, arrival in enumerate(arrival_times(rng, config)):
         prompt_len = max(1, min(prompt_high, draw_length(rng, dist.kind, dist.prompt_mean, dist.prompt_sigma, dist.prompt_range)))

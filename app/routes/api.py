@@ -123,7 +123,7 @@ def validate_scenario(body: SessionCreate, request: Request) -> dict:
 
 @router.post("/sessions", status_code=201)
 def create_session(body: SessionCreate, request: Request) -> SessionCreated:
-    live = manager_of(request).create(scenario_from(body), lesson_arm(body))
+    live = manager_of(request).create(scenario_from(body), lesson_arm(body), body.origin_query())
     return session_urls(request, live)
 
 

@@ -4,6 +4,7 @@ hands its control link to whoever opened it; `/s/ID/view` is the read-only link 
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -30,13 +31,18 @@ def index(request: Request, scenario: str = "", seed: int | None = None, config:
             body = SessionCreate(preset=scenario or request.app.state.settings.default_scenario, seed=seed)
     except (ValueError, json.JSONDecodeError) as e:
         raise HTTPException(422, f"bad scenario in the URL: {e}") from None
-    live = manager_of(request).create(scenario_from(body), lesson_arm(body))
+    live = manager_of(request).create(scenario_from(body), lesson_arm(body), body.origin_query())
     session = live.session
-    return RedirectResponse(f"/s/{session.session_id}?token={session.control_token}", status_code=303)
+    return RedirectResponse(f"/s/{session.session_id}?token={session.control_token}&{session.origin}", status_code=303)
 
 
 def render(request: Request, session_id: str, token: str) -> HTMLResponse:
-    live = live_session(request, session_id)
+    live = manager_of(request).get(session_id)
+    if live is None:
+        # An old link: its query still names the scenario, so offer to start the same run again.
+        query = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+        return request.app.state.templates.TemplateResponse(
+            request, "ended.html", {"session_id": session_id, "query": query}, status_code=404)
     can_control = bool(token) and token == live.session.control_token
     return request.app.state.templates.TemplateResponse(
         request,

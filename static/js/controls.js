@@ -14,12 +14,16 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
   $("step").addEventListener("click", () => send({ type: "step", n: 1 }));
   $("step-back").addEventListener("click", () => send({ type: "step_back", n: 1 }));
   $("reset").addEventListener("click", () => send({ type: "reset" }));
-  $("speed").addEventListener("change", (event) => send({ type: "speed", steps_per_s: Number(event.target.value) }));
+  $("speed").addEventListener("change", (event) => {
+    const value = event.target.value;
+    send(value.startsWith("x") ? { type: "speed", time_ratio: Number(value.slice(1)) } : { type: "speed", steps_per_s: Number(value) });
+  });
   $("scenario-picker").addEventListener("change", (event) => { if (event.target.value) location.href = `/?${event.target.value}`; });
   $("theme").addEventListener("click", () => onTheme());
   $("help").addEventListener("click", () => $("help-dialog").showModal());
   $("share").addEventListener("click", async () => {
-    const link = `${location.origin}/s/${sessionId}/view`;
+    const origin = store.session && store.session.origin ? `?${store.session.origin}` : "";
+    const link = `${location.origin}/s/${sessionId}/view${origin}`;
     try { await navigator.clipboard.writeText(link); $("share").textContent = "Copied"; } catch { prompt("View link:", link); }
     setTimeout(() => { $("share").textContent = "Share"; }, 2000);
   });
@@ -75,7 +79,9 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
       $("sim-clock").value = `${store.clock.toFixed(3)} s`;
       $("run-state").textContent = store.done ? "finished" : s.playing ? "playing" : "paused";
       const speed = $("speed");
-      if (document.activeElement !== speed) speed.value = String(SPEEDS.find((v) => v >= s.steps_per_s) || SPEEDS[SPEEDS.length - 1]);
+      if (document.activeElement !== speed) {
+        speed.value = s.time_ratio ? `x${s.time_ratio}` : String(SPEEDS.find((v) => v >= s.steps_per_s) || SPEEDS[SPEEDS.length - 1]);
+      }
       $("breakpoints-button").textContent = s.breakpoints && s.breakpoints.length ? `Breakpoints (${s.breakpoints.length})` : "Breakpoints";
     },
   };

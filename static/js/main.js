@@ -31,6 +31,15 @@ const { send } = connect(store, {
   onStatus: (frame) => { if (frame.note) showNote(frame.note); },
 });
 
+// Keep the scenario in the address bar, so the link still recreates this run after the session ends.
+let urlWritten = false;
+function writeUrl() {
+  if (urlWritten || !store.session || !store.session.origin) return;
+  urlWritten = true;
+  const base = canControl ? `/s/${sessionId}?token=${encodeURIComponent(token)}&` : `/s/${sessionId}/view?`;
+  history.replaceState(null, "", base + store.session.origin);
+}
+
 function select(id) {
   store.selected = id === store.selected ? null : id;
   store.dirty.add("selection");
@@ -97,6 +106,7 @@ function frame() {
     if (state || d.has("charts")) charts.update();
     if (all || d.has("events")) events.update();
     if (all || state) narration.update();
+    if (all) writeUrl();
     if (!$("inspector").hidden && (state || d.has("selection") || d.has("inspector"))) inspector.update();
     d.clear();
     stats.frames += 1;
