@@ -1,10 +1,11 @@
 # The two commands: `make run` and `make test`. Both set up a virtual environment first.
+# `make screenshots` redraws docs/screenshot-*.png (needs Debian's chromium at /usr/bin/chromium).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: run test bench clean
+.PHONY: run test bench screenshots clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +23,9 @@ bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/bench_core.py
 	$(BIN)/python benchmarks/bench_long_run.py
 	$(BIN)/python benchmarks/bench_cost_model.py
+
+screenshots: $(BIN)/.installed
+	$(BIN)/python benchmarks/screenshots.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -262,7 +262,9 @@ class LiveSession:
                 if not session.playing:
                     break
                 if session.time_ratio is None:
-                    owed = min(owed + elapsed * session.steps_per_s, session.steps_per_s)
+                    # At most one tick's worth: if stepping falls behind, play slows down rather
+                    # than sending ever larger frames.
+                    owed = min(owed + elapsed * session.steps_per_s, max(1.0, session.steps_per_s * frame_s), max_per_tick)
                     due, owed = int(owed), owed - int(owed)
                     records, hit = session.advance(due, stop_at_breakpoints=True)
                 else:

@@ -100,6 +100,16 @@ def events_of(record: StepRecord, scheduling_order: str) -> list[dict]:
     return events
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    state: SimulationState
+    events: tuple[dict, ...]
+
+    @property
+    def step_index(self) -> int:
+        return self.state.step_index
+
+
 class Session:
     def __init__(self, session_id: str, scenario: Scenario, settings: Settings, lesson: tuple[str, str] | None = None,
                  origin: str = ""):
@@ -113,7 +123,9 @@ class Session:
         self.control_token = secrets.token_urlsafe(18)
         self.sim = scenario.build(keep_finished=True)
         self._watch_blocks()
-        self.checkpoints: list[SimulationState] = [self.sim.snapshot()]
+        # Step back: simulation snapshots with the event log as it was then (the log is bounded, so
+        # replaying from a checkpoint alone could not bring back events it had already dropped).
+        self.checkpoints: list[Checkpoint] = [Checkpoint(self.sim.snapshot(), ())]
         self.checkpoint_interval = settings.checkpoint_interval
         # One chart point per step so far; truncated on step back.
         self.points: list[list] = []
@@ -217,7 +229,7 @@ class Session:
                 "block_table": self.sim.block_table(request_id), "step": self.step, "clock_s": self.sim.clock_s}
 
     def _add_checkpoint(self) -> None:
-        self.checkpoints.append(self.sim.snapshot())
+        self.checkpoints.append(Checkpoint(self.sim.snapshot(), tuple(self.events)))
         if len(self.checkpoints) > self.settings.max_checkpoints:
             # Thin out: keep step 0 and every other checkpoint, doubling the interval.
             self.checkpoints = self.checkpoints[:1] + self.checkpoints[2::2]
@@ -253,12 +265,11 @@ class Session:
         if target_step < self.sim.step_index:
             checkpoint = max((c for c in self.checkpoints if c.step_index <= target_step), key=lambda c: c.step_index)
             self.checkpoints = [c for c in self.checkpoints if c.step_index <= checkpoint.step_index]
-            self.sim.restore(checkpoint)
+            self.sim.restore(checkpoint.state)
             self._watch_blocks()
             del self.points[checkpoint.step_index:]
             self._truncate_timelines(checkpoint.step_index)
-            while self.events and self.events[-1]["step"] >= checkpoint.step_index:
-                self.events.pop()
+            self.events = deque(checkpoint.events, maxlen=EVENT_HISTORY)
             self.last_record = None
         while self.sim.step_index < target_step and not self.sim.done:
             self._step_once()

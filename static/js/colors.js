@@ -7,8 +7,15 @@ export function requestColor(index) {
   return `hsl(${hue.toFixed(1)} 62% ${light}%)`;
 }
 
+// Palette values, read once per theme: getComputedStyle forces style work, too slow per frame.
+const cache = new Map();
+let cachedTheme = null;
+
 export function cssVar(name) {
-  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  const theme = document.documentElement.dataset.theme;
+  if (theme !== cachedTheme) { cache.clear(); cachedTheme = theme; }
+  if (!cache.has(name)) cache.set(name, getComputedStyle(document.documentElement).getPropertyValue(name).trim());
+  return cache.get(name);
 }
 
 export function fmtSeconds(s) {

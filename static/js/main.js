@@ -40,8 +40,9 @@ function writeUrl() {
   history.replaceState(null, "", base + store.session.origin);
 }
 
-function select(id) {
-  store.selected = id === store.selected ? null : id;
+// Clicking the selected chip again deselects it; an event or a block always selects.
+function select(id, { toggle = true } = {}) {
+  store.selected = toggle && id === store.selected ? null : id;
   store.dirty.add("selection");
   if (store.selected) showTab("inspector");
 }
@@ -74,7 +75,7 @@ const kv = mountKv($("kv-canvas"), store, {
   pagedButton: $("view-paged"), contiguousButton: $("view-contiguous"),
 });
 const charts = mountCharts($("charts"), store);
-const events = mountEvents($("events"), store, { onSeek: seek, onSelect: select });
+const events = mountEvents($("events"), store, { onSeek: seek, onSelect: (id) => select(id, { toggle: false }) });
 const inspector = mountInspector($("inspector"), store, { sessionId });
 const narration = mountNarration($("narration"), store, { seek, canControl });
 document.addEventListener("keydown", (event) => {
@@ -92,7 +93,12 @@ function toggleTheme() {
 }
 
 // Frames per second actually drawn, for benchmarks and for the curious (window.servescope).
-const stats = { frames: 0, longestFrameMs: 0 };
+const stats = { frames: 0, longestFrameMs: 0, panelMs: {} };
+function timed(name, draw) {
+  const start = performance.now();
+  draw();
+  stats.panelMs[name] = (stats.panelMs[name] || 0) + performance.now() - start;
+}
 window.servescope = { store, send, stats };
 
 function frame() {
@@ -100,12 +106,12 @@ function frame() {
   if (d.size) {
     const start = performance.now();
     const all = d.has("all"), state = all || d.has("state");
-    if (all || state || d.has("status")) controls.update();
-    if (state || d.has("selection")) { queues.update(); batch.update(); }
-    if (state || d.has("selection") || d.has("kv")) kv.update();
-    if (state || d.has("charts")) charts.update();
-    if (all || d.has("events")) events.update();
-    if (all || state) narration.update();
+    if (all || state || d.has("status")) timed("controls", controls.update);
+    if (state || d.has("selection")) { timed("queues", queues.update); timed("batch", batch.update); }
+    if (state || d.has("selection") || d.has("kv")) timed("kv", kv.update);
+    if (state || d.has("charts")) timed("charts", charts.update);
+    if (all || d.has("events")) timed("events", events.update);
+    if (all || state) timed("narration", narration.update);
     if (all) writeUrl();
     if (!$("inspector").hidden && (state || d.has("selection") || d.has("inspector"))) inspector.update();
     d.clear();

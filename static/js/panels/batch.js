@@ -1,10 +1,11 @@
 // This step's batch: how the token budget was spent (prefill chunks against decodes), one row
 // per scheduled request, and what the step's time was made of.
 
-import { cssVar, fmtInt, fmtSeconds, requestColor } from "../colors.js";
+import { fmtInt, fmtSeconds, requestColor } from "../colors.js";
 
 const COST_LABELS = { linear: "linear layers", attention: "attention", other: "activations and fixed latency", swap: "swap (PCIe)" };
-const MAX_ROWS = 300;
+// Rows beyond what a panel can show are summarised, not drawn.
+const MAX_ROWS = 80;
 
 export function mount(el, store, { onSelect }) {
   el.addEventListener("click", (event) => {
@@ -16,6 +17,9 @@ export function mount(el, store, { onSelect }) {
 
 function render(el, store) {
   const record = store.lastRecord;
+  const key = `${record ? record.step : -1}/${store.selected}/${store.requests.size}`;
+  if (el.dataset.key === key) return; // nothing this panel shows has changed
+  el.dataset.key = key;
   const budget = store.session ? store.session.max_num_batched_tokens : 1;
   if (!record) {
     el.innerHTML = `<p class="muted">No step yet. Press <b>Step</b> (→) or <b>Play</b> (Space).</p>` +
@@ -47,11 +51,11 @@ function render(el, store) {
   if (record.preempted.length) notes.push(`<b style="color:var(--preempted)">preempted ${record.preempted.length}</b>`);
   if (record.finished.length) notes.push(`finished ${record.finished.length}`);
   el.innerHTML =
-    `<div class="budget"><span>step <b>${record.step}</b> · <b>${fmtInt(used)}</b> of ${fmtInt(budget)} tokens · ` +
+    `<div class="budget"><span>step <b>${fmtInt(record.step + 1)}</b> · <b>${fmtInt(used)}</b> of ${fmtInt(budget)} tokens · ` +
     `<b>${record.scheduled.length}</b> requests</span><span>${notes.join(" · ")}</span></div>` +
     `<div class="budget-bar" role="img" aria-label="${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget">` +
-    `<span style="width:${(100 * prefill) / budget}%;background:${cssVar("--prefill")}"></span>` +
-    `<span style="width:${(100 * decode) / budget}%;background:${cssVar("--decode")}"></span></div>` +
+    `<span style="width:${(100 * prefill) / budget}%;background:var(--prefill)"></span>` +
+    `<span style="width:${(100 * decode) / budget}%;background:var(--decode)"></span></div>` +
     `<div class="legend"><span><i class="swatch" style="background:var(--prefill)"></i>P prefill ${fmtInt(prefill)}</span>` +
     `<span><i class="swatch" style="background:var(--decode)"></i>D decode ${fmtInt(decode)}</span>` +
     `<span>step time <b>${fmtSeconds(record.step_s)}</b></span></div>` +

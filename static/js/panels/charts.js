@@ -25,7 +25,10 @@ export function mount(el, store) {
 
   function axis(label, extra = {}) {
     const text = cssVar("--text"), grid = cssVar("--border");
-    return { label, stroke: text, grid: { stroke: grid, width: 0.5 }, ticks: { stroke: grid }, labelSize: 18, size: 46, ...extra };
+    const px = Number.parseFloat(cssVar("--small")) || 12;
+    const font = `${px}px system-ui, sans-serif`;
+    return { label, stroke: text, grid: { stroke: grid, width: 0.5 }, ticks: { stroke: grid }, font, labelFont: `bold ${font}`,
+      labelSize: px + 6, size: px * 3.6, ...extra };
   }
 
   function seconds(u, values) { return values.map((v) => (v == null ? "" : v >= 1 ? `${+v.toFixed(1)}s` : `${+(v * 1000).toFixed(v < 0.01 ? 1 : 0)}ms`)); }
@@ -43,12 +46,17 @@ export function mount(el, store) {
         const marks = u._marks || [];
         const ctx = u.ctx;
         ctx.save();
-        for (const [value, label, colour] of marks) {
+        for (const [index, [value, label, colour]] of marks.entries()) {
           const x = u.valToPos(value, "x", true);
           if (!Number.isFinite(x)) continue;
           ctx.strokeStyle = colour; ctx.lineWidth = width * devicePixelRatio; ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
           ctx.beginPath(); ctx.moveTo(x, u.bbox.top); ctx.lineTo(x, u.bbox.top + u.bbox.height); ctx.stroke();
-          ctx.fillStyle = colour; ctx.font = `${11 * devicePixelRatio}px sans-serif`; ctx.fillText(label, x + 3, u.bbox.top + 12 * devicePixelRatio);
+          const px = (Number.parseFloat(cssVar("--small")) || 12) * devicePixelRatio;
+          ctx.setLineDash([]);
+          ctx.font = `bold ${px}px sans-serif`; ctx.textAlign = "left"; ctx.textBaseline = "top";
+          const y = u.bbox.top + index * px * 1.15; // stacked, so close percentiles stay legible
+          ctx.fillStyle = cssVar("--panel"); ctx.fillRect(x + 2, y, ctx.measureText(label).width + 4, px);
+          ctx.fillStyle = colour; ctx.fillText(label, x + 4, y);
         }
         ctx.restore();
       }],

@@ -3,7 +3,7 @@
 // selects its request.
 
 const KINDS = { admitted: "admitted", resumed: "resumed", chunk: "prefill chunks", preempted: "preempted", finished: "finished", evicted: "evictions" };
-const MAX_SHOWN = 400;
+const MAX_SHOWN = 150;
 
 export function mount(el, store, { onSeek, onSelect }) {
   const hidden = new Set(["chunk"]);
@@ -22,18 +22,30 @@ export function mount(el, store, { onSeek, onSelect }) {
     onSeek(Number(item.dataset.step) + 1);
   });
 
+  let shownArray = null; // the store.events array drawn from (a snapshot replaces it)
+  let shownLastId = -1;
+  let shownFilter = "";
+
+  const item = (e) =>
+    `<button class="event ${e.kind}" data-step="${e.step}" data-request="${e.request || ""}" title="Go to the end of step ${e.step + 1}">` +
+    `<span class="at">${e.step + 1}</span><span class="what">${e.text}</span></button>`;
+
   function update() {
-    const shown = [];
-    for (let i = store.events.length - 1; i >= 0 && shown.length < MAX_SHOWN; i--) {
-      const e = store.events[i];
-      if (!hidden.has(e.kind)) shown.push(e);
+    const filter = [...hidden].join();
+    const events = store.events;
+    const lastId = events.length ? events[events.length - 1].id : 0;
+    if (events === shownArray && filter === shownFilter && lastId === shownLastId) return;
+    const incremental = events === shownArray && filter === shownFilter && list.querySelector(".event");
+    if (incremental) { // newest first: put only the new events on top, drop the oldest rows
+      const fresh = events.filter((e) => e.id > shownLastId && !hidden.has(e.kind)).slice(-MAX_SHOWN).reverse();
+      list.insertAdjacentHTML("afterbegin", fresh.map(item).join(""));
+      while (list.children.length > MAX_SHOWN) list.lastElementChild.remove();
+    } else {
+      const shown = [];
+      for (let i = events.length - 1; i >= 0 && shown.length < MAX_SHOWN; i--) if (!hidden.has(events[i].kind)) shown.push(events[i]);
+      list.innerHTML = shown.map(item).join("") || '<p class="muted">Nothing yet: events appear as the engine steps.</p>';
     }
-    const stick = list.scrollTop < 4;
-    list.innerHTML = shown.map((e) =>
-      `<button class="event ${e.kind}" data-step="${e.step}" data-request="${e.request || ""}" title="Go to step ${e.step + 1}">` +
-      `<span class="at">${e.step}</span><span class="what">${e.text}</span></button>`).join("") ||
-      '<p class="muted">Nothing yet: events appear as the engine steps.</p>';
-    if (stick) list.scrollTop = 0;
+    shownArray = events; shownLastId = lastId; shownFilter = filter;
   }
   return { update };
 }

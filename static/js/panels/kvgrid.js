@@ -11,7 +11,12 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
   let layout = null; // { cell, cols, gap, dpr }
   let hitOwners = []; // contiguous view: block -> request id drawn there
 
-  const resize = new ResizeObserver(() => { store.dirty.add("kv"); });
+  // The size comes from the observer, so drawing never forces a layout by reading it.
+  let box = { width: 0, height: 0 };
+  const resize = new ResizeObserver(([entry]) => {
+    box = { width: entry.contentRect.width, height: entry.contentRect.height };
+    store.dirty.add("kv");
+  });
   resize.observe(canvas.parentElement);
 
   function setMode(next) {
@@ -54,7 +59,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
 
   function sizeCanvas(n) {
     const dpr = window.devicePixelRatio || 1;
-    const w = canvas.parentElement.clientWidth, h = canvas.parentElement.clientHeight;
+    const w = Math.max(1, box.width), h = Math.max(1, box.height);
     if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
       canvas.width = Math.round(w * dpr);
       canvas.height = Math.round(h * dpr);
@@ -95,40 +100,53 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       if (inLast > 0 && inLast < bs && held <= table.length) lastFill.set(table[held - 1], inLast / bs);
       for (let i = held; i < table.length; i++) reservedUnused.add(table[i]);
     }
-    const selected = store.selected ? new Set(store.tables.get(store.selected) || []) : null;
-    for (let block = 0; block < b.n; block++) {
-      const x = (block % cols) * cell, y = Math.floor(block / cols) * cell;
+    // Sort the cells by what they are, then draw each kind with one fill style: thousands of
+    // fillStyle changes per frame cost more than the drawing itself.
+    const free = [], cachedFree = [], shared = [], byColour = new Map(), faint = new Map(), partial = [];
+    for (let block = 1; block < b.n; block++) {
       const owner = b.owner[block];
-      if (block === 0) { ctx.fillStyle = c.nul; ctx.fillRect(x, y, size, size); continue; }
       if (!owner) {
-        ctx.fillStyle = c.free;
-        ctx.fillRect(x, y, size, size);
-        if (b.cached[block]) { // evictable cached prefix: a corner triangle
-          ctx.fillStyle = c.cached;
-          ctx.beginPath(); ctx.moveTo(x, y); ctx.lineTo(x + size * 0.7, y); ctx.lineTo(x, y + size * 0.7); ctx.fill();
-        }
+        free.push(block);
+        if (b.cached[block]) cachedFree.push(block);
         continue;
       }
       const colour = colourOf(owner, cache);
-      const fill = lastFill.get(block);
-      if (reservedUnused.has(block)) {
-        ctx.globalAlpha = 0.22; ctx.fillStyle = colour; ctx.fillRect(x, y, size, size); ctx.globalAlpha = 1;
-      } else if (fill !== undefined) { // the partly filled last block: unused slots are the waste
-        ctx.globalAlpha = 0.3; ctx.fillStyle = colour; ctx.fillRect(x, y, size, size); ctx.globalAlpha = 1;
-        const filled = Math.max(1, Math.round(size * fill));
-        ctx.fillRect(x, y + size - filled, size, filled);
+      if (reservedUnused.has(block) || lastFill.has(block)) {
+        if (!faint.has(colour)) faint.set(colour, []);
+        faint.get(colour).push(block);
+        if (lastFill.has(block)) partial.push([block, colour, lastFill.get(block)]);
       } else {
-        ctx.fillStyle = colour;
-        ctx.fillRect(x, y, size, size);
+        if (!byColour.has(colour)) byColour.set(colour, []);
+        byColour.get(colour).push(block);
       }
-      if (b.ref[block] > 1 && size >= 4) { // shared through the prefix cache
-        ctx.fillStyle = c.panel;
-        ctx.beginPath(); ctx.arc(x + size / 2, y + size / 2, Math.max(1.2, size / 5), 0, 2 * Math.PI); ctx.fill();
-      }
-      if (selected && selected.has(block)) {
-        ctx.strokeStyle = c.focus; ctx.lineWidth = Math.max(1.5, size / 6);
-        ctx.strokeRect(x + ctx.lineWidth / 2, y + ctx.lineWidth / 2, size - ctx.lineWidth, size - ctx.lineWidth);
-      }
+      if (b.ref[block] > 1) shared.push(block);
+    }
+    const at = (block) => [(block % cols) * cell, Math.floor(block / cols) * cell];
+    const fillAll = (blocks) => { for (const block of blocks) { const [x, y] = at(block); ctx.fillRect(x, y, size, size); } };
+    ctx.fillStyle = c.nul; ctx.fillRect(0, 0, size, size);
+    ctx.fillStyle = c.free; fillAll(free);
+    ctx.fillStyle = c.cached; // evictable cached prefix: the top-left corner, marked
+    const corner = Math.max(1, Math.round(size * 0.5));
+    for (const block of cachedFree) { const [x, y] = at(block); ctx.fillRect(x, y, corner, corner); }
+    for (const [colour, blocks] of byColour) { ctx.fillStyle = colour; fillAll(blocks); }
+    ctx.globalAlpha = 0.3; // reserved but unused, and the empty part of partly filled last blocks
+    for (const [colour, blocks] of faint) { ctx.fillStyle = colour; fillAll(blocks); }
+    ctx.globalAlpha = 1;
+    for (const [block, colour, fill] of partial) { // PagedAttention's only waste: the unfilled part
+      const [x, y] = at(block);
+      const filled = Math.max(1, Math.round(size * fill));
+      ctx.fillStyle = colour; ctx.fillRect(x, y + size - filled, size, filled);
+    }
+    if (size >= 4 && shared.length) { // shared through the prefix cache: a dot in the middle
+      ctx.fillStyle = c.panel;
+      const dot = Math.max(2, Math.round(size / 3));
+      const offset = (size - dot) / 2;
+      for (const block of shared) { const [x, y] = at(block); ctx.fillRect(x + offset, y + offset, dot, dot); }
+    }
+    const selected = store.selected ? store.tables.get(store.selected) || [] : [];
+    if (selected.length) {
+      ctx.strokeStyle = c.focus; ctx.lineWidth = Math.max(1.5, size / 6);
+      for (const block of selected) { const [x, y] = at(block); ctx.strokeRect(x + ctx.lineWidth / 2, y + ctx.lineWidth / 2, size - ctx.lineWidth, size - ctx.lineWidth); }
     }
   }
 
@@ -230,8 +248,8 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     if (view === "contiguous") return sw("background:#999", "held") + sw("background:#999;opacity:.25", "reserved, unused") + sw("background:var(--free)", "free");
     const sw2 = (style, label, title) => `<span title="${title}"><i class="swatch" style="${style}"></i>${label}</span>`;
     return sw2("background:var(--free)", "free", "free block") +
-      sw2("background:linear-gradient(135deg,var(--cached) 50%,var(--free) 50%)", "cached", "free, but still holds a cached prefix: a new request with that prefix reuses it; evicted when reallocated") +
-      sw2("background:radial-gradient(circle,var(--panel) 30%,#888 32%)", "shared", "shared by several requests through the prefix cache (ref count > 1)") +
+      sw2("background:linear-gradient(var(--cached),var(--cached)) 0 0/50% 50% no-repeat,var(--free)", "cached", "free, but still holds a cached prefix: a new request with that prefix reuses it; evicted when reallocated") +
+      sw2("background:linear-gradient(var(--panel),var(--panel)) center/40% 40% no-repeat,#888", "shared", "shared by several requests through the prefix cache (ref count > 1)") +
       sw2("background:linear-gradient(0deg,#888 40%,#ddd 40%)", "partly full", "a request's last block, filled to the height shown: PagedAttention's only waste") +
       sw2("background:var(--null)", "null", "block 0, vLLM's reserved null block");
   }

@@ -55,6 +55,9 @@ function render(el, store) {
     running: q.running.length, preempted: lanes.preempted.length, waiting: q.num_waiting - lanes.preempted.length,
     swapped: q.swapped.length, finished: q.num_finished,
   };
+  const signature = `${store.step}/${store.seq}/${store.selected}`;
+  if (el.dataset.key === signature) return; // nothing this panel shows has changed
+  el.dataset.key = signature;
   let html = "";
   for (const [key, title, colour] of LANES) {
     if ((key === "swapped" || key === "preempted") && !counts[key]) continue;

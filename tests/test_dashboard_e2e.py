@@ -1,0 +1,479 @@
+"""The dashboard in a real browser: Debian's headless Chromium, driven by Playwright, against a
+real uvicorn server on a loopback port. Each test opens its own browser context (so the theme
+kept in localStorage does not leak between tests) and every wait is bounded by a timeout."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip("browser tests need Debian's chromium at /usr/bin/chromium (CI installs it)", allow_module_level=True)
+
+import uvicorn  # noqa: E402
+from playwright.sync_api import Page, sync_playwright  # noqa: E402
+
+from app.live import SessionManager  # noqa: E402
+from app.main import create_app  # noqa: E402
+from app.settings import Settings  # noqa: E402
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+WAIT_MS = 5_000
+PANELS = [".panel.queues", ".panel.batch", ".panel.kv", ".panel.charts", ".panel.side"]
+VIEWER_CONTROLS = ["#reset", "#step-back", "#play", "#step", "#speed", "#breakpoints-button"]
+
+
+# -- the server and the browser ------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class LiveServer:
+    """uvicorn serving `app` on a loopback port from a thread; it can stop and start again."""
+
+    def __init__(self, app, port: int, lifespan: str = "on"):
+        self.app, self.port, self.lifespan = app, port, lifespan
+        self.url = f"http://127.0.0.1:{port}"
+        self.server: uvicorn.Server | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan=self.lifespan,
+                                ws_max_size=self.app.state.settings.max_message_bytes)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"uvicorn did not start on port {self.port}")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        assert not self.thread.is_alive(), "uvicorn did not stop"
+
+
+@pytest.fixture(scope="session")
+def server():
+    # Every test opens sessions of its own and none is deleted: room for all of them.
+    live = LiveServer(create_app(Settings(max_sessions=1_000)), free_port())
+    live.start()
+    yield live
+    live.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    # Module, not session, scope: while Playwright's sync API is open, the main thread counts as
+    # running its event loop, and later modules' asyncio.run() would fail.
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def new_page(browser):
+    """Pages in fresh contexts; each records its console errors and uncaught exceptions."""
+    contexts = []
+
+    def open_page(width: int = 1920, height: int = 1080, scale: float = 1) -> Page:
+        context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=scale)
+        context.set_default_timeout(WAIT_MS)
+        contexts.append(context)
+        page = context.new_page()
+        page.errors = []
+
+        def on_console(message) -> None:
+            if message.type == "error":
+                page.errors.append(message.text)
+
+        page.on("console", on_console)
+        page.on("pageerror", lambda error: page.errors.append(str(error)))
+        return page
+
+    yield open_page
+    for context in contexts:
+        context.close()
+
+
+def wait_for_dashboard(page: Page) -> None:
+    """Until the first snapshot has arrived."""
+    page.wait_for_function("window.servescope && window.servescope.store.session !== null")
+
+
+def open_dashboard(page: Page, url: str) -> Page:
+    page.goto(url)
+    wait_for_dashboard(page)
+    return page
+
+
+@pytest.fixture
+def presenter(server, new_page) -> Page:
+    """The presenter's page of a new session of the default scenario, at step 0."""
+    return open_dashboard(new_page(), server.url + "/")
+
+
+# -- reading and driving the page ----------------------------------------------------------
+def session_of(page: Page) -> tuple[str, str]:
+    """(session id, control token) from a presenter page's URL."""
+    url = urlparse(page.url)
+    return url.path.split("/")[2], parse_qs(url.query).get("token", [""])[0]
+
+
+def shown_step(page: Page) -> int:
+    return int(page.evaluate("document.getElementById('step-counter').value").replace(",", ""))
+
+
+def wait_for_step(page: Page, step: int) -> None:
+    page.wait_for_function("n => document.getElementById('step-counter').value.replace(/,/g, '') === String(n)",
+                           arg=step)
+
+
+def advance(page: Page, steps: int) -> None:
+    """Setup: move the session forward in one command and wait until the page shows it."""
+    target = shown_step(page) + steps
+    page.evaluate("n => window.servescope.send({type: 'step', n})", steps)
+    wait_for_step(page, target)
+
+
+def server_session(server: LiveServer, session_id: str) -> dict:
+    with urllib.request.urlopen(f"{server.url}/api/sessions/{session_id}", timeout=5) as response:
+        return json.load(response)
+
+
+def select_running_chip(page: Page) -> str:
+    chip = page.locator(".lane.running .chip").first
+    request_id = chip.get_attribute("data-id")
+    chip.click()
+    page.wait_for_function("id => window.servescope.store.selected === id", arg=request_id)
+    return request_id
+
+
+def box(page: Page, selector: str) -> dict:
+    return page.locator(selector).first.bounding_box()
+
+
+def overlaps(a: dict, b: dict) -> bool:
+    return (a["x"] < b["x"] + b["width"] - 1 and b["x"] < a["x"] + a["width"] - 1
+            and a["y"] < b["y"] + b["height"] - 1 and b["y"] < a["y"] + a["height"] - 1)
+
+
+# -- loading -------------------------------------------------------------------------------
+def test_page_loads_and_steps_without_console_or_page_errors(presenter):
+    """Loading the page, stepping and selecting a request log no errors and throw nothing."""
+    advance(presenter, 200)
+    select_running_chip(presenter)
+    presenter.click("#step")
+    wait_for_step(presenter, 201)
+    presenter.wait_for_timeout(300)
+    assert presenter.errors == []
+
+
+# -- stepping ------------------------------------------------------------------------------
+def test_step_button_advances_the_counter_and_shows_the_step_in_the_batch_panel(presenter):
+    """The step button takes one step; the batch panel shows that step, numbered like the counter."""
+    presenter.click("#step")
+    wait_for_step(presenter, 1)
+    presenter.click("#step")
+    wait_for_step(presenter, 2)
+    assert presenter.locator("#batch .budget").inner_text().startswith("step 2 ·")
+
+
+def test_right_arrow_takes_one_step(presenter):
+    """→ takes one step."""
+    presenter.keyboard.press("ArrowRight")
+    wait_for_step(presenter, 1)
+
+
+def test_shift_right_arrow_takes_ten_steps(presenter):
+    """Shift+→ takes ten steps."""
+    presenter.keyboard.press("Shift+ArrowRight")
+    wait_for_step(presenter, 10)
+
+
+def test_step_back_button_goes_back_one_step(presenter):
+    """The ◀ button goes back one step."""
+    advance(presenter, 5)
+    presenter.click("#step-back")
+    wait_for_step(presenter, 4)
+
+
+def test_left_arrow_goes_back_one_step(presenter):
+    """← goes back one step."""
+    advance(presenter, 5)
+    presenter.keyboard.press("ArrowLeft")
+    wait_for_step(presenter, 4)
+
+
+def test_home_resets_to_step_zero(presenter):
+    """Home goes back to step 0."""
+    advance(presenter, 30)
+    presenter.keyboard.press("Home")
+    wait_for_step(presenter, 0)
+
+
+# -- playback ------------------------------------------------------------------------------
+def wait_until_paused_and_still(page: Page) -> None:
+    """Paused, and the step no longer changes (what was in flight has arrived)."""
+    page.wait_for_function("!window.servescope.store.status.playing")
+    page.wait_for_timeout(300)
+    paused_at = shown_step(page)
+    page.wait_for_timeout(500)
+    assert shown_step(page) == paused_at
+
+
+def test_play_button_advances_over_time_and_pause_stops_it(presenter):
+    """Play advances the step on its own; pressing the button again pauses it."""
+    presenter.click("#play")
+    presenter.wait_for_function("window.servescope.store.step >= 5")
+    presenter.click("#play")
+    wait_until_paused_and_still(presenter)
+
+
+def test_space_plays_and_pauses(presenter):
+    """Space starts playback and Space again pauses it."""
+    presenter.keyboard.press(" ")
+    presenter.wait_for_function("window.servescope.store.step >= 5")
+    presenter.keyboard.press(" ")
+    wait_until_paused_and_still(presenter)
+
+
+def test_plus_and_minus_change_the_speed(presenter):
+    """+ picks the next faster speed and − the next slower one, from 20 steps/s."""
+    assert presenter.locator("#speed").input_value() == "20"
+    presenter.keyboard.press("+")
+    presenter.wait_for_function("document.getElementById('speed').value === '50'")
+    presenter.keyboard.press("-")
+    presenter.wait_for_function("document.getElementById('speed').value === '20'")
+    presenter.keyboard.press("-")
+    presenter.wait_for_function("document.getElementById('speed').value === '10'")
+
+
+# -- selecting and inspecting a request ----------------------------------------------------
+def test_selecting_a_running_chip_inspects_it_and_shows_its_block_table(presenter):
+    """A running request's chip opens the Request tab on it and the KV summary shows its block table."""
+    advance(presenter, 200)
+    request_id = select_running_chip(presenter)
+    assert presenter.locator("#tab-inspector").get_attribute("aria-selected") == "true"
+    presenter.locator("#inspector h3").filter(has_text=request_id).wait_for()
+    summary = presenter.locator("#kv-summary")
+    assert "logical→physical" in summary.inner_text()
+    assert request_id in summary.inner_text()
+
+
+def test_clicking_a_kv_block_selects_the_request_that_owns_it(presenter):
+    """A click on a block of the KV canvas selects the request whose block table holds it."""
+    advance(presenter, 200)
+    request_id, block, x, y = presenter.evaluate("""() => {
+        // The canvas lays blocks out row by row in square cells (kvgrid.js: sizeCanvas).
+        const { store } = window.servescope;
+        const [id, table] = [...store.tables].find(([, t]) => t.length > 0);
+        const block = table[table.length - 1];
+        const wrap = document.getElementById('kv-canvas').parentElement;
+        const w = wrap.clientWidth, h = wrap.clientHeight, n = store.blocks.n;
+        let cell = Math.max(2, Math.min(48, Math.floor(Math.sqrt((w * h) / n))));
+        while (cell > 2 && Math.floor(w / cell) * Math.floor(h / cell) < n) cell -= 1;
+        const cols = Math.max(1, Math.floor(w / cell));
+        return [id, block, (block % cols) * cell + cell / 2, Math.floor(block / cols) * cell + cell / 2];
+    }""")
+    canvas = presenter.locator("#kv-canvas")
+    canvas.hover(position={"x": x, "y": y})
+    assert canvas.get_attribute("title").startswith(f"block {block}: {request_id}")
+    canvas.click(position={"x": x, "y": y})
+    presenter.wait_for_function("id => window.servescope.store.selected === id", arg=request_id)
+    presenter.locator("#inspector h3").filter(has_text=request_id).wait_for()
+
+
+def test_reserve_max_toggle_shows_the_reservation_summary(presenter):
+    """"Reserve max" redraws the pool the pre-PagedAttention way and says how many requests fit."""
+    advance(presenter, 200)
+    summary = presenter.locator("#kv-summary")
+    assert "unused slots in last blocks" in summary.inner_text()
+    presenter.click("#view-contiguous")
+    presenter.wait_for_function("document.getElementById('kv-summary').textContent.includes('reserving')")
+    assert "max_model_len" in summary.inner_text()
+    assert presenter.locator("#view-contiguous").get_attribute("aria-checked") == "true"
+    presenter.click("#view-paged")
+    presenter.wait_for_function("document.getElementById('kv-summary').textContent.includes('unused slots')")
+
+
+# -- the event log -------------------------------------------------------------------------
+def test_event_log_lists_events_and_clicking_one_seeks_to_the_step_after_it(presenter):
+    """The event log lists the run's events; a click seeks to the step just after the event."""
+    advance(presenter, 300)
+    events = presenter.locator("#events .event")
+    events.first.wait_for()
+    assert events.count() > 3
+    oldest = events.last
+    event_step = int(oldest.get_attribute("data-step"))
+    assert event_step + 1 != 300
+    oldest.click()
+    wait_for_step(presenter, event_step + 1)
+
+
+def test_clicking_an_event_of_the_selected_request_keeps_it_selected(presenter):
+    """Going from a request's finish event to its admission event keeps that request selected."""
+    advance(presenter, 300)
+    finished = presenter.locator("#events .event.finished").last
+    request_id = finished.get_attribute("data-request")
+    finished.click()
+    presenter.wait_for_function("id => window.servescope.store.selected === id", arg=request_id)
+    presenter.click("#tab-events")
+    admitted = presenter.locator(f"#events .event.admitted[data-request='{request_id}']")
+    admitted_step = int(admitted.get_attribute("data-step"))
+    admitted.click()
+    wait_for_step(presenter, admitted_step + 1)
+    assert presenter.evaluate("window.servescope.store.selected") == request_id
+
+
+# -- help and theme ------------------------------------------------------------------------
+def test_question_mark_opens_the_help_dialog_and_escape_closes_it(presenter):
+    """? opens the keyboard help; Esc closes it."""
+    dialog = presenter.locator("#help-dialog")
+    presenter.keyboard.press("?")
+    dialog.wait_for(state="visible")
+    presenter.keyboard.press("Escape")
+    dialog.wait_for(state="hidden")
+
+
+def test_t_toggles_between_the_normal_and_the_projector_theme(presenter):
+    """T switches html[data-theme] to projector and back to normal."""
+    theme = presenter.locator("html")
+    assert theme.get_attribute("data-theme") == "normal"
+    presenter.keyboard.press("t")
+    presenter.wait_for_function("document.documentElement.dataset.theme === 'projector'")
+    presenter.keyboard.press("t")
+    presenter.wait_for_function("document.documentElement.dataset.theme === 'normal'")
+
+
+# -- the read-only viewer ------------------------------------------------------------------
+@pytest.fixture
+def viewer(server, presenter, new_page) -> Page:
+    """A view-only page on the presenter's session."""
+    session_id, _ = session_of(presenter)
+    return open_dashboard(new_page(), f"{server.url}/s/{session_id}/view")
+
+
+def test_viewer_has_disabled_controls_and_says_view_only(viewer):
+    """A view-only link shows the transport controls disabled and the role "view only"."""
+    for selector in VIEWER_CONTROLS:
+        assert viewer.locator(selector).is_disabled(), selector
+    assert viewer.locator("#role").inner_text() == "view only"
+
+
+def test_viewer_arrow_key_does_not_step_the_session(server, presenter, viewer):
+    """→ on a view-only page changes nothing, on the page or on the server."""
+    viewer.keyboard.press("ArrowRight")
+    viewer.wait_for_timeout(500)
+    assert shown_step(viewer) == 0
+    assert server_session(server, session_of(presenter)[0])["step"] == 0
+
+
+def test_viewer_follows_the_presenters_steps(presenter, viewer):
+    """Steps the presenter takes show up on the viewer's page."""
+    presenter.click("#step")
+    presenter.click("#step")
+    presenter.keyboard.press("ArrowRight")
+    wait_for_step(presenter, 3)
+    wait_for_step(viewer, 3)
+
+
+# -- losing the connection -----------------------------------------------------------------
+def test_banner_shows_while_the_server_is_down_and_hides_after_it_is_back(new_page):
+    """When the server goes away the banner appears; when it is back the page reconnects and hides it."""
+    # Sessions outlive this server (its manager is installed without the lifespan that would
+    # close them), so a restart on the same port is a dropped connection and nothing more.
+    app = create_app(Settings())
+    app.state.manager = SessionManager(app.state.settings)
+    live = LiveServer(app, free_port(), lifespan="off")
+    live.start()
+    try:
+        page = open_dashboard(new_page(), live.url + "/")
+        advance(page, 3)
+        banner = page.locator("#banner")
+        assert banner.is_hidden()
+        live.stop()
+        banner.wait_for(state="visible")
+        assert "Reconnecting" in banner.inner_text()
+        live.start()
+        banner.wait_for(state="hidden", timeout=10_000)
+        page.click("#step")
+        wait_for_step(page, 4)
+    finally:
+        if live.thread.is_alive():
+            live.stop()
+
+
+def test_deleted_session_shows_the_no_longer_exists_banner(server, presenter):
+    """After the session is deleted the banner says it no longer exists."""
+    session_id, token = session_of(presenter)
+    request = urllib.request.Request(f"{server.url}/api/sessions/{session_id}", method="DELETE",
+                                     headers={"X-Control-Token": token})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        assert response.status == 204
+    banner = presenter.locator("#banner")
+    banner.filter(has_text="no longer exists").wait_for()
+
+
+# -- layout --------------------------------------------------------------------------------
+def open_populated(server, new_page, width: int, height: int, theme: str, scale: float = 1) -> Page:
+    """A page of a new session, sized, themed, at step 300 with a running request selected."""
+    page = new_page(width, height, scale)
+    page.goto(server.url + "/")
+    if theme == "projector":
+        page.goto(page.url + "&theme=projector")
+    wait_for_dashboard(page)
+    advance(page, 300)
+    select_running_chip(page)
+    return page
+
+
+@pytest.mark.parametrize("theme", ["normal", "projector"])
+@pytest.mark.parametrize(("width", "height"), [(1920, 1080), (1280, 720)])
+def test_layout_fits_one_screen_with_every_panel_visible(server, new_page, width, height, theme):
+    """On a 1080p or 720p screen, in either theme, nothing scrolls and every panel is on screen."""
+    page = open_populated(server, new_page, width, height, theme)
+    assert page.evaluate("document.documentElement.dataset.theme") == theme
+    scroll = page.evaluate("[document.scrollingElement.scrollHeight, document.scrollingElement.scrollWidth]")
+    assert scroll[0] <= height + 1 and scroll[1] <= width + 1
+    boxes = [box(page, panel) for panel in PANELS]
+    for panel, rect in zip(PANELS, boxes):
+        assert rect["width"] > 0 and rect["height"] > 0, panel
+        assert rect["x"] >= 0 and rect["y"] >= 0, panel
+        assert rect["x"] + rect["width"] <= width + 1 and rect["y"] + rect["height"] <= height + 1, panel
+    assert not any(overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+@pytest.mark.parametrize("theme", ["normal", "projector"])
+def test_kv_gauge_label_fits_inside_the_gauge(server, new_page, theme):
+    """The "N% used" label of the KV gauge is not cut off by the gauge's box."""
+    page = open_populated(server, new_page, 1920, 1080, theme)
+    gauge, label = box(page, "#kv-gauge"), box(page, "#kv-gauge span")
+    assert label["y"] >= gauge["y"] and label["y"] + label["height"] <= gauge["y"] + gauge["height"] + 0.5
+
+
+def test_page_works_at_200_percent_zoom(server, new_page):
+    """At 200% zoom the panels stack without overlapping or scrolling sideways, and stepping works."""
+    page = open_populated(server, new_page, 960, 540, "normal", scale=2)
+    assert page.evaluate("window.devicePixelRatio") == 2
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 961
+    boxes = [box(page, selector) for selector in [".topbar", *PANELS]]
+    assert all(rect["width"] > 0 and rect["height"] > 0 for rect in boxes)
+    assert not any(overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    page.click("#step")
+    wait_for_step(page, 301)
+    assert page.errors == []
