@@ -16,7 +16,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env(default_scenario=args.scenario)
     print(f"servescope dashboard: http://{args.host}:{args.port}/", flush=True)
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level, ws_max_size=settings.max_message_bytes)
+    # No per-message deflate: it compresses every frame again for every viewer on the one event
+    # loop, which at a lecture hall's hundred viewers costs more than the simulation.
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level,
+                ws_max_size=16 * settings.max_message_bytes, ws_per_message_deflate=False)
     return 0
 
 

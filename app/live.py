@@ -148,6 +148,9 @@ class LiveSession:
         except json.JSONDecodeError as e:
             viewer.reply(error_frame("bad_json", f"not JSON: {e.msg}"))
             return
+        except RecursionError:
+            viewer.reply(error_frame("bad_json", "JSON nested too deeply"))
+            return
         if not isinstance(message, dict) or not isinstance(message.get("type"), str):
             viewer.reply(error_frame("bad_message", 'a message is a JSON object with a "type"'))
             return
@@ -253,7 +256,7 @@ class LiveSession:
         frame_s = 1.0 / self.settings.max_frames_per_s
         max_per_tick = max(1, int(self.settings.max_steps_per_s * frame_s))
         owed = 0.0
-        last = time.monotonic()
+        last = next_tick = time.monotonic()
         while self.session.playing:
             now = time.monotonic()
             elapsed, last = now - last, now
@@ -275,7 +278,10 @@ class LiveSession:
                     session.playing = False
                     self.publish_status(note=f"breakpoint: {hit.kind}" if hit else "finished")
                     break
-            await asyncio.sleep(frame_s if session.time_ratio else max(frame_s, 1.0 / session.steps_per_s))
+            # Sleep until the next tick is due, not a whole tick after this one's work.
+            tick_s = frame_s if session.time_ratio else max(frame_s, 1.0 / session.steps_per_s)
+            next_tick = max(next_tick + tick_s, time.monotonic())
+            await asyncio.sleep(next_tick - time.monotonic())
 
     async def close(self) -> None:
         self.session.playing = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from contextlib import asynccontextmanager
+from dataclasses import fields
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -12,7 +13,9 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
+from scheduler_core.config import EngineConfig
 from scheduler_core.errors import ConfigError
+from scheduler_core.workload import WorkloadConfig
 
 from .live import SessionManager
 from .routes import api, metrics, pages, ws
@@ -21,6 +24,19 @@ from .settings import Settings
 ROOT = Path(__file__).resolve().parent.parent
 STATIC_DIR = ROOT / "static"
 TEMPLATES_DIR = ROOT / "templates"
+
+
+ENGINE_FIELDS = {f.name for f in fields(EngineConfig)}
+WORKLOAD_FIELDS = {f.name for f in fields(WorkloadConfig)}
+
+
+def config_error_location(field: str) -> list[str]:
+    path = field.split(".")
+    if path[0] in ENGINE_FIELDS:
+        return ["body", "scenario", "engine", *path]
+    if path[0] in WORKLOAD_FIELDS:
+        return ["body", "scenario", "workload", *path]
+    return path
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -53,7 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(ConfigError)
     async def config_error(request: Request, error: ConfigError) -> JSONResponse:
-        """A bad setting deep in the core is still a 422 that names the field."""
-        return JSONResponse(status_code=422, content={"detail": [{"loc": error.field.split("."), "msg": error.reason}]})
+        """A bad setting deep in the core is still a 422 that names the field, at its place in the body."""
+        return JSONResponse(status_code=422, content={"detail": [{"loc": config_error_location(error.field), "msg": error.reason}]})
 
     return app

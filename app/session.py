@@ -104,6 +104,7 @@ def events_of(record: StepRecord, scheduling_order: str) -> list[dict]:
 class Checkpoint:
     state: SimulationState
     events: tuple[dict, ...]
+    last_record: StepRecord | None
 
     @property
     def step_index(self) -> int:
@@ -125,7 +126,7 @@ class Session:
         self._watch_blocks()
         # Step back: simulation snapshots with the event log as it was then (the log is bounded, so
         # replaying from a checkpoint alone could not bring back events it had already dropped).
-        self.checkpoints: list[Checkpoint] = [Checkpoint(self.sim.snapshot(), ())]
+        self.checkpoints: list[Checkpoint] = [Checkpoint(self.sim.snapshot(), (), None)]
         self.checkpoint_interval = settings.checkpoint_interval
         # One chart point per step so far; truncated on step back.
         self.points: list[list] = []
@@ -149,16 +150,10 @@ class Session:
         self._snapshot_cache: tuple[int, dict, str] | None = None
 
     def _watch_blocks(self) -> None:
-        pool = getattr(self.sim.scheduler.kv_cache_manager, "block_pool", None)
-        if pool is not None:
-            pool.changed_blocks = []
+        self.sim.scheduler.kv_cache_manager.watch_changes()
 
-    def _drain_changed_blocks(self) -> list[int]:
-        pool = getattr(self.sim.scheduler.kv_cache_manager, "block_pool", None)
-        if pool is None:
-            return []
-        changed, pool.changed_blocks = pool.changed_blocks, []
-        return changed
+    def _drain_changed_blocks(self) -> tuple[list[int], set[str]]:
+        return self.sim.scheduler.kv_cache_manager.take_changes()
 
     @property
     def step(self) -> int:
@@ -229,7 +224,7 @@ class Session:
                 "block_table": self.sim.block_table(request_id), "step": self.step, "clock_s": self.sim.clock_s}
 
     def _add_checkpoint(self) -> None:
-        self.checkpoints.append(Checkpoint(self.sim.snapshot(), tuple(self.events)))
+        self.checkpoints.append(Checkpoint(self.sim.snapshot(), tuple(self.events), self.last_record))
         if len(self.checkpoints) > self.settings.max_checkpoints:
             # Thin out: keep step 0 and every other checkpoint, doubling the interval.
             self.checkpoints = self.checkpoints[:1] + self.checkpoints[2::2]
@@ -270,7 +265,7 @@ class Session:
             del self.points[checkpoint.step_index:]
             self._truncate_timelines(checkpoint.step_index)
             self.events = deque(checkpoint.events, maxlen=EVENT_HISTORY)
-            self.last_record = None
+            self.last_record = checkpoint.last_record
         while self.sim.step_index < target_step and not self.sim.done:
             self._step_once()
         # Replayed steps reach viewers as a snapshot, not as changes or events.
@@ -294,18 +289,27 @@ class Session:
         """One frame for the steps just taken; advances the sequence number."""
         self.seq += 1
         sim = self.sim
-        touched: set[str] = set()
+        # Requests whose status changed go out whole; the others that ran only as progress.
+        changed: set[str] = set()
+        ran: set[str] = set()
         for record in records:
-            touched.update(c.request_id for c in record.scheduled)
-            touched.update(record.arrived, record.preempted, record.finished)
+            changed.update(record.arrived, record.admitted, record.resumed, record.preempted, record.finished)
+            changed.update(rid for rid, _ in record.swapped_out)
+            ran.update(c.request_id for c in record.scheduled)
+        progress = []
+        for rid in ran - changed:
+            request = sim.request(rid)
+            progress.append([rid, request.num_computed_tokens, request.num_output_tokens])
         kv = sim.scheduler.kv_cache_manager
+        changed_blocks, changed_tables = self._drain_changed_blocks()
         frame = self._envelope("delta")
         frame.update({
             "from_step": records[0].step if records else self.step,
             "records": [record_view(r) for r in records],
-            "requests": {rid: request_view(sim.request(rid)) for rid in touched},
-            "tables": {rid: list(kv.get_block_ids(rid)) for rid in touched},
-            "blocks": changed_blocks_view(sim, self._drain_changed_blocks()),
+            "requests": {rid: request_view(sim.request(rid)) for rid in changed},
+            "progress": progress,
+            "tables": {rid: list(kv.get_block_ids(rid)) for rid in changed_tables},
+            "blocks": changed_blocks_view(sim, changed_blocks),
             "queues": queues_view(sim),
             "points": [point_view(r) for r in records],
         })

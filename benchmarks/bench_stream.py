@@ -80,9 +80,9 @@ def frame_costs(steps_per_frame: int, samples: int = 30) -> list[tuple[str, list
         seconds, text = timed(session.snapshot_frame)  # the delta just built invalidated the cache
         rows["snapshot"][0].append(seconds)
         rows["snapshot"][1].append(len(text.encode()))
-    running = len(session.sim.scheduler.running)
-    print(f"in process, steps {WARM_STEP}..{session.step}: {running} running, "
-          f"{session.scenario.engine.num_gpu_blocks} blocks, KV usage {session.sim.scheduler.kv_cache_manager.usage:.0%}")
+    scheduler = session.sim.scheduler
+    print(f"in process, steps {WARM_STEP}..{session.step}: {len(scheduler.running)} running, "
+          f"{session.scenario.engine.num_gpu_blocks} blocks, KV usage {scheduler.kv_cache_manager.usage:.0%}")
     return [(name, times, sizes) for name, (times, sizes) in rows.items()]
 
 

@@ -31,6 +31,10 @@ class ContiguousKVCacheManager:
         self.req_to_blocks: dict[str, list[int]] = {}
         self.num_allocated_total = 0
         self.num_freed_total = 0
+        # Blocks reserved or released, and whose reservations changed, since viewers last looked
+        # (None: nobody watches).
+        self.changed_blocks: list[int] | None = None
+        self.changed_tables: set[str] | None = None
 
     @property
     def usage(self) -> float:
@@ -44,6 +48,15 @@ class ContiguousKVCacheManager:
 
     def get_block_ids(self, request_id: str) -> list[int]:
         return self.req_to_blocks.get(request_id, [])
+
+    def watch_changes(self) -> None:
+        self.changed_blocks, self.changed_tables = [], set()
+
+    def take_changes(self) -> tuple[list[int], set[str]]:
+        blocks, tables = self.changed_blocks or [], self.changed_tables or set()
+        if self.changed_blocks is not None:
+            self.changed_blocks, self.changed_tables = [], set()
+        return blocks, tables
 
     def get_computed_blocks(self, request: Request) -> tuple[list[int], int]:
         return [], 0
@@ -71,6 +84,9 @@ class ContiguousKVCacheManager:
                     self.free_extents[index] = (start + needed, length - needed)
                 region = list(range(start, start + needed))
                 self.req_to_blocks[request.request_id] = region
+                if self.changed_blocks is not None:
+                    self.changed_blocks.extend(region)
+                    self.changed_tables.add(request.request_id)
                 self.num_free_blocks -= needed
                 self.num_allocated_total += needed
                 return region
@@ -94,6 +110,9 @@ class ContiguousKVCacheManager:
         extents.insert(index, (start, length))
         self.num_free_blocks += len(region)
         self.num_freed_total += len(region)
+        if self.changed_blocks is not None:
+            self.changed_blocks.extend(region)
+            self.changed_tables.add(request.request_id)
 
     def counters(self) -> tuple[int, int, int, int]:
         return self.num_allocated_total, self.num_freed_total, 0, 0

@@ -40,6 +40,8 @@ class KVCacheManager:
         self.num_cached_block: dict[str, int] = {}
         # Prefix-cache hits handed out, in blocks (a step record reports the change).
         self.num_hit_blocks_total = 0
+        # Requests whose block tables changed, while a viewer watches (see watch_changes).
+        self.changed_tables: set[str] | None = None
 
     @property
     def num_free_blocks(self) -> int:
@@ -64,6 +66,19 @@ class KVCacheManager:
 
     def get_block_ids(self, request_id: str) -> list[int]:
         return self.req_to_blocks.get(request_id, [])
+
+    def watch_changes(self) -> None:
+        """From now on, remember which blocks and block tables change (for viewers that redraw
+        only those)."""
+        self.block_pool.changed_blocks = []
+        self.changed_tables = set()
+
+    def take_changes(self) -> tuple[list[int], set[str]]:
+        """Blocks (with repeats) and requests whose tables changed since the last call; start afresh."""
+        blocks, tables = self.block_pool.changed_blocks or [], self.changed_tables or set()
+        if self.changed_tables is not None:
+            self.block_pool.changed_blocks, self.changed_tables = [], set()
+        return blocks, tables
 
     def get_computed_blocks(self, request: Request) -> tuple[list[int], int]:
         """The longest run of cached full blocks that prefixes the request, and its token count.
@@ -123,6 +138,8 @@ class KVCacheManager:
         num_new_blocks = cdiv(num_tokens_need_slot, self.block_size) - len(req_blocks)
         new_blocks = self.block_pool.get_new_blocks(num_new_blocks) if num_new_blocks > 0 else []
         req_blocks.extend(new_blocks)
+        if self.changed_tables is not None and (new_blocks or new_computed_blocks):
+            self.changed_tables.add(request_id)
         if self.enable_caching:
             # Blocks become hittable as soon as they are scheduled, before the model runs: the
             # step that computes them finishes before any later step could read them.
@@ -145,6 +162,8 @@ class KVCacheManager:
         """Release a request's blocks, tail first, so a chain's tail is evicted before its head."""
         blocks = self.req_to_blocks.pop(request.request_id, [])
         self.num_cached_block.pop(request.request_id, None)
+        if self.changed_tables is not None:
+            self.changed_tables.add(request.request_id)
         self.block_pool.free_blocks(reversed(blocks))
 
     def counters(self) -> tuple[int, int, int, int]:

@@ -121,8 +121,9 @@ class WorkloadConfig:
                     raise ConfigError(name, f"must be >= the low end ({low}) for uniform lengths")
         if self.shared_prefix_len < 0:
             raise ConfigError("shared_prefix_len", f"must be >= 0, got {self.shared_prefix_len!r}")
-        if self.num_shared_prefixes < 1:
-            raise ConfigError("num_shared_prefixes", f"must be >= 1, got {self.num_shared_prefixes!r}")
+        if not 1 <= self.num_shared_prefixes <= self.num_requests:
+            # More prefixes than requests could never all be used, and each costs its tokens.
+            raise ConfigError("num_shared_prefixes", f"must be from 1 to num_requests ({self.num_requests}), got {self.num_shared_prefixes!r}")
         if not 0.0 <= self.high_priority_fraction <= 1.0:
             raise ConfigError("high_priority_fraction", "must be between 0 and 1")
 

@@ -56,6 +56,14 @@ export function applyDelta(store, frame) {
   store.clock = frame.clock_s;
   store.done = frame.done;
   for (const [id, view] of Object.entries(frame.requests)) store.requests.set(id, view);
+  for (const [id, computed, output] of frame.progress) {
+    const view = store.requests.get(id);
+    if (view) { view.computed = computed; view.output = output; }
+  }
+  for (const [id, computed, output] of frame.progress) {
+    const view = store.requests.get(id);
+    if (view) { view.computed = computed; view.output = output; }
+  }
   for (const [id, table] of Object.entries(frame.tables)) {
     if (table.length) store.tables.set(id, table); else store.tables.delete(id);
   }
