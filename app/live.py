@@ -26,12 +26,17 @@ from .settings import Settings
 MAX_DELTA_STEPS = 200
 
 
+# Deltas a viewer may fall behind by before the next thing it gets is one snapshot instead: a
+# brief stall costs a few small frames, a long one never more than the current state.
+MAX_PENDING_DELTAS = 6
+
+
 class Viewer:
     def __init__(self, websocket: WebSocket, can_control: bool, event_backlog: int):
         self.websocket = websocket
         self.can_control = can_control
         self.needs_snapshot = True
-        self.pending_delta: str | None = None
+        self.pending_deltas: deque[str] = deque()
         self.replies: deque[str] = deque(maxlen=64)
         self.events: deque[dict] = deque(maxlen=event_backlog)
         self.dropped_events = 0
@@ -39,15 +44,17 @@ class Viewer:
         self.wakeup.set()
 
     def offer_delta(self, text: str) -> None:
-        if self.needs_snapshot or self.pending_delta is not None:
-            # Fell behind: the next thing it gets is the whole current state.
-            self.needs_snapshot, self.pending_delta = True, None
+        if self.needs_snapshot or len(self.pending_deltas) >= MAX_PENDING_DELTAS:
+            # Too far behind: the next thing it gets is the whole current state (latest wins).
+            self.needs_snapshot = True
+            self.pending_deltas.clear()
         else:
-            self.pending_delta = text
+            self.pending_deltas.append(text)
         self.wakeup.set()
 
     def offer_snapshot(self) -> None:
-        self.needs_snapshot, self.pending_delta = True, None
+        self.needs_snapshot = True
+        self.pending_deltas.clear()
         self.wakeup.set()
 
     def offer_events(self, events: list[dict]) -> None:
@@ -77,9 +84,8 @@ class Viewer:
             if self.needs_snapshot:
                 self.needs_snapshot = False
                 await ws.send_text(live.session.snapshot_frame())
-            elif self.pending_delta is not None:
-                text, self.pending_delta = self.pending_delta, None
-                await ws.send_text(text)
+            while self.pending_deltas and not self.needs_snapshot:
+                await ws.send_text(self.pending_deltas.popleft())
             if self.events:
                 batch = list(self.events)
                 self.events.clear()

@@ -55,7 +55,7 @@ class Operation(NamedTuple):
 
 # Weighted towards the operations that move requests forward.
 KINDS = [
-    "admit", "admit", "schedule", "schedule", "schedule", "sample", "sample",
+    "admit", "admit", "schedule", "schedule", "schedule", "schedule", "sample", "sample", "sample",
     "preempt", "finish", "swap_out", "swap_in",
 ]
 
@@ -91,8 +91,8 @@ def scenarios(draw) -> Scenario:
                 st.integers(0, 5),
                 st.integers(1, 12),
             ),
-            min_size=10,
-            max_size=80,
+            min_size=30,
+            max_size=100,
         )
     )
     return Scenario(
@@ -104,7 +104,7 @@ def scenarios(draw) -> Scenario:
         unhashed_blocks_reused_first=draw(st.booleans()),
         full_sequence_must_fit=draw(st.booleans()),
         prompts=prompts,
-        max_tokens=[draw(st.integers(1, 6)) for _ in prompts],
+        max_tokens=[draw(st.integers(1, 10)) for _ in prompts],
         operations=operations,
     )
 

@@ -280,7 +280,7 @@ def test_a_viewer_that_never_reads_does_not_slow_the_others(server):
             viewer = await stalled_viewer_of(server, created, stalled)
             await until_stalled(viewer)
             with_stall = await asyncio.gather(*(collect_states(server.ws_url(created), 1.5) for _ in range(3)))
-            undelivered = viewer.wakeup.is_set() and (viewer.needs_snapshot or viewer.pending_delta or viewer.events)
+            undelivered = viewer.wakeup.is_set() and (viewer.needs_snapshot or viewer.pending_deltas or viewer.events)
             demander.cancel()
             drainer.cancel()
             await asyncio.gather(demander, drainer, return_exceptions=True)
