@@ -95,11 +95,6 @@ class Request:
     def num_tokens(self) -> int:
         return self.num_prompt_tokens + self.num_output_tokens
 
-    @property
-    def is_prefill(self) -> bool:
-        """True while the prompt (or, after a recompute preemption, the context) is being rebuilt."""
-        return self.num_tokens - self.num_computed_tokens > 1
-
     def token_id(self, position: int) -> int:
         if position < self.num_prompt_tokens:
             return self.prompt_token_ids[position]

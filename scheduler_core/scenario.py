@@ -137,11 +137,3 @@ PRESET_SCENARIOS: dict[str, dict] = {
     },
 }
 
-
-def resolve_scenario(name_or_path: str) -> Scenario:
-    if name_or_path in PRESET_SCENARIOS:
-        return Scenario.from_dict(PRESET_SCENARIOS[name_or_path], name=name_or_path)
-    path = Path(name_or_path)
-    if path.suffix in (".toml", ".json") or path.exists():
-        return Scenario.load(path)
-    raise ConfigError("scenario", f"unknown scenario {name_or_path!r}: not a preset ({', '.join(PRESET_SCENARIOS)}) nor a file")

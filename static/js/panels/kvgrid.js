@@ -90,36 +90,32 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     const { cell, cols, gap } = layout;
     const size = cell - gap;
     const cache = new Map();
-    const lastFill = new Map(); // a request's last held block -> filled fraction
-    const reservedUnused = new Set(); // blocks reserved ahead of need (the contiguous allocator)
+    // Sort the cells by what they are, then draw each kind with one fill style: thousands of
+    // fillStyle changes per frame cost more than the drawing itself. Walking the block tables
+    // (one colour per request) is cheaper than looking up an owner for every block.
+    const free = [], cachedFree = [], shared = [], byColour = [], faint = [], partial = [];
+    const owned = new Uint8Array(b.n);
     for (const [id, table] of store.tables) {
       const request = store.requests.get(id);
-      if (!table.length || !request) continue;
-      const held = Math.max(1, Math.ceil(request.computed / bs));
-      const inLast = request.computed - (held - 1) * bs;
-      if (inLast > 0 && inLast < bs && held <= table.length) lastFill.set(table[held - 1], inLast / bs);
-      for (let i = held; i < table.length; i++) reservedUnused.add(table[i]);
+      if (!table.length) continue;
+      const colour = colourOf(id, cache);
+      // Tokens held: the last block may be partly full; blocks past it are reserved ahead of
+      // need (the contiguous allocator).
+      const held = request ? Math.max(1, Math.min(table.length, Math.ceil(request.computed / bs))) : table.length;
+      const inLast = request ? request.computed - (held - 1) * bs : bs;
+      const solid = inLast > 0 && inLast < bs ? held - 1 : held;
+      byColour.push([colour, table.slice(0, solid)]);
+      if (solid < table.length) faint.push([colour, table.slice(solid)]);
+      if (solid < held) partial.push([table[held - 1], colour, inLast / bs]);
+      for (const block of table) owned[block] = 1;
     }
-    // Sort the cells by what they are, then draw each kind with one fill style: thousands of
-    // fillStyle changes per frame cost more than the drawing itself.
-    const free = [], cachedFree = [], shared = [], byColour = new Map(), faint = new Map(), partial = [];
     for (let block = 1; block < b.n; block++) {
-      const owner = b.owner[block];
-      if (!owner) {
+      if (!owned[block]) {
         free.push(block);
         if (b.cached[block]) cachedFree.push(block);
-        continue;
+      } else if (b.ref[block] > 1) {
+        shared.push(block);
       }
-      const colour = colourOf(owner, cache);
-      if (reservedUnused.has(block) || lastFill.has(block)) {
-        if (!faint.has(colour)) faint.set(colour, []);
-        faint.get(colour).push(block);
-        if (lastFill.has(block)) partial.push([block, colour, lastFill.get(block)]);
-      } else {
-        if (!byColour.has(colour)) byColour.set(colour, []);
-        byColour.get(colour).push(block);
-      }
-      if (b.ref[block] > 1) shared.push(block);
     }
     const at = (block) => [(block % cols) * cell, Math.floor(block / cols) * cell];
     const fillAll = (blocks) => { for (const block of blocks) { const [x, y] = at(block); ctx.fillRect(x, y, size, size); } };
@@ -131,6 +127,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     for (const [colour, blocks] of byColour) { ctx.fillStyle = colour; fillAll(blocks); }
     ctx.globalAlpha = 0.3; // reserved but unused, and the empty part of partly filled last blocks
     for (const [colour, blocks] of faint) { ctx.fillStyle = colour; fillAll(blocks); }
+    for (const [block, colour] of partial) { ctx.fillStyle = colour; fillAll([block]); }
     ctx.globalAlpha = 1;
     for (const [block, colour, fill] of partial) { // PagedAttention's only waste: the unfilled part
       const [x, y] = at(block);
