@@ -6,6 +6,7 @@ operation stays O(1) per block touched, and a snapshot of the pool is a handful 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 
 NULL_BLOCK_ID = 0
@@ -48,6 +49,19 @@ class BlockPool:
         # When a viewer wants to redraw only what changed, the ids of blocks touched since it last
         # drained this list (None: nobody is watching, nothing is recorded).
         self.changed_blocks: list[int] | None = None
+
+    def __deepcopy__(self, memo: dict) -> "BlockPool":
+        # Every field holds immutable values (ints, None), so slices are deep copies, and far
+        # cheaper than copy.deepcopy visiting each element: snapshots are taken while playing.
+        clone = copy.copy(self)
+        clone.ref_cnt = self.ref_cnt[:]
+        clone.block_hash = self.block_hash[:]
+        clone.next_free = self.next_free[:]
+        clone.prev_free = self.prev_free[:]
+        clone.cached_block_hash_to_block = {h: ids[:] for h, ids in self.cached_block_hash_to_block.items()}
+        clone.changed_blocks = None if self.changed_blocks is None else self.changed_blocks[:]
+        memo[id(self)] = clone
+        return clone
 
     # -- the free queue ---------------------------------------------------------------------
     def _remove_from_free_queue(self, block_id: int) -> None:

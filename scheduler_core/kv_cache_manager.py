@@ -7,6 +7,7 @@ shared between requests with the same prefix.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 from .block_pool import BlockPool
@@ -42,6 +43,15 @@ class KVCacheManager:
         self.num_hit_blocks_total = 0
         # Requests whose block tables changed, while a viewer watches (see watch_changes).
         self.changed_tables: set[str] | None = None
+
+    def __deepcopy__(self, memo: dict) -> "KVCacheManager":
+        clone = copy.copy(self)
+        clone.block_pool = copy.deepcopy(self.block_pool, memo)
+        clone.req_to_blocks = {rid: table[:] for rid, table in self.req_to_blocks.items()}
+        clone.num_cached_block = dict(self.num_cached_block)
+        clone.changed_tables = None if self.changed_tables is None else set(self.changed_tables)
+        memo[id(self)] = clone
+        return clone
 
     @property
     def num_free_blocks(self) -> int:
