@@ -108,7 +108,7 @@ function frame() {
     const all = d.has("all"), state = all || d.has("state");
     if (all || state || d.has("status")) timed("controls", controls.update);
     if (state || d.has("selection")) { timed("queues", queues.update); timed("batch", batch.update); }
-    if (state || d.has("selection") || d.has("kv")) timed("kv", kv.update);
+    if (state || d.has("selection") || d.has("kv")) timed("kv", () => kv.update(all || d.has("selection") || d.has("kv")));
     if (state || d.has("charts")) timed("charts", charts.update);
     if (all || d.has("events")) timed("events", events.update);
     if (all || state) timed("narration", narration.update);

@@ -19,6 +19,7 @@ export function createStore() {
     events: [],
     lastEventId: 0,
     selected: null,       // request id
+    kvDirty: new Set(),   // blocks to repaint since the KV grid last drew (the deltas name them)
     dirty: new Set(["all"]),
   };
 }
@@ -63,14 +64,19 @@ export function applyDelta(store, frame) {
   for (const [id, computed, output] of frame.progress) {
     const view = store.requests.get(id);
     if (view) { view.computed = computed; view.output = output; }
+    // Its last block fills up, and the one before it may have just become full.
+    const table = store.tables.get(id);
+    if (table) for (const block of table.slice(-2)) store.kvDirty.add(block);
   }
   for (const [id, table] of Object.entries(frame.tables)) {
     if (table.length) store.tables.set(id, table); else store.tables.delete(id);
+    for (const block of table) store.kvDirty.add(block);
   }
   for (const [block, owner, ref, cached] of frame.blocks) {
     store.blocks.owner[block] = owner;
     store.blocks.ref[block] = ref;
     store.blocks.cached[block] = cached;
+    store.kvDirty.add(block);
   }
   store.queues = frame.queues;
   // Forget requests no panel shows any more, so a long run keeps bounded memory.

@@ -104,9 +104,11 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       const held = request ? Math.max(1, Math.min(table.length, Math.ceil(request.computed / bs))) : table.length;
       const inLast = request ? request.computed - (held - 1) * bs : bs;
       const solid = inLast > 0 && inLast < bs ? held - 1 : held;
-      byColour.push([colour, table.slice(0, solid)]);
-      if (solid < table.length) faint.push([colour, table.slice(solid)]);
-      if (solid < held) partial.push([table[held - 1], colour, inLast / bs]);
+      // A shared block is drawn in the colour of the owner the store names, as a repaint does.
+      const mine = (block) => b.owner[block] === id;
+      byColour.push([colour, table.slice(0, solid).filter(mine)]);
+      if (solid < table.length) faint.push([colour, table.slice(solid).filter(mine)]);
+      if (solid < held && mine(table[held - 1])) partial.push([table[held - 1], colour, inLast / bs]);
       for (const block of table) owned[block] = 1;
     }
     for (let block = 1; block < b.n; block++) {
@@ -127,7 +129,6 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     for (const [colour, blocks] of byColour) { ctx.fillStyle = colour; fillAll(blocks); }
     ctx.globalAlpha = 0.3; // reserved but unused, and the empty part of partly filled last blocks
     for (const [colour, blocks] of faint) { ctx.fillStyle = colour; fillAll(blocks); }
-    for (const [block, colour] of partial) { ctx.fillStyle = colour; fillAll([block]); }
     ctx.globalAlpha = 1;
     for (const [block, colour, fill] of partial) { // PagedAttention's only waste: the unfilled part
       const [x, y] = at(block);
@@ -144,6 +145,49 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     if (selected.length) {
       ctx.strokeStyle = c.focus; ctx.lineWidth = Math.max(1.5, size / 6);
       for (const block of selected) { const [x, y] = at(block); ctx.strokeRect(x + ctx.lineWidth / 2, y + ctx.lineWidth / 2, size - ctx.lineWidth, size - ctx.lineWidth); }
+    }
+  }
+
+  // Repaint single cells after a delta, drawing each exactly as the full pass would.
+  function paintCells(ctx, c, blocks) {
+    const b = store.blocks, bs = store.session.block_size;
+    const { cell, cols, gap } = layout;
+    const size = cell - gap;
+    const cache = new Map();
+    const selected = new Set(store.selected ? store.tables.get(store.selected) || [] : []);
+    for (const block of blocks) {
+      if (block >= b.n) continue;
+      const x = (block % cols) * cell, y = Math.floor(block / cols) * cell;
+      ctx.clearRect(x, y, cell, cell);
+      if (block === 0) { ctx.fillStyle = c.nul; ctx.fillRect(x, y, size, size); continue; }
+      const owner = b.owner[block];
+      if (!owner) {
+        ctx.fillStyle = c.free; ctx.fillRect(x, y, size, size);
+        if (b.cached[block]) { const corner = Math.max(1, Math.round(size * 0.5)); ctx.fillStyle = c.cached; ctx.fillRect(x, y, corner, corner); }
+        continue;
+      }
+      const colour = colourOf(owner, cache);
+      const table = store.tables.get(owner) || [];
+      const request = store.requests.get(owner);
+      const index = table.indexOf(block);
+      const held = request ? Math.max(1, Math.min(table.length, Math.ceil(request.computed / bs))) : table.length;
+      const inLast = request ? request.computed - (held - 1) * bs : bs;
+      const solid = inLast > 0 && inLast < bs ? held - 1 : held;
+      ctx.fillStyle = colour;
+      if (index >= solid) {
+        ctx.globalAlpha = 0.3; ctx.fillRect(x, y, size, size); ctx.globalAlpha = 1;
+        if (index === held - 1) { const filled = Math.max(1, Math.round(size * (inLast / bs))); ctx.fillRect(x, y + size - filled, size, filled); }
+      } else {
+        ctx.fillRect(x, y, size, size);
+      }
+      if (size >= 4 && b.ref[block] > 1) {
+        const dot = Math.max(2, Math.round(size / 3));
+        ctx.fillStyle = c.panel; ctx.fillRect(x + (size - dot) / 2, y + (size - dot) / 2, dot, dot);
+      }
+      if (selected.has(block)) {
+        ctx.strokeStyle = c.focus; ctx.lineWidth = Math.max(1.5, size / 6);
+        ctx.strokeRect(x + ctx.lineWidth / 2, y + ctx.lineWidth / 2, size - ctx.lineWidth, size - ctx.lineWidth);
+      }
     }
   }
 
@@ -183,28 +227,47 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     return { fitted, running, region, waste: reserved ? 1 - usedSlots / reserved : 0 };
   }
 
-  function update() {
+  let paintedKey = ""; // what the canvas holds a full drawing of: size, pool, theme, view
+  let reservation = null; // the "Reserve max" view's figures, from its last full drawing
+
+  // `full`: redraw everything (a snapshot, a new selection, a resize); otherwise only the cells
+  // the deltas since the last drawing changed.
+  function update(full = true) {
     if (!store.blocks || !store.session) return;
     const n = store.blocks.n;
     const { dpr } = sizeCanvas(n);
     const ctx = canvas.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, canvas.width, canvas.height);
     const c = colours();
-    const usage = store.lastRecord ? store.lastRecord.kv_usage : 0;
-    gaugeEl.innerHTML = `<i style="width:${(usage * 100).toFixed(1)}%"></i><span>${(usage * 100).toFixed(1)}% used</span>`;
-    gaugeEl.setAttribute("aria-valuenow", (usage * 100).toFixed(1));
-    let summary;
+    const key = `${canvas.width}x${canvas.height}/${n}/${document.documentElement.dataset.theme}/${mode}`;
+    const partial = !full && mode === "paged" && key === paintedKey;
+    const dirty = store.kvDirty;
+    store.kvDirty = new Set();
+    paintedKey = key;
+    if (partial) {
+      paintCells(ctx, c, dirty);
+      updateText();
+      return;
+    }
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
     if (mode === "paged") {
       drawPaged(ctx, c);
-      summary = pagedSummary();
     } else {
-      const r = drawContiguous(ctx, c);
-      summary = `reserving ${fmtInt(r.region)} blocks (max_model_len) per request: <b>${r.fitted} of ${r.running}</b> running requests fit; ` +
-        `<b>${(r.waste * 100).toFixed(0)}%</b> of reserved slots unused`;
+      reservation = drawContiguous(ctx, c);
     }
     subEl.innerHTML = `· ${fmtInt(n)} blocks × ${store.session.block_size} tokens`;
     legendEl.innerHTML = legend(mode);
+    updateText();
+  }
+
+  function updateText() {
+    const usage = store.lastRecord ? store.lastRecord.kv_usage : 0;
+    gaugeEl.innerHTML = `<i style="width:${(usage * 100).toFixed(1)}%"></i><span>${(usage * 100).toFixed(1)}% used</span>`;
+    gaugeEl.setAttribute("aria-valuenow", (usage * 100).toFixed(1));
+    const r = reservation;
+    const summary = mode === "paged" ? pagedSummary()
+      : `reserving ${fmtInt(r.region)} blocks (max_model_len) per request: <b>${r.fitted} of ${r.running}</b> running requests fit; ` +
+        `<b>${(r.waste * 100).toFixed(0)}%</b> of reserved slots unused`;
     summaryEl.innerHTML = `<div>${summary}</div>` + blockTable();
   }
 
