@@ -1,8 +1,10 @@
 """Sessions served live: viewers with their own send tasks, commands, playback, expiry.
 
-Each viewer has a mailbox holding the latest state it has not seen: a delta while it keeps up,
-and a "send a snapshot" mark once it has fallen a frame behind, so a slow or stalled viewer
-costs the others and the simulation nothing. Events (the log) queue losslessly up to a bound.
+Each viewer has a mailbox holding the state it has not seen yet: the deltas while it keeps up
+(a few at most), and a "send a snapshot" mark once it has fallen further behind, so a slow or
+stalled viewer costs the others and the simulation nothing. Events (the log) queue losslessly up
+to a bound. Long runs of steps give the event loop a turn every few steps, so a presenter's
+"step 10000" never stalls the viewers.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from .settings import Settings
 
 # More steps than this in one go reach viewers as a snapshot rather than a long delta.
 MAX_DELTA_STEPS = 200
+# Steps simulated between turns of the event loop during a long step, seek or run to breakpoint.
+ADVANCE_CHUNK = 50
 
 
 # Deltas a viewer may fall behind by before the next thing it gets is one snapshot instead: a
@@ -36,20 +40,20 @@ class Viewer:
         self.websocket = websocket
         self.can_control = can_control
         self.needs_snapshot = True
-        self.pending_deltas: deque[str] = deque()
+        self.pending_deltas: deque[tuple[int, str]] = deque()  # (seq, frame)
         self.replies: deque[str] = deque(maxlen=64)
         self.events: deque[dict] = deque(maxlen=event_backlog)
         self.dropped_events = 0
         self.wakeup = asyncio.Event()
         self.wakeup.set()
 
-    def offer_delta(self, text: str) -> None:
+    def offer_delta(self, seq: int, text: str) -> None:
         if self.needs_snapshot or len(self.pending_deltas) >= MAX_PENDING_DELTAS:
             # Too far behind: the next thing it gets is the whole current state (latest wins).
             self.needs_snapshot = True
             self.pending_deltas.clear()
         else:
-            self.pending_deltas.append(text)
+            self.pending_deltas.append((seq, text))
         self.wakeup.set()
 
     def offer_snapshot(self) -> None:
@@ -83,9 +87,15 @@ class Viewer:
                 await ws.send_text(self.replies.popleft())
             if self.needs_snapshot:
                 self.needs_snapshot = False
-                await ws.send_text(live.session.snapshot_frame())
+                # Under the session's lock: never the half-done state of a long command.
+                async with live.lock:
+                    seq, text = live.session.seq, live.session.snapshot_frame()
+                # Deltas offered while waiting for the lock are already in the snapshot.
+                while self.pending_deltas and self.pending_deltas[0][0] <= seq:
+                    self.pending_deltas.popleft()
+                await ws.send_text(text)
             while self.pending_deltas and not self.needs_snapshot:
-                await ws.send_text(self.pending_deltas.popleft())
+                await ws.send_text(self.pending_deltas.popleft()[1])
             if self.events:
                 batch = list(self.events)
                 self.events.clear()
@@ -115,10 +125,11 @@ class LiveSession:
 
     # -- publishing -------------------------------------------------------------------------
     def publish_steps(self, records) -> None:
-        """The steps just taken, as one delta; a long jump goes out as a snapshot instead."""
-        if not records:
+        """The steps just taken, as one delta; a long jump (`records` None or long) goes out as a
+        snapshot instead."""
+        if records is not None and not records:
             return
-        if len(records) > MAX_DELTA_STEPS:
+        if records is None or len(records) > MAX_DELTA_STEPS:
             self.session.jump()
             self.publish_snapshot()
             text = None
@@ -127,7 +138,7 @@ class LiveSession:
         events = self.session.take_events()
         for viewer in self.viewers:
             if text is not None:
-                viewer.offer_delta(text)
+                viewer.offer_delta(self.session.seq, text)
             viewer.offer_events(events)
 
     def publish_snapshot(self) -> None:
@@ -135,10 +146,7 @@ class LiveSession:
             viewer.offer_snapshot()
 
     def publish_status(self, note: str | None = None) -> None:
-        frame = json.loads(self.session.status_frame(len(self.viewers)))
-        if note:
-            frame["note"] = note
-        text = json.dumps(frame)
+        text = self.session.status_frame(len(self.viewers), note)
         for viewer in self.viewers:
             viewer.reply(text)
 
@@ -196,10 +204,28 @@ class LiveSession:
         self.session.playing = False
         self.publish_status()
 
+    async def _advance(self, num_steps: int, stop_at_breakpoints: bool = False):
+        """Up to `num_steps` steps, yielding to the event loop every ADVANCE_CHUNK steps so the
+        viewers' senders keep running. Returns (records, or None once too many for one delta; the
+        breakpoint hit, if any)."""
+        records: list | None = []
+        remaining = num_steps
+        while remaining > 0 and not self.session.done:
+            chunk, hit = self.session.advance(min(ADVANCE_CHUNK, remaining), stop_at_breakpoints)
+            remaining -= len(chunk)
+            if records is not None:
+                records += chunk
+                if len(records) > MAX_DELTA_STEPS:
+                    records = None
+            if hit:
+                return records, hit
+            await asyncio.sleep(0)
+        return records, None
+
     async def cmd_step(self, message: dict) -> None:
         n = self._int(message, "n", 1, 1, 100_000)
         self.session.playing = False
-        records, _ = self.session.advance(n)
+        records, _ = await self._advance(n)
         self.publish_steps(records)
         self.publish_status()
 
@@ -212,6 +238,8 @@ class LiveSession:
 
     async def _seek(self, step: int) -> None:
         self.session.playing = False
+        if step > self.session.step:  # forward: step there, taking turns with the viewers
+            await self._advance(step - self.session.step)
         self.session.seek(step)
         self.session.jump()
         self.publish_snapshot()
@@ -224,7 +252,7 @@ class LiveSession:
         if not self.session.breakpoints:
             raise CommandError("no_breakpoints", "set a breakpoint first")
         self.session.playing = False
-        records, hit = self.session.advance(self.settings.max_requests_per_session * 64, stop_at_breakpoints=True)
+        records, hit = await self._advance(self.settings.max_requests_per_session * 64, stop_at_breakpoints=True)
         self.publish_steps(records)
         self.publish_status(note=f"breakpoint: {hit.kind}" if hit else "no breakpoint hit before the end")
 

@@ -172,6 +172,8 @@ class Session:
             event["id"] = self.event_counter
             self.events.append(event)
             self.unpublished_events.append(event)
+        if len(self.unpublished_events) > EVENT_HISTORY:  # a long jump: viewers get the latest
+            del self.unpublished_events[:-EVENT_HISTORY]
         self._extend_timelines(record)
         self.last_record = record
         if self.sim.step_index % self.checkpoint_interval == 0:
@@ -347,7 +349,8 @@ class Session:
             "events": list(self.events)[-300:],
         })
         text = json.dumps(frame, separators=(",", ":"))
-        self._drain_changed_blocks()
+        # No draining of the change lists here: they belong to the next delta, which the other
+        # viewers still need whole.
         self._snapshot_cache = (self.seq, status, text)
         return text
 
@@ -356,9 +359,11 @@ class Session:
                 "step": self.step, "done": self.done,
                 "breakpoints": [b.to_dict() for b in self.breakpoints]}
 
-    def status_frame(self, viewers: int) -> str:
+    def status_frame(self, viewers: int, note: str | None = None) -> str:
         frame = self._envelope("status")
         frame.update(self.status(), viewers=viewers)
+        if note:
+            frame["note"] = note
         return json.dumps(frame, separators=(",", ":"))
 
     def info(self) -> dict:

@@ -473,3 +473,29 @@ def test_server_survives_deeply_nested_json(server):
 
     assert step == 0
     assert server.http.get("/healthz").json()["status"] == "ok"
+
+
+def test_a_long_step_command_does_not_stall_the_other_viewers(server):
+    """While the presenter's `step 4000` runs, a viewer's pings are answered, each at a step part
+    of the way there: the long command takes turns with the event loop."""
+    created = server.create(BIG_POOL)
+
+    async def scenario():
+        async with connect(server.ws_url(created, control=True)) as presenter, \
+                connect(server.ws_url(created)) as viewer:
+            await receive_until(presenter, lambda f: f["type"] == "snapshot")
+            await receive_until(viewer, lambda f: f["type"] == "snapshot")
+            await presenter.send(json.dumps({"type": "step", "n": 4000}))
+            answers = []
+            for _ in range(3):
+                started = time.monotonic()
+                step, _ = await ping(viewer)
+                answers.append((step, time.monotonic() - started))
+            final = await receive_until(presenter, lambda f: f["type"] == "status" and f["step"] == 4000, 5000)
+        return answers, final[-1]["step"]
+
+    answers, final_step = run(scenario(), timeout_s=60)
+
+    assert final_step == 4000
+    assert any(0 < step < 4000 for step, _ in answers), answers
+    assert max(wait for _, wait in answers) < 1.0, answers
