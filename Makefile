@@ -23,6 +23,8 @@ bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/bench_core.py
 	$(BIN)/python benchmarks/bench_long_run.py
 	$(BIN)/python benchmarks/bench_cost_model.py
+	$(BIN)/python benchmarks/bench_stream.py
+	$(BIN)/python benchmarks/bench_ui.py
 
 screenshots: $(BIN)/.installed
 	$(BIN)/python benchmarks/screenshots.py
