@@ -96,7 +96,9 @@ def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None 
     for index, (_, entry) in enumerate(requests_from_trace(trace)):
         if len(entry["prompt_token_ids"]) > config.max_model_len:
             raise ConfigError(f"requests[{index}].prompt_token_ids", f"longer than max_model_len={config.max_model_len}")
-    pending = requests_from_trace(trace)
+    # By arrival step; the sort is stable, so requests of one step keep their trace order (the
+    # order vLLM added them in), whatever order the trace lists the steps in.
+    pending = sorted(requests_from_trace(trace), key=lambda item: item[0])
     scheduler = VllmV1Scheduler(config)
     kv = scheduler.kv_cache_manager
     next_pending = 0

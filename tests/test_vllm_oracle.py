@@ -104,3 +104,11 @@ def test_replay_command_output_is_byte_identical_to_vllms_log(tmp_path):
     assert main(["replay", str(MORE / "trace_k_priority_prefix.json.gz"), "--out", str(out)]) == 0
     with gzip.open(MORE / "out_0.33.0_k_priority_prefix.jsonl.gz", "rt") as f:
         assert out.read_text() == f.read()
+
+
+def test_replay_does_not_need_the_trace_sorted_by_arrival_step():
+    """Requests listed out of step order still arrive at their step, in trace order within it."""
+    original = trace("f_poisson_lognormal")
+    shuffled = {**original, "requests": sorted(original["requests"], key=lambda r: -r["arrival_step"])}
+    assert shuffled["requests"] != original["requests"]
+    assert list(replay(shuffled)) == recorded_log("0.33.0", "f_poisson_lognormal")
