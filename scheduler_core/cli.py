@@ -10,7 +10,7 @@ import time
 from dataclasses import fields
 from pathlib import Path
 
-from .config import VLLM_PROFILES, EngineConfig, VllmCompat
+from .config import VLLM_PROFILES, VllmCompat
 from .errors import ConfigError
 from .lesson_catalog import LESSONS, LESSONS_BY_NAME
 from .lessons import comparison_table, evaluate
@@ -20,10 +20,10 @@ from .presets import GPUS, MODELS, resolve_gpu, resolve_model
 from .cost_model import CostModel
 from .replay import load_trace, replay, write_log
 from .report import format_comparison, format_report
-from .scenario import PRESET_SCENARIOS, Scenario
+from .scenario import PRESET_SCENARIOS, Scenario, apply_assignments, parse_assignment
 from .scheduler import SchedulerError
 from .simulation import Simulation, SimulationStalled
-from .workload import NAMED_LENGTHS, WorkloadConfig
+from .workload import NAMED_LENGTHS
 
 SWITCHES = [f.name for f in fields(VllmCompat)]
 
@@ -95,32 +95,11 @@ def scenario_data(name_or_path: str) -> tuple[dict, str]:
     return Scenario.load(path).to_dict(), path.stem
 
 
-def parse_assignment(text: str) -> tuple[str, object]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"{text!r}: write FIELD=VALUE")
+def parse_assignment_arg(text: str) -> tuple[str, object]:
     try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value  # a bare word such as static or h100-sxm
-
-
-ENGINE_FIELDS = {f.name for f in fields(EngineConfig)}
-WORKLOAD_FIELDS = {f.name for f in fields(WorkloadConfig)}
-
-
-def apply_assignments(data: dict, assignments: list[tuple[str, object]]) -> None:
-    """FIELD=VALUE settings on a scenario's data: engine and workload fields by name, or top-level ones."""
-    for key, value in assignments:
-        if key in ENGINE_FIELDS:
-            data["engine"][key] = value
-        elif key in WORKLOAD_FIELDS:
-            data["workload"][key] = value
-        elif key in ("model", "gpu", "tp", "gpu_memory_utilization", "trace"):
-            data[key] = value
-            data["engine"].pop("num_gpu_blocks", None)
-        else:
-            raise ConfigError(key, "not an engine, workload or scenario field")
+        return parse_assignment(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) -> Scenario:
@@ -326,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("compare", help="the same workload through two configurations, side by side")
     p.add_argument("a", help="configuration A (preset or file); its workload is used for both")
     p.add_argument("b", help="configuration B (preset or file)")
-    p.add_argument("--set-b", action="append", type=parse_assignment, metavar="FIELD=VALUE",
+    p.add_argument("--set-b", action="append", type=parse_assignment_arg, metavar="FIELD=VALUE",
                    help="change one field of B only, e.g. policy=static or enable_chunked_prefill=false")
     p.add_argument("--json", metavar="FILE")
     add_scenario_flags(p)

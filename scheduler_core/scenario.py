@@ -24,6 +24,33 @@ from .simulation import Simulation
 from .traces import load_trace_workload
 from .workload import Workload, WorkloadConfig, build_workload
 
+def parse_assignment(text: str) -> tuple[str, object]:
+    """`FIELD=VALUE`, the value read as JSON where it parses (numbers, booleans), else a bare word."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise ConfigError(text, "write FIELD=VALUE")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value  # a bare word such as static or h100-sxm
+
+
+def apply_assignments(data: dict, assignments) -> None:
+    """FIELD=VALUE settings on a scenario's data: engine and workload fields by name, or top-level ones."""
+    engine_fields = {f.name for f in dataclasses.fields(EngineConfig)}
+    workload_fields = {f.name for f in dataclasses.fields(WorkloadConfig)}
+    for key, value in assignments:
+        if key in engine_fields:
+            data.setdefault("engine", {})[key] = value
+        elif key in workload_fields:
+            data.setdefault("workload", {})[key] = value
+        elif key in ("model", "gpu", "tp", "gpu_memory_utilization", "trace"):
+            data[key] = value
+            data.setdefault("engine", {}).pop("num_gpu_blocks", None)  # resize the pool
+        else:
+            raise ConfigError(key, "not an engine, workload or scenario field")
+
+
 TOP_LEVEL_KEYS = {"name", "description", "model", "gpu", "tp", "gpu_memory_utilization", "trace",
                   "slo_ttft_s", "slo_tpot_s", "engine", "workload"}
 

@@ -10,10 +10,10 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
-from scheduler_core.scenario import PRESET_SCENARIOS, Scenario
+from scheduler_core.scenario import PRESET_SCENARIOS, Scenario, apply_assignments, parse_assignment
 
 from ..schemas import SessionCreate
-from .api import lesson_arm, live_session, manager_of, scenario_from
+from .api import lesson_arm, manager_of, scenario_from
 
 router = APIRouter()
 
@@ -89,16 +89,7 @@ def compare_page(request: Request, lesson: str = "", a: str = "", b: str = "", s
         name = scenario or request.app.state.settings.default_scenario
         base = scenario_from(SessionCreate(preset=name))
         data = base.to_dict()
-        for assignment in set_b:
-            key, _, value = assignment.partition("=")
-            try:
-                parsed = json.loads(value)
-            except json.JSONDecodeError:
-                parsed = value
-            section = "engine" if key in data["engine"] else "workload" if key in data["workload"] else None
-            if section is None:
-                raise HTTPException(422, f"set_b: {key!r} is not an engine or workload field")
-            data[section][key] = parsed
+        apply_assignments(data, [parse_assignment(text) for text in set_b])
         changed = Scenario.from_dict(data, name=f"{name} with {', '.join(set_b) or 'no changes'}")
         bodies = [(name, base, None), (", ".join(set_b) or name, changed, None)]
     sessions = [(label, manager.create(scenario_, lesson_)) for label, scenario_, lesson_ in bodies]
