@@ -8,9 +8,10 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
+from pydantic import ValidationError
 
 from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
-from scheduler_core.scenario import PRESET_SCENARIOS, Scenario, apply_assignments, parse_assignment
+from scheduler_core.scenario import PRESET_SCENARIOS, apply_assignments, parse_assignment
 
 from ..schemas import SessionCreate
 from .api import lesson_arm, manager_of, scenario_from
@@ -88,9 +89,15 @@ def compare_page(request: Request, lesson: str = "", a: str = "", b: str = "", s
     else:
         name = scenario or request.app.state.settings.default_scenario
         base = scenario_from(SessionCreate(preset=name))
-        data = base.to_dict()
-        apply_assignments(data, [parse_assignment(text) for text in set_b])
-        changed = Scenario.from_dict(data, name=f"{name} with {', '.join(set_b) or 'no changes'}")
+        # B's changes go through the same schema as every web scenario, so they can only name
+        # fields the web may set: never `trace` (a file on the server), never a model file.
+        data = {**json.loads(json.dumps(PRESET_SCENARIOS[name])), "name": f"{name} with {', '.join(set_b) or 'no changes'}"}
+        try:
+            apply_assignments(data, [parse_assignment(text) for text in set_b])
+            changed = scenario_from(SessionCreate.model_validate({"scenario": data}))
+        except ValidationError as e:
+            raise HTTPException(422, [{"loc": ["query", "set_b", *err["loc"][1:]], "msg": err["msg"]}
+                                      for err in e.errors(include_input=False)]) from None
         bodies = [(name, base, None), (", ".join(set_b) or name, changed, None)]
     sessions = [(label, manager.create(scenario_, lesson_)) for label, scenario_, lesson_ in bodies]
     return request.app.state.templates.TemplateResponse(request, "compare.html", {
