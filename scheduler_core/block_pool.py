@@ -191,4 +191,5 @@ class BlockPool:
     def usage(self, exclude_null_block: bool = True) -> float:
         """Fraction of blocks in use; evictable cached blocks count as free, as in vLLM."""
         total = self.num_blocks - 1 if exclude_null_block else self.num_blocks
-        return 1.0 - self.num_free_blocks / total
+        # vLLM reports 0 for a pool that is only the null block.
+        return 1.0 - self.num_free_blocks / total if total else 0.0

@@ -50,7 +50,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.switch:
         compat = VllmCompat(**{**compat.__dict__, **dict(args.switch)})
     trace = load_trace(args.trace)
-    num_steps = write_log(replay(trace, args.vllm_version, compat), args.out)
+    num_steps = write_log(replay(trace, args.vllm_version, compat, max_steps=args.max_steps), args.out)
     print(f"wrote {num_steps} steps to {args.out}", file=sys.stderr)
     return 0
 
@@ -338,6 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vllm-version", default="0.33.0", choices=sorted(VLLM_PROFILES))
     p.add_argument("--switch", action="append", type=parse_switch, metavar="NAME=on|off",
                    help=f"flip one vLLM behaviour switch on top of the version profile ({', '.join(SWITCHES)})")
+    p.add_argument("--max-steps", type=int, default=None,
+                   help="stop with an error after this many steps (default: generous, from the trace's size)")
     p.set_defaults(func=cmd_replay)
 
     p = commands.add_parser("demo", help="run the built-in default scenario and print what each step did")

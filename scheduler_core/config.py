@@ -47,6 +47,9 @@ class VllmCompat:
     priority_victim_unscheduled: bool = True
     # R7: KV usage excludes the reserved null block: 1 - free / (num_gpu_blocks - 1).
     usage_excludes_null_block: bool = True
+    # R8: the engine refuses a prompt of exactly max_model_len tokens, which leaves no room for
+    # an output token; 0.10 accepted it (and, chunked, it stalls one token short for ever).
+    prompt_leaves_room_for_output: bool = True
 
     @classmethod
     def for_version(cls, version: str) -> "VllmCompat":
@@ -90,8 +93,6 @@ class EngineConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(name, f"must be a positive integer, got {value!r}")
-        if self.num_gpu_blocks < 2:
-            raise ConfigError("num_gpu_blocks", "must be at least 2 (block 0 is the reserved null block)")
         for name in ("long_prefill_token_threshold", "num_cpu_blocks"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -108,8 +109,6 @@ class EngineConfig:
             raise ConfigError(
                 "max_num_batched_tokens", f"must be >= max_num_seqs ({self.max_num_seqs}): every running request needs a token"
             )
-        if self.long_prefill_token_threshold > self.max_model_len:
-            raise ConfigError("long_prefill_token_threshold", f"cannot exceed max_model_len ({self.max_model_len})")
         if self.preemption_mode == "swap" and self.num_cpu_blocks == 0:
             raise ConfigError("num_cpu_blocks", "swap preemption needs CPU swap space (num_cpu_blocks > 0)")
         if self.kv_allocator == "contiguous" and self.enable_prefix_caching:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from .config import EngineConfig, VllmCompat
 from .errors import ConfigError
 from .policies.vllm_v1 import VllmV1Scheduler
 from .request import Request
+from .simulation import SimulationStalled
 from .workload import RequestSpec, Workload
 
 TRACE_CONFIG_KEYS = {
@@ -67,6 +69,7 @@ def requests_from_trace(trace: dict) -> list[tuple[int, dict]]:
         for key in ("id", "arrival_step", "prompt_token_ids", "max_tokens"):
             if key not in entry:
                 raise ConfigError(f"{where}.{key}", "missing")
+        entry = normalised_entry(entry, where)
         if entry["id"] in seen:
             raise ConfigError(f"{where}.id", f"duplicate id {entry['id']!r}")
         seen.add(entry["id"])
@@ -80,6 +83,16 @@ def requests_from_trace(trace: dict) -> list[tuple[int, dict]]:
     return out
 
 
+def normalised_entry(entry: dict, where: str) -> dict:
+    """The entry as vLLM's API types it: request ids are strings, priorities are ints."""
+    request_id, priority = entry["id"], entry.get("priority", 0)
+    if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+        raise ConfigError(f"{where}.id", f"must be a string or an integer, got {request_id!r}")
+    if isinstance(priority, bool) or not isinstance(priority, (int, float)) or not math.isfinite(priority):
+        raise ConfigError(f"{where}.priority", f"must be a number, got {priority!r}")
+    return {**entry, "id": str(request_id), "priority": int(priority)}
+
+
 def workload_from_trace(trace: dict) -> Workload:
     """The trace's requests as a step-indexed workload, so a Simulation (with its clock and
     metrics) makes exactly the decisions `replay` does."""
@@ -90,21 +103,31 @@ def workload_from_trace(trace: dict) -> Workload:
     return Workload(requests, description=f"{len(requests)} requests of a recorded vLLM trace", arrivals_by_step=True)
 
 
-def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None = None) -> Iterator[dict]:
-    """Yield one log line (a dict in the oracle's field order) per step until every request finishes."""
+def replay(
+    trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None = None, max_steps: int | None = None
+) -> Iterator[dict]:
+    """Yield one log line (a dict in the oracle's field order) per step until every request finishes.
+
+    Like vLLM's loop, at least one step runs, even with no requests. A replay that could never
+    end stops with `SimulationStalled`: at once when a step changes nothing and nothing is left
+    to arrive, otherwise after `max_steps` (default: `default_step_limit`).
+    """
     config = engine_config_from_trace(trace, vllm_version, compat)
-    for index, (_, entry) in enumerate(requests_from_trace(trace)):
-        if len(entry["prompt_token_ids"]) > config.max_model_len:
-            raise ConfigError(f"requests[{index}].prompt_token_ids", f"longer than max_model_len={config.max_model_len}")
+    entries = requests_from_trace(trace)
+    check_prompt_lengths(entries, config)
+    if max_steps is None:
+        max_steps = default_step_limit(entries)
     # By arrival step; the sort is stable, so requests of one step keep their trace order (the
     # order vLLM added them in), whatever order the trace lists the steps in.
-    pending = sorted(requests_from_trace(trace), key=lambda item: item[0])
+    pending = sorted(entries, key=lambda item: item[0])
     scheduler = VllmV1Scheduler(config)
     kv = scheduler.kv_cache_manager
     next_pending = 0
     arrival_index = 0
     step = 0
-    while next_pending < len(pending) or scheduler.has_unfinished_requests():
+    while step == 0 or next_pending < len(pending) or scheduler.has_unfinished_requests():
+        if step >= max_steps:
+            raise SimulationStalled(f"replay stopped at the step limit ({max_steps}) with {unfinished(scheduler)} unfinished")
         arrivals = []
         while next_pending < len(pending) and pending[next_pending][0] <= step:
             entry = pending[next_pending][1]
@@ -115,7 +138,7 @@ def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None 
                     entry["prompt_token_ids"],
                     entry["max_tokens"],
                     arrival_time=step + 1e-6 * arrival_index,
-                    priority=entry.get("priority", 0),
+                    priority=entry["priority"],
                     arrival_index=arrival_index,
                 )
             )
@@ -142,7 +165,41 @@ def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None 
             "num_running": len(scheduler.running),
             "num_waiting": len(scheduler.waiting),
         }
+        if next_pending == len(pending) and scheduler.has_unfinished_requests() and not output.num_scheduled_tokens \
+                and not output.preempted_reqs:
+            # Nothing ran, nothing changed, nobody is coming: every later step would be this one.
+            raise SimulationStalled(
+                f"replay can never finish: at step {step} nothing can be scheduled for {unfinished(scheduler)} "
+                "and no request is left to arrive (a request larger than the KV pool, or a prompt "
+                "that reaches max_model_len and must be chunked)"
+            )
         step += 1
+
+
+def check_prompt_lengths(entries: list[tuple[int, dict]], config: EngineConfig) -> None:
+    """Refuse what vLLM's engine refuses before scheduling: a prompt longer than max_model_len,
+    and (0.33) one exactly max_model_len long, which leaves no room for an output token."""
+    limit = config.max_model_len - 1 if config.compat.prompt_leaves_room_for_output else config.max_model_len
+    for index, (_, entry) in enumerate(entries):
+        if len(entry["prompt_token_ids"]) > limit:
+            raise ConfigError(
+                f"requests[{index}].prompt_token_ids",
+                f"{len(entry['prompt_token_ids'])} tokens; vLLM's engine accepts at most {limit} "
+                f"with max_model_len={config.max_model_len}",
+            )
+
+
+def default_step_limit(entries: list[tuple[int, dict]]) -> int:
+    """Generous: every recorded run ends within 1 step per token of prompt and output after the
+    last arrival; preemption thrash recomputes, so allow several times that."""
+    num_tokens = sum(len(entry["prompt_token_ids"]) + entry["max_tokens"] for _, entry in entries)
+    last_arrival = max((step for step, _ in entries), default=0)
+    return last_arrival + 4 * num_tokens + 1000
+
+
+def unfinished(scheduler: VllmV1Scheduler) -> str:
+    ids = [r.request_id for r in scheduler.running] + [r.request_id for r in scheduler.waiting]
+    return f"{len(ids)} request(s) ({', '.join(ids[:5])}{', ...' if len(ids) > 5 else ''})"
 
 
 def write_log(lines: Iterator[dict], path: str | Path) -> int:

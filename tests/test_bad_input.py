@@ -28,7 +28,6 @@ def config_error(make):
     "settings, field",
     [
         ({"block_size": 0}, "block_size"),
-        ({"num_gpu_blocks": 1}, "num_gpu_blocks"),
         ({"num_gpu_blocks": 0}, "num_gpu_blocks"),
         ({"max_num_seqs": -1}, "max_num_seqs"),
         ({"max_num_batched_tokens": 0}, "max_num_batched_tokens"),
@@ -38,7 +37,7 @@ def config_error(make):
     ],
 )
 def test_sizes_that_are_zero_negative_or_too_small_name_their_field(settings, field):
-    """Sizes must be positive (and num_gpu_blocks >= 2, block 0 being the null block)."""
+    """Sizes must be positive (num_gpu_blocks = 1, only the null block, is accepted as vLLM does)."""
     assert config_error(lambda: EngineConfig(**settings)).field == field
 
 

@@ -50,13 +50,7 @@ class VllmV1Scheduler(Scheduler):
                     victim = max(running, key=Request.sort_key)
                     victim_index = running.index(victim)
                     del running[victim_index]
-                    if victim.request_id in num_scheduled:
-                        if not compat.priority_victim_unscheduled:
-                            raise SchedulerError(
-                                f"vLLM 0.10.1.1 fails an assertion here: priority preemption picked "
-                                f"{victim.request_id!r}, already scheduled this step "
-                                "(compat.priority_victim_unscheduled fixes it, as vLLM 0.33 did)"
-                            )
+                    if victim.request_id in num_scheduled and compat.priority_victim_unscheduled:
                         token_budget += num_scheduled.pop(victim.request_id)
                     if victim_index < req_index and compat.priority_victim_unscheduled:
                         req_index -= 1
@@ -91,7 +85,21 @@ class VllmV1Scheduler(Scheduler):
         # take blocks away has none to give to newcomers.
         if not output.preempted_reqs and not self.swapped:
             token_budget = self._schedule_waiting(output, token_budget, long_prefill_threshold)
+        if not compat.priority_victim_unscheduled:
+            self._check_victims_left_scheduled(output)
         return self._finish_schedule(output, now)
+
+    def _check_victims_left_scheduled(self, output: SchedulerOutput) -> None:
+        """vLLM 0.10.1.1 leaves a priority victim's tokens scheduled (it later resumes with a
+        phantom computed token) and crashes only if its end-of-step check fails: no more
+        requests scheduled than running."""
+        if len(output.num_scheduled_tokens) > len(self.running):
+            victims = [rid for rid in output.preempted_reqs if rid in output.num_scheduled_tokens]
+            raise SchedulerError(
+                f"vLLM 0.10.1.1 fails its end-of-step assertion here: priority preemption left {victims} "
+                f"scheduled, so {len(output.num_scheduled_tokens)} requests are scheduled but only "
+                f"{len(self.running)} are running (compat.priority_victim_unscheduled fixes it, as vLLM 0.33 did)"
+            )
 
     def _schedule_waiting(self, output: SchedulerOutput, token_budget: int, long_prefill_threshold: int) -> int:
         config, compat, kv = self.config, self.config.compat, self.kv_cache_manager
@@ -104,6 +112,7 @@ class VllmV1Scheduler(Scheduler):
             if request.num_computed_tokens == 0:
                 computed_blocks, num_computed_tokens = kv.get_computed_blocks(request)
             else:
+                # Only vLLM 0.10's priority victim left scheduled comes back with computed tokens.
                 computed_blocks, num_computed_tokens = [], request.num_computed_tokens
             num_cached_tokens = len(computed_blocks) * config.block_size
 
@@ -129,7 +138,8 @@ class VllmV1Scheduler(Scheduler):
                 # Head-of-line blocking: vLLM does not look past a request that does not fit.
                 break
             waiting.pop_request()
-            self._admit(request, num_computed_tokens, num_cached_tokens, output)
+            # vLLM reports the tokens computed at admission as cached, prefix hit or not.
+            self._admit(request, num_computed_tokens, num_computed_tokens, output)
             output.num_scheduled_tokens[request.request_id] = num_new_tokens
             token_budget -= num_new_tokens
 
