@@ -50,7 +50,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.switch:
         compat = VllmCompat(**{**compat.__dict__, **dict(args.switch)})
     trace = load_trace(args.trace)
-    num_steps = write_log(replay(trace, args.vllm_version, compat, max_steps=args.max_steps), args.out)
+    lines = replay(trace, args.vllm_version, compat, max_steps=args.max_steps, async_scheduling=args.async_scheduling)
+    num_steps = write_log(lines, args.out)
     print(f"wrote {num_steps} steps to {args.out}", file=sys.stderr)
     return 0
 
@@ -338,6 +339,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vllm-version", default="0.33.0", choices=sorted(VLLM_PROFILES))
     p.add_argument("--switch", action="append", type=parse_switch, metavar="NAME=on|off",
                    help=f"flip one vLLM behaviour switch on top of the version profile ({', '.join(SWITCHES)})")
+    p.add_argument("--async-scheduling", action=argparse.BooleanOptionalAction, default=False,
+                   help="vLLM's async scheduling (AsyncScheduler + a batch queue of two): one log line per "
+                        "pass of the engine loop; off by default, since the recordings of the synchronous "
+                        "Scheduler are what replay checks")
     p.add_argument("--max-steps", type=int, default=None,
                    help="stop with an error after this many steps (default: generous, from the trace's size)")
     p.set_defaults(func=cmd_replay)

@@ -86,6 +86,9 @@ class EngineConfig:
     num_cpu_blocks: int = 0
     kv_allocator: str = "paged"
     compat: VllmCompat = field(default_factory=VllmCompat)
+    # vLLM's `async_scheduling`: schedule step N+1 while step N runs (AsyncScheduler with a batch
+    # queue of two). Off here; `resolve_async_scheduling` gives vLLM's own default.
+    async_scheduling: bool = False
 
     def __post_init__(self) -> None:
         positive = ("block_size", "num_gpu_blocks", "max_num_seqs", "max_num_batched_tokens", "max_model_len")

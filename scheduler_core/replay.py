@@ -17,7 +17,9 @@ from pathlib import Path
 from .config import EngineConfig, VllmCompat
 from .errors import ConfigError
 from .policies.vllm_v1 import VllmV1Scheduler
+from .engine_loop import BatchQueueLoop
 from .request import Request
+from .scheduler import SchedulerOutput, UpdateResult
 from .simulation import SimulationStalled
 from .workload import RequestSpec, Workload
 
@@ -104,15 +106,22 @@ def workload_from_trace(trace: dict) -> Workload:
 
 
 def replay(
-    trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None = None, max_steps: int | None = None
+    trace: dict,
+    vllm_version: str = "0.33.0",
+    compat: VllmCompat | None = None,
+    max_steps: int | None = None,
+    async_scheduling: bool = False,
 ) -> Iterator[dict]:
     """Yield one log line (a dict in the oracle's field order) per step until every request finishes.
 
-    Like vLLM's loop, at least one step runs, even with no requests. A replay that could never
+    With `async_scheduling`, a line is one pass of vLLM's engine loop with a batch queue: that
+    pass's schedule() (if any) and the update of the oldest batch it completed (if any), plus
+    `num_batches_in_flight` after the oldest of today's fields. Like vLLM's loop, at least one step
+    runs, even with no requests. A replay that could never
     end stops with `SimulationStalled`: at once when a step changes nothing and nothing is left
     to arrive, otherwise after `max_steps` (default: `default_step_limit`).
     """
-    config = engine_config_from_trace(trace, vllm_version, compat)
+    config = engine_config_from_trace(trace, vllm_version, compat).replace(async_scheduling=async_scheduling)
     entries = requests_from_trace(trace)
     check_prompt_lengths(entries, config)
     if max_steps is None:
@@ -121,7 +130,7 @@ def replay(
     # order vLLM added them in), whatever order the trace lists the steps in.
     pending = sorted(entries, key=lambda item: item[0])
     scheduler = VllmV1Scheduler(config)
-    kv = scheduler.kv_cache_manager
+    loop = BatchQueueLoop(scheduler) if config.async_scheduling else None
     next_pending = 0
     arrival_index = 0
     step = 0
@@ -144,29 +153,21 @@ def replay(
             )
             arrivals.append(entry["id"])
             arrival_index += 1
-        output = scheduler.schedule(now=float(step))
-        result = scheduler.update_from_output(output, now=float(step))
-        yield {
-            "step": step,
-            "arrivals": arrivals,
-            "scheduled": dict(output.num_scheduled_tokens),
-            "total_tokens": output.total_num_scheduled_tokens,
-            "new": output.scheduled_new_reqs,
-            "resumed": output.scheduled_resumed_reqs,
-            # The recordings list new admissions before resumptions here, whatever the scheduling order.
-            "cached_tokens": {rid: output.num_cached_tokens[rid]
-                              for rid in output.scheduled_new_reqs + output.scheduled_resumed_reqs},
-            "preempted": output.preempted_reqs,
-            "sampled": result.sampled,
-            "finished": [request.request_id for request in result.finished],
-            "num_free_blocks_after_schedule": output.num_free_blocks_after_schedule,
-            "num_free_blocks": kv.num_free_blocks,
-            "kv_usage": round(kv.usage, 6),
-            "num_running": len(scheduler.running),
-            "num_waiting": len(scheduler.waiting),
-        }
-        if next_pending == len(pending) and scheduler.has_unfinished_requests() and not output.num_scheduled_tokens \
-                and not output.preempted_reqs:
+        if loop is None:
+            output = scheduler.schedule(now=float(step))
+            free_after_schedule = output.num_free_blocks_after_schedule
+            result = scheduler.update_from_output(output, now=float(step))
+            yield log_line(step, arrivals, output, result, free_after_schedule, scheduler)
+        else:
+            engine_pass = loop.step(now=float(step))
+            output = engine_pass.scheduled
+            free_after_schedule = scheduler.kv_cache_manager.num_free_blocks if output is None \
+                else output.num_free_blocks_after_schedule
+            line = log_line(step, arrivals, output, engine_pass.update, free_after_schedule, scheduler)
+            line["num_batches_in_flight"] = len(loop.in_flight)
+            yield line
+        if next_pending == len(pending) and scheduler.has_unfinished_requests() and not (loop and loop.in_flight) \
+                and not (output and (output.num_scheduled_tokens or output.preempted_reqs)):
             # Nothing ran, nothing changed, nobody is coming: every later step would be this one.
             raise SimulationStalled(
                 f"replay can never finish: at step {step} nothing can be scheduled for {unfinished(scheduler)} "
@@ -174,6 +175,32 @@ def replay(
                 "that reaches max_model_len and must be chunked)"
             )
         step += 1
+
+
+def log_line(step: int, arrivals: list[str], output: SchedulerOutput | None, result: UpdateResult | None,
+             free_after_schedule: int, scheduler: VllmV1Scheduler) -> dict:
+    """One line in the oracle's field order: the pass's schedule() (if any) and update (if any)."""
+    output = output or SchedulerOutput()
+    kv = scheduler.kv_cache_manager
+    return {
+        "step": step,
+        "arrivals": arrivals,
+        "scheduled": dict(output.num_scheduled_tokens),
+        "total_tokens": output.total_num_scheduled_tokens,
+        "new": output.scheduled_new_reqs,
+        "resumed": output.scheduled_resumed_reqs,
+        # The recordings list new admissions before resumptions here, whatever the scheduling order.
+        "cached_tokens": {rid: output.num_cached_tokens[rid]
+                          for rid in output.scheduled_new_reqs + output.scheduled_resumed_reqs},
+        "preempted": output.preempted_reqs,
+        "sampled": result.sampled if result else [],
+        "finished": [request.request_id for request in result.finished] if result else [],
+        "num_free_blocks_after_schedule": free_after_schedule,
+        "num_free_blocks": kv.num_free_blocks,
+        "kv_usage": round(kv.usage, 6),
+        "num_running": len(scheduler.running),
+        "num_waiting": len(scheduler.waiting),
+    }
 
 
 def check_prompt_lengths(entries: list[tuple[int, dict]], config: EngineConfig) -> None:

@@ -52,6 +52,9 @@ class Request:
         "token_times",
         "finish_time",
         "num_cached_tokens",
+        "num_output_placeholders",
+        "num_in_flight_tokens",
+        "num_stale_output_tokens",
     )
 
     def __init__(
@@ -90,6 +93,13 @@ class Request:
         self.finish_time: float | None = None
         # Prefix-cache hit at first admission, as vLLM reports it (-1 until admitted).
         self.num_cached_tokens = -1
+        # Async scheduling: output tokens scheduled (counted in num_computed_tokens) whose values
+        # are still in flight; tokens of batches not yet completed; and, after a preemption, how
+        # many of those belong to the discarded past (their output still arrives, but must not
+        # touch the reset counters).
+        self.num_output_placeholders = 0
+        self.num_in_flight_tokens = 0
+        self.num_stale_output_tokens = 0
 
     @property
     def num_tokens(self) -> int:

@@ -38,6 +38,8 @@ class SchedulerOutput:
     swapped_out: list[tuple[str, int]] = field(default_factory=list)
     swapped_in: list[tuple[str, int]] = field(default_factory=list)
     num_free_blocks_after_schedule: int = 0
+    # Requests whose scheduled chunk reaches the end of their tokens: the model samples for them.
+    sampling_reqs: list[str] = field(default_factory=list)
 
     @property
     def total_num_scheduled_tokens(self) -> int:
@@ -80,6 +82,9 @@ class Scheduler:
         self.swapped: deque[Request] = deque()
         self.swap_space = SwapSpace(config.num_cpu_blocks)
         self.num_finished = 0
+        # Requests finished since the last schedule(): vLLM's engine loop schedules once more to
+        # report them (`has_requests`), which the async batch queue makes visible.
+        self.has_finished_requests = False
 
     # -- intake -----------------------------------------------------------------------------
     def add_request(self, request: Request) -> None:
@@ -115,6 +120,9 @@ class Scheduler:
         kv.free(request)
         request.status = RequestStatus.PREEMPTED
         request.num_computed_tokens = 0
+        # Async scheduling: what is still in flight belongs to the discarded computation.
+        request.num_stale_output_tokens = request.num_in_flight_tokens
+        request.num_output_placeholders = 0
         # Back to the head of the waiting queue: it was admitted before everything waiting.
         self.waiting.prepend_request(request)
 
@@ -146,29 +154,55 @@ class Scheduler:
         """Advance each scheduled request's computed tokens before the model runs, as vLLM does,
         so the next schedule() already sees this step's chunk as done."""
         requests = self.requests
+        placeholders = self.config.async_scheduling
         for rid, num_tokens in output.num_scheduled_tokens.items():
             request = requests[rid]
             output.num_computed_before[rid] = request.num_computed_tokens
             request.num_computed_tokens += num_tokens
+            request.num_in_flight_tokens += num_tokens
+            if request.num_computed_tokens >= request.num_tokens + request.num_output_placeholders:
+                output.sampling_reqs.append(rid)
+                if placeholders:
+                    # The next schedule() may already count on this token (vLLM's AsyncScheduler).
+                    request.num_output_placeholders += 1
             if request.first_scheduled_time is None:
                 request.first_scheduled_time = now
         output.num_free_blocks_after_schedule = self.kv_cache_manager.num_free_blocks
+        self.has_finished_requests = False
         return output
 
     def update_from_output(self, output: SchedulerOutput, now: float) -> UpdateResult:
-        """After the model step: a request whose context is fully computed samples one token;
-        one that reaches `max_tokens` or `max_model_len` finishes and frees its blocks."""
+        """After the model step: each request the model sampled for gets its token; one that
+        reaches `max_tokens` or `max_model_len` finishes and frees its blocks.
+
+        Under async scheduling the batch may be a step old: its token replaces a placeholder, and
+        a request preempted since then still receives its (stale) token, which may finish it.
+        """
         sampled: list[str] = []
         finished: list[Request] = []
         max_model_len = self.config.max_model_len
         requests = self.requests
-        for rid in output.num_scheduled_tokens:
-            request = requests[rid]
-            if request.num_computed_tokens < request.num_tokens:
+        kv = self.kv_cache_manager
+        samplers = set(output.sampling_reqs)
+        for rid, num_tokens in output.num_scheduled_tokens.items():
+            request = requests.get(rid)
+            if request is None:
+                continue  # finished by an earlier batch's update
+            request.num_in_flight_tokens -= num_tokens
+            stale = request.num_stale_output_tokens > 0
+            if stale:
+                request.num_stale_output_tokens -= num_tokens
+            if rid not in samplers:
                 continue  # a prefill chunk that has not reached the end of the prompt
+            was_running = request.status == RequestStatus.RUNNING
             request.num_output_tokens += 1
             request.token_times.append(now)
             sampled.append(rid)
+            if not stale and request.num_output_placeholders > 0:
+                request.num_output_placeholders -= 1
+                if was_running and kv.enable_caching:
+                    # Full blocks of tokens now known can enter the prefix cache.
+                    kv.cache_blocks(request, request.num_computed_tokens - request.num_in_flight_tokens)
             if request.num_output_tokens >= request.max_tokens or request.num_tokens >= max_model_len:
                 # vLLM's finish reason "length"; the simulated model never samples EOS.
                 request.status = RequestStatus.FINISHED_LENGTH_CAPPED
@@ -176,14 +210,17 @@ class Scheduler:
                 continue
             request.finish_time = now
             finished.append(request)
+            if not was_running:
+                self.waiting.remove_request(request)
         if finished:
             for request in finished:
-                self.kv_cache_manager.free(request)
+                kv.free(request)
                 # Like vLLM, the scheduler forgets finished requests; whoever needs them keeps them.
                 del requests[request.request_id]
             done = set(map(id, finished))
             self.running = [r for r in self.running if id(r) not in done]
             self.num_finished += len(finished)
+            self.has_finished_requests = True
         return UpdateResult(sampled, finished)
 
     # -- read-only gauges -------------------------------------------------------------------

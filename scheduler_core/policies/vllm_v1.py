@@ -35,7 +35,12 @@ class VllmV1Scheduler(Scheduler):
         req_index = 0
         while req_index < len(running) and token_budget > 0:
             request = running[req_index]
-            num_new_tokens = request.num_tokens - request.num_computed_tokens
+            if self._last_token_in_flight(request):
+                req_index += 1
+                continue
+            # Under async scheduling, placeholders count as known tokens: a decode is scheduled
+            # before the previous step's token is back.
+            num_new_tokens = request.num_tokens + request.num_output_placeholders - request.num_computed_tokens
             if 0 < long_prefill_threshold < num_new_tokens:
                 num_new_tokens = long_prefill_threshold
             num_new_tokens = min(num_new_tokens, token_budget, config.max_model_len - 1 - request.num_computed_tokens)
@@ -88,6 +93,14 @@ class VllmV1Scheduler(Scheduler):
         if not compat.priority_victim_unscheduled:
             self._check_victims_left_scheduled(output)
         return self._finish_schedule(output, now)
+
+    @staticmethod
+    def _last_token_in_flight(request: Request) -> bool:
+        """Async scheduling: the step in flight already produces the request's last token (even if
+        every draft were rejected), so scheduling it again would be wasted."""
+        return (request.num_output_placeholders > 0
+                and request.num_computed_tokens + 2 - request.num_output_placeholders
+                >= request.num_prompt_tokens + request.max_tokens)
 
     def _check_victims_left_scheduled(self, output: SchedulerOutput) -> None:
         """vLLM 0.10.1.1 leaves a priority victim's tokens scheduled (it later resumes with a
