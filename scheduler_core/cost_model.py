@@ -155,6 +155,11 @@ class CostModel:
         breakdown = {"linear": linear_s, "attention": attention_s, "other": other_s}
         return linear_s + attention_s + other_s, breakdown
 
+    def cpu_step_time(self) -> float:
+        """The per-step host work (scheduling, input preparation, launch): what async scheduling
+        overlaps with the previous step's GPU time instead of adding to it."""
+        return self.efficiency.step_overhead_s
+
     def prefill_time(self, num_tokens: int, num_cached: int = 0) -> float:
         return self.step_time([(num_tokens, num_cached)], 1)[0]
 

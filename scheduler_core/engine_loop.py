@@ -9,6 +9,7 @@ otherwise wait for the oldest batch and process its output (`update_from_output`
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .scheduler import Scheduler, SchedulerOutput, UpdateResult
@@ -25,6 +26,8 @@ class EnginePass:
     scheduled: SchedulerOutput | None
     completed: SchedulerOutput | None
     update: UpdateResult | None
+    # When the completed batch's output came back (the `now` its update was stamped with).
+    completed_at: float | None = None
 
 
 class BatchQueueLoop:
@@ -33,21 +36,26 @@ class BatchQueueLoop:
     def __init__(self, scheduler: Scheduler, size: int = ASYNC_BATCH_QUEUE_SIZE):
         self.scheduler = scheduler
         self.size = size
-        self.in_flight: deque[SchedulerOutput] = deque()
+        # (batch, when its output comes back), newest first.
+        self.in_flight: deque[tuple[SchedulerOutput, float]] = deque()
 
     def has_requests(self) -> bool:
         scheduler = self.scheduler
         return scheduler.has_unfinished_requests() or scheduler.has_finished_requests
 
-    def step(self, now: float) -> EnginePass:
+    def step(self, now: float, done_at: Callable[[SchedulerOutput], float] | None = None) -> EnginePass:
+        """One pass at time `now`; `done_at(batch)` says when a newly scheduled batch's output will
+        be back (default: at once, as in a replay, where time is the pass number)."""
         scheduled = None
         if self.has_requests():
             scheduled = self.scheduler.schedule(now=now)
-            self.in_flight.appendleft(scheduled)
+            self.in_flight.appendleft((scheduled, done_at(scheduled) if done_at else now))
             model_executed = scheduled.total_num_scheduled_tokens > 0
             if len(self.in_flight) < self.size and (model_executed or self.has_requests()):
                 return EnginePass(scheduled, None, None)
         elif not self.in_flight:
             return EnginePass(None, None, None)  # idle: nothing to schedule, nothing running
-        completed = self.in_flight.pop()
-        return EnginePass(scheduled, completed, self.scheduler.update_from_output(completed, now=now))
+        completed, completed_at = self.in_flight.pop()
+        completed_at = max(completed_at, now)
+        update = self.scheduler.update_from_output(completed, now=completed_at)
+        return EnginePass(scheduled, completed, update, completed_at)

@@ -21,7 +21,9 @@ from .metrics import SLO, MetricsCollector
 from .policies import make_scheduler
 from .policies.vllm_v0 import watermark_blocks
 from .presets import GPUS, MODELS
+from .engine_loop import BatchQueueLoop
 from .request import Request
+from .scheduler import SchedulerOutput, UpdateResult
 from .step_record import ScheduledChunk, StepRecord
 from .workload import RequestSpec, Workload
 
@@ -41,6 +43,8 @@ class SimulationState:
     scheduler: object
     metrics: MetricsCollector
     finished_requests: dict
+    engine_loop: object = None
+    gpu_free_at: float = 0.0
 
 
 class Simulation:
@@ -62,6 +66,9 @@ class Simulation:
         self.finished_requests: dict[str, Request] = {}
         self._validate_workload()
         self.scheduler = make_scheduler(config)
+        # Async scheduling: vLLM's engine loop with a batch queue, and when the GPU is next free.
+        self.engine_loop = BatchQueueLoop(self.scheduler) if config.async_scheduling else None
+        self._gpu_free_at = 0.0
         self.metrics = MetricsCollector(config.block_size, slo)
         self.step_index = 0
         self.clock_s = 0.0
@@ -150,17 +157,15 @@ class Simulation:
         arrived = self._add_arrivals()
         allocated, freed, evicted, hit = kv.counters()
 
-        output = scheduler.schedule(now=clock_before)
         requests = scheduler.requests
-        scheduled = []
-        num_sampling = 0
-        for rid, num_tokens in output.num_scheduled_tokens.items():
-            request = requests[rid]
-            samples = request.num_computed_tokens >= request.num_tokens
-            num_sampling += samples
-            kind = "decode" if num_tokens == 1 and samples and request.num_output_tokens > 0 else "prefill"
-            scheduled.append(ScheduledChunk(rid, num_tokens, output.num_computed_before[rid], kind))
-        if not scheduled and not scheduler.running and not output.preempted_reqs:
+        if self.engine_loop is None:
+            output = scheduler.schedule(now=clock_before)
+            scheduled = self._chunks(output)
+        else:
+            engine_pass = self.engine_loop.step(clock_before, self._async_batch_done_at)
+            output = engine_pass.scheduled or SchedulerOutput()
+            scheduled = self._chunks(output)
+        if not scheduled and not scheduler.running and not output.preempted_reqs and not self._batches_in_flight:
             if not self._pending:
                 raise SimulationStalled(
                     f"step {self.step_index}: nothing can be scheduled and no request will arrive "
@@ -170,22 +175,27 @@ class Simulation:
             if not self.workload.arrivals_by_step:
                 self.clock_s = max(self.clock_s, self._pending[0][0])
 
-        step_s, breakdown = self.cost_model.step_time(
-            ((chunk.num_tokens, chunk.num_computed_before) for chunk in scheduled), num_sampling
-        )
-        num_swapped_blocks = sum(n for _, n in output.swapped_out) + sum(n for _, n in output.swapped_in)
-        if num_swapped_blocks:
-            breakdown["swap"] = self.cost_model.swap_time(num_swapped_blocks, self.config.block_size)
-            step_s += breakdown["swap"]
-        clock_after = max(self.clock_s, clock_before + step_s)
-        result = scheduler.update_from_output(output, now=clock_after)
+        if self.engine_loop is None:
+            step_s, breakdown = self._batch_time(output)
+            clock_after = max(self.clock_s, clock_before + step_s)
+            result = scheduler.update_from_output(output, now=clock_after)
+        else:
+            # The pass returns at once while the GPU runs (only its CPU scheduling time), or waits
+            # for the oldest batch in flight to come back.
+            breakdown = self._batch_time(output)[1] if scheduled else {}
+            if engine_pass.completed is None:
+                clock_after = max(self.clock_s, clock_before + (self.cost_model.cpu_step_time() if scheduled else 0.0))
+            else:
+                clock_after = max(self.clock_s, engine_pass.completed_at)
+            result = engine_pass.update or UpdateResult([], [])
         allocated_after, freed_after, evicted_after, hit_after = kv.counters()
 
         metrics = self.metrics
         if kv.enable_caching:
             for rid, num_cached in output.num_cached_tokens.items():
                 request = requests.get(rid) or next(r for r in result.finished if r.request_id == rid)
-                metrics.observe_admission(request.num_tokens - (rid in result.sampled), num_cached)
+                metrics.observe_admission(request.num_tokens - (rid in result.sampled and self.engine_loop is None),
+                                          num_cached)
         for request in result.finished:
             metrics.observe_finished(request)
             if self.keep_finished:
@@ -224,6 +234,44 @@ class Simulation:
         self.clock_s = clock_after
         return record
 
+    def _chunks(self, output: SchedulerOutput) -> list[ScheduledChunk]:
+        requests = self.scheduler.requests
+        sampling = set(output.sampling_reqs)
+        chunks = []
+        for rid, num_tokens in output.num_scheduled_tokens.items():
+            computed_before = output.num_computed_before[rid]
+            # (Under async scheduling the request may already have finished in this pass's update.)
+            request = requests.get(rid) or self.finished_requests.get(rid)
+            num_prompt_tokens = request.num_prompt_tokens if request else 0
+            decode = num_tokens == 1 and rid in sampling and computed_before >= num_prompt_tokens
+            chunks.append(ScheduledChunk(rid, num_tokens, computed_before, "decode" if decode else "prefill"))
+        return chunks
+
+    def _batch_time(self, output: SchedulerOutput) -> tuple[float, dict[str, float]]:
+        """The step's time from the cost model: the batch on the GPU, plus any swapping."""
+        step_s, breakdown = self.cost_model.step_time(
+            ((n, output.num_computed_before[rid]) for rid, n in output.num_scheduled_tokens.items()),
+            len(output.sampling_reqs),
+        )
+        num_swapped_blocks = sum(n for _, n in output.swapped_out) + sum(n for _, n in output.swapped_in)
+        if num_swapped_blocks:
+            breakdown["swap"] = self.cost_model.swap_time(num_swapped_blocks, self.config.block_size)
+            step_s += breakdown["swap"]
+        return step_s, breakdown
+
+    def _async_batch_done_at(self, output: SchedulerOutput) -> float:
+        """When a batch scheduled now comes back: the CPU prepares it while the GPU still runs the
+        one before, so only the GPU part queues up behind the previous batch."""
+        step_s, _ = self._batch_time(output)
+        cpu_s = self.cost_model.cpu_step_time() if output.num_scheduled_tokens else 0.0
+        start = max(self._gpu_free_at, self.clock_s + cpu_s)
+        self._gpu_free_at = start + step_s - cpu_s
+        return self._gpu_free_at
+
+    @property
+    def _batches_in_flight(self) -> int:
+        return len(self.engine_loop.in_flight) if self.engine_loop else 0
+
     def records(self, max_steps: int | None = None) -> Iterator[StepRecord]:
         """Step until every request has finished (or `max_steps` more steps), yielding each record."""
         count = 0
@@ -238,15 +286,19 @@ class Simulation:
     # -- stepping back ----------------------------------------------------------------------
     def snapshot(self) -> SimulationState:
         """Everything needed to resume from this exact point (O(requests + blocks))."""
-        # Finished requests never change again, so the snapshot shares them.
+        # Finished requests never change again, so the snapshot shares them. The engine loop and
+        # the scheduler are copied together so the copy's loop drives the copy's scheduler.
+        scheduler, engine_loop = copy.deepcopy((self.scheduler, self.engine_loop))
         return SimulationState(
             self.step_index,
             self.clock_s,
             list(self._pending),
             self._next_release,
-            copy.deepcopy(self.scheduler),
+            scheduler,
             copy.deepcopy(self.metrics),
             dict(self.finished_requests),
+            engine_loop,
+            self._gpu_free_at,
         )
 
     def restore(self, state: SimulationState) -> None:
@@ -255,7 +307,8 @@ class Simulation:
         self.clock_s = state.clock_s
         self._pending = list(state.pending)
         self._next_release = state.next_release
-        self.scheduler = copy.deepcopy(state.scheduler)
+        self.scheduler, self.engine_loop = copy.deepcopy((state.scheduler, state.engine_loop))
+        self._gpu_free_at = state.gpu_free_at
         self.metrics = copy.deepcopy(state.metrics)
         self.finished_requests = dict(state.finished_requests)
 
