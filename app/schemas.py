@@ -25,6 +25,7 @@ class CompatModel(Strict):
     unhashed_blocks_reused_first: bool = Field(True, description="Freed uncached blocks are reused first")
     priority_victim_unscheduled: bool = Field(True, description="A scheduled priority victim is unscheduled")
     usage_excludes_null_block: bool = Field(True, description="KV usage excludes the null block")
+    prompt_leaves_room_for_output: bool = Field(True, description="A prompt of max_model_len tokens is refused")
 
 
 class EngineModel(Strict):
@@ -42,6 +43,7 @@ class EngineModel(Strict):
     num_cpu_blocks: int = Field(0, ge=0, description="Swap space in blocks")
     kv_allocator: Literal["paged", "contiguous"] = Field("paged", description="PagedAttention or reserve max length")
     compat: CompatModel = Field(default_factory=CompatModel)
+    async_scheduling: bool | None = Field(None, description="Schedule the next step while one runs (empty: vLLM's default)")
 
 
 class WorkloadModel(Strict):

@@ -20,7 +20,7 @@ from .presets import GPUS, MODELS, resolve_gpu, resolve_model
 from .cost_model import CostModel
 from .replay import load_trace, replay, write_log
 from .report import format_comparison, format_report
-from .scenario import PRESET_SCENARIOS, Scenario, apply_assignments, parse_assignment
+from .scenario import PRESET_SCENARIOS, Scenario, apply_assignments, parse_assignment, with_vllm_defaults
 from .scheduler import SchedulerError
 from .simulation import Simulation, SimulationStalled
 from .workload import NAMED_LENGTHS
@@ -131,8 +131,10 @@ def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) 
         data["slo_ttft_s"] = args.slo_ttft_ms / 1e3
     if args.slo_tpot_ms is not None:
         data["slo_tpot_s"] = args.slo_tpot_ms / 1e3
+    if args.async_scheduling is not None:
+        engine["async_scheduling"] = args.async_scheduling
     apply_assignments(data, assignments)
-    return Scenario.from_dict(data, name=name)
+    return Scenario.from_dict(with_vllm_defaults(data), name=name)
 
 
 def run_with_progress(sim: Simulation, show: bool) -> float:
@@ -286,6 +288,8 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--kv-allocator", choices=["paged", "contiguous"])
     group.add_argument("--scheduling-order", choices=["fcfs", "priority"])
     group.add_argument("--vllm-version", choices=sorted(VLLM_PROFILES))
+    group.add_argument("--async-scheduling", action=argparse.BooleanOptionalAction, default=None,
+                       help="vLLM's async scheduling (default: vLLM's own for the version: on for 0.33.0)")
     group.add_argument("--seed", type=int, help="workload seed")
     group.add_argument("--slo-ttft-ms", type=float, help="TTFT objective for goodput")
     group.add_argument("--slo-tpot-ms", type=float, help="TPOT objective for goodput")

@@ -14,7 +14,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import EngineConfig
+from .config import EngineConfig, vllm_default_async_scheduling
 from .cost_model import CostModel
 from .errors import ConfigError
 from .metrics import SLO
@@ -163,4 +163,14 @@ PRESET_SCENARIOS: dict[str, dict] = {
         "workload": {"num_requests": 1000, "concurrency": 128, "lengths": "sharegpt"},
     },
 }
+
+
+def with_vllm_defaults(data: dict) -> dict:
+    """The scenario with the engine settings it leaves open set as vLLM would for its version
+    (today `async_scheduling`): what `run`, `compare` and the dashboard simulate. Lessons and
+    replays pin their settings instead."""
+    engine = data.setdefault("engine", {})
+    if "async_scheduling" not in engine:
+        engine["async_scheduling"] = vllm_default_async_scheduling(engine)
+    return data
 

@@ -17,7 +17,7 @@ from app.main import create_app
 from app.schemas import CompatModel, EngineModel, WorkloadModel
 from app.settings import Settings
 from scheduler_core.config import EngineConfig, VllmCompat
-from scheduler_core.scenario import PRESET_SCENARIOS, Scenario
+from scheduler_core.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 from scheduler_core.workload import WorkloadConfig
 
 # Every field of a scenario given explicitly, none of them at its default.
@@ -36,7 +36,8 @@ FULL_SCENARIO = {
         "compat": {"full_prompt_admission": False, "long_prefill_cap_lifted_when_alone": False,
                    "unchunked_prompt_blocks_queue": False, "skipped_requests_keep_order": False,
                    "unhashed_blocks_reused_first": False, "priority_victim_unscheduled": False,
-                   "usage_excludes_null_block": False},
+                   "usage_excludes_null_block": False, "prompt_leaves_room_for_output": False},
+        "async_scheduling": False,
     },
     "workload": {
         "num_requests": 50, "arrival": "gamma", "arrival_rate": 20.0, "arrival_cv": 2.0, "concurrency": 0,
@@ -100,9 +101,10 @@ def fresh_simulation(scenario: dict, num_steps: int):
 
 
 def default_scenario() -> dict:
+    """The default preset as a session runs it: with vLLM's defaults for what it leaves open."""
     data = json.loads(json.dumps(PRESET_SCENARIOS["default"]))
     data["name"] = "default"
-    return data
+    return with_vllm_defaults(data)
 
 
 # -- creating sessions ---------------------------------------------------------------------
@@ -346,11 +348,13 @@ def test_api_models_have_exactly_the_core_fields(model, dataclass):
     (EngineModel, EngineConfig), (WorkloadModel, WorkloadConfig), (CompatModel, VllmCompat),
 ])
 def test_api_model_defaults_equal_the_core_defaults(model, dataclass):
-    """Defaults agree too (except num_gpu_blocks, which the API leaves empty to size from memory)."""
+    """Defaults agree too (except num_gpu_blocks, which the API leaves empty to size from memory,
+    and async_scheduling, which it leaves empty for vLLM's own default of the chosen version)."""
     api_defaults = model().model_dump()
     core_defaults = dataclasses.asdict(dataclass())
-    api_defaults.pop("num_gpu_blocks", None)
-    core_defaults.pop("num_gpu_blocks", None)
+    for left_to_the_server in ("num_gpu_blocks", "async_scheduling"):
+        api_defaults.pop(left_to_the_server, None)
+        core_defaults.pop(left_to_the_server, None)
 
     assert api_defaults == core_defaults
 

@@ -12,7 +12,7 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
 from scheduler_core.lessons import evaluate, fill
 from scheduler_core.perfetto import PerfettoWriter
-from scheduler_core.scenario import PRESET_SCENARIOS, Scenario
+from scheduler_core.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 
 from ..frames import finite, record_view
 from ..live import LiveSession, SessionManager
@@ -64,7 +64,7 @@ def scenario_from(body: SessionCreate) -> Scenario:
         data["name"] = name
     if body.seed is not None:
         data.setdefault("workload", {})["seed"] = body.seed
-    return Scenario.from_dict(data)
+    return Scenario.from_dict(with_vllm_defaults(data))
 
 
 def session_urls(request: Request, live: LiveSession) -> SessionCreated:
