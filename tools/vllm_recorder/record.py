@@ -1,0 +1,364 @@
+"""Drive vLLM's own V1 Scheduler (or AsyncScheduler) over a servescope trace with a fake model, on
+CPU, and write the step log servescope's `replay` must reproduce byte for byte.
+
+Run with a Python that has vLLM installed (see README.md), never the project's own venv:
+    python tools/vllm_recorder/record.py TRACE.json.gz OUT.jsonl.gz [--async-scheduling]
+        [--speculative-config JSON] [--acceptance-seed N]
+
+vLLM is used as a library: its Scheduler, KV cache manager and request types are imported, not
+copied. What this file adds is the fake model (every request whose scheduled chunk reaches the end
+of its known tokens samples token id 1; drafts are accepted by a seeded per-position draw) and, for
+async scheduling, the engine loop's order of schedule() and update_from_output() with a batch
+queue of two, as in `EngineCore.step_with_batch_queue`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import sys
+import tempfile
+from collections import deque
+from pathlib import Path
+
+import torch
+
+import vllm
+from vllm.config import CacheConfig, DeviceConfig, ModelConfig, SchedulerConfig, VllmConfig
+from vllm.sampling_params import SamplingParams
+from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
+from vllm.v1.core.sched.scheduler import Scheduler
+from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
+from vllm.v1.outputs import ModelRunnerOutput
+from vllm.v1.request import Request, RequestStatus
+from vllm.v1.structured_output import StructuredOutputManager
+
+SAMPLED_TOKEN_ID = 1
+DRAFT_TOKEN_ID = 1
+
+# A tiny model config: the scheduler needs a ModelConfig, never the weights.
+FAKE_MODEL_CONFIG = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
+    "intermediate_size": 128, "num_attention_heads": 2, "num_key_value_heads": 1,
+    "num_hidden_layers": 1, "vocab_size": 1024, "max_position_embeddings": 1 << 20,
+    "torch_dtype": "float16", "rms_norm_eps": 1e-6,
+}
+
+
+def load(path: str) -> dict:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+def build_scheduler(config: dict, async_scheduling: bool, speculative_config: dict | None) -> Scheduler:
+    model_dir = tempfile.mkdtemp(prefix="fake-model-")
+    Path(model_dir, "config.json").write_text(json.dumps(FAKE_MODEL_CONFIG))
+    model_config = ModelConfig(model=model_dir, skip_tokenizer_init=True, max_model_len=config["max_model_len"],
+                               dtype="float16", seed=0)
+    scheduler_config = SchedulerConfig(
+        max_num_seqs=config["max_num_seqs"],
+        max_num_batched_tokens=config["max_num_batched_tokens"],
+        max_model_len=config["max_model_len"],
+        enable_chunked_prefill=config["enable_chunked_prefill"],
+        long_prefill_token_threshold=config.get("long_prefill_token_threshold", 0),
+        policy=config.get("policy", "fcfs"),
+        async_scheduling=async_scheduling,
+        is_encoder_decoder=False,
+    )
+    cache_config = CacheConfig(block_size=config["block_size"], enable_prefix_caching=config["enable_prefix_caching"])
+    cache_config.num_gpu_blocks = config["num_gpu_blocks"]
+    spec = None
+    if speculative_config:
+        from vllm.config import SpeculativeConfig
+
+        spec = SpeculativeConfig(**speculative_config, target_model_config=model_config)
+    # The scheduler never touches a device; naming one skips vLLM's platform detection.
+    vllm_config = VllmConfig(model_config=model_config, cache_config=cache_config, device_config=DeviceConfig("cpu"),
+                             scheduler_config=scheduler_config, speculative_config=spec)
+    kv_cache_config = KVCacheConfig(
+        num_blocks=config["num_gpu_blocks"],
+        kv_cache_tensors=[],
+        kv_cache_groups=[KVCacheGroupSpec(["layer.0"], FullAttentionSpec(
+            block_size=config["block_size"], num_kv_heads=1, head_size=32, dtype=torch.float16))],
+    )
+    if async_scheduling:
+        from vllm.v1.core.sched.async_scheduler import AsyncScheduler as cls
+    else:
+        cls = Scheduler
+    return cls(vllm_config=vllm_config, kv_cache_config=kv_cache_config,
+               structured_output_manager=StructuredOutputManager(vllm_config),
+               block_size=config["block_size"], log_stats=True)
+
+
+class FakeModel:
+    """Samples token 1 for each scheduled request whose chunk reaches the end of its known tokens
+    (and placeholders); with drafts scheduled, accepts each position i with probability
+    `acceptance_rate[i]`, stopping at the first rejection, from a draw seeded by
+    (seed, request id, how many verifications that request has had)."""
+
+    def __init__(self, acceptance_rate: list[float], seed: int):
+        self.acceptance_rate = acceptance_rate
+        self.seed = seed
+        self.num_verifications: dict[str, int] = {}
+
+    def num_accepted(self, request_id: str, num_drafts: int) -> int:
+        index = self.num_verifications.get(request_id, 0)
+        self.num_verifications[request_id] = index + 1
+        rng = random.Random(f"{self.seed}:{request_id}:{index}")
+        accepted = 0
+        while accepted < num_drafts and rng.random() < self.acceptance_rate[accepted]:
+            accepted += 1
+        return accepted
+
+    def run(self, scheduler: Scheduler, output) -> tuple[ModelRunnerOutput, list[str]]:
+        """Decide this batch's tokens at schedule time, from the state schedule() left."""
+        req_ids = list(output.num_scheduled_tokens)
+        sampled_token_ids = []
+        samplers = []
+        for rid in req_ids:
+            request = scheduler.requests[rid]
+            if is_prefill_chunk(request):
+                sampled_token_ids.append([])
+                continue
+            drafts = output.scheduled_spec_decode_tokens.get(rid, ())
+            accepted = self.num_accepted(rid, len(drafts)) if drafts else 0
+            sampled_token_ids.append([SAMPLED_TOKEN_ID] * (accepted + 1))
+            samplers.append(rid)
+        model_output = ModelRunnerOutput(req_ids=req_ids, req_id_to_index={rid: i for i, rid in enumerate(req_ids)},
+                                         sampled_token_ids=sampled_token_ids)
+        return model_output, samplers
+
+
+def is_prefill_chunk(request: Request) -> bool:
+    if hasattr(request, "is_prefill_chunk"):
+        return request.is_prefill_chunk
+    return request.num_computed_tokens < request.num_tokens  # releases before the flag existed
+
+
+def make_requests(trace: dict, config: dict) -> list[tuple[int, dict]]:
+    """(arrival_step, entry) in arrival order; ids as strings and priorities as ints, as vLLM types them."""
+    entries = [{**e, "id": str(e["id"]), "priority": int(e.get("priority", 0))} for e in trace["requests"]]
+    return sorted(((e["arrival_step"], e) for e in entries), key=lambda item: item[0])
+
+
+class Recorder:
+    def __init__(self, trace: dict, async_scheduling: bool, speculative_config: dict | None,
+                 acceptance_rate: list[float], seed: int):
+        self.config = trace["config"]
+        self.scheduler = build_scheduler(self.config, async_scheduling, speculative_config)
+        self.model = FakeModel(acceptance_rate, seed)
+        self.pending = deque(make_requests(trace, self.config))
+        self.arrival_index = 0
+        self.num_spec_tokens = (speculative_config or {}).get("num_speculative_tokens", 0)
+        self.block_hasher = None
+        # The output holds preemptions as a set; the log lists them in the order they happened.
+        self.preempted_this_schedule: list[str] = []
+        preempt = self.scheduler._preempt_request
+
+        def observed_preempt(request, *args, **kwargs):
+            self.preempted_this_schedule.append(request.request_id)
+            return preempt(request, *args, **kwargs)
+
+        self.scheduler._preempt_request = observed_preempt
+        if self.config["enable_prefix_caching"]:
+            from vllm.utils.hashing import sha256
+
+            init_none_hash(sha256)
+            self.block_hasher = get_request_block_hasher(self.config["block_size"], sha256)
+
+    def add_arrivals(self, step: int) -> list[str]:
+        arrived = []
+        while self.pending and self.pending[0][0] <= step:
+            entry = self.pending.popleft()[1]
+            params = SamplingParams(max_tokens=entry["max_tokens"], ignore_eos=True)
+            self.scheduler.add_request(Request(
+                entry["id"], list(entry["prompt_token_ids"]), params, None,
+                arrival_time=step + 1e-6 * self.arrival_index, priority=entry["priority"],
+                block_hasher=self.block_hasher))
+            arrived.append(entry["id"])
+            self.arrival_index += 1
+        return arrived
+
+    def free_blocks(self) -> int:
+        return self.scheduler.kv_cache_manager.block_pool.get_num_free_blocks()
+
+    def schedule(self):
+        """schedule(), noting which admissions are first admissions and which resumptions (the
+        output's own lists follow what the workers need, not the request's history)."""
+        before = {request.request_id: request.status for request in self.waiting_requests()}
+        output = self.scheduler.schedule()
+        admitted = [rid for rid in output.num_scheduled_tokens if rid in before]
+        self.new = [rid for rid in admitted if before[rid] == RequestStatus.WAITING]
+        self.resumed = [rid for rid in admitted if before[rid] != RequestStatus.WAITING]
+        return output
+
+    def waiting_requests(self) -> list[Request]:
+        scheduler = self.scheduler
+        queues = [scheduler.waiting] + [getattr(scheduler, name) for name in ("kv_holding_waiting",) if hasattr(scheduler, name)]
+        return [request for queue in queues for request in queue]
+
+    def schedule_fields(self, output) -> dict:
+        requests = self.scheduler.requests
+        admitted = self.new + self.resumed
+        fields = {
+            "scheduled": dict(output.num_scheduled_tokens),
+            "total_tokens": output.total_num_scheduled_tokens,
+            "new": self.new,
+            "resumed": self.resumed,
+            # Tokens already computed at admission (prefix-cache hits).
+            "cached_tokens": {rid: requests[rid].num_computed_tokens - output.num_scheduled_tokens[rid]
+                              for rid in admitted},
+            "preempted": self.preempted_this_schedule,
+        }
+        self.preempted_this_schedule = []
+        return fields
+
+    def update(self, output, model_output) -> dict:
+        requests = self.scheduler.requests
+        before = {rid: len(requests[rid].output_token_ids) for rid in model_output.req_ids if rid in requests}
+        objects = {rid: requests[rid] for rid in before}
+        engine_outputs = self.scheduler.update_from_output(output, model_output)
+        sampled = [rid for rid, n in before.items() if len(objects[rid].output_token_ids) > n]
+        finished = [o.request_id for outs in engine_outputs.values() for o in outs.outputs if o.finish_reason is not None]
+        return {"sampled": sampled, "finished": finished}
+
+    def gauges(self) -> dict:
+        num_running, num_waiting = self.scheduler.get_request_counts()
+        return {"num_free_blocks": self.free_blocks(),
+                "kv_usage": round(self.scheduler.kv_cache_manager.usage, 6),
+                "num_running": num_running, "num_waiting": num_waiting}
+
+    def propose_drafts(self, samplers: list[str]) -> None:
+        """The synchronous engine's post_step: the drafter proposes K tokens per request that sampled."""
+        if not self.num_spec_tokens or not samplers:
+            return
+        from vllm.v1.outputs import DraftTokenIds
+
+        self.scheduler.update_draft_token_ids(
+            DraftTokenIds(samplers, [[DRAFT_TOKEN_ID] * self.num_spec_tokens for _ in samplers]))
+
+    def run_sync(self):
+        """One line per step: arrivals, schedule(), the model, update_from_output()."""
+        step = 0
+        while step == 0 or self.pending or self.scheduler.has_unfinished_requests():
+            arrivals = self.add_arrivals(step)
+            output = self.schedule()
+            model_output, samplers = self.model.run(self.scheduler, output)
+            line = {"step": step, "arrivals": arrivals, **self.schedule_fields(output)}
+            free_after_schedule = self.free_blocks()
+            update = self.update(output, model_output)
+            if output.total_num_scheduled_tokens > 0:
+                self.propose_drafts(update["sampled"])
+            line.update(update)
+            line["num_free_blocks_after_schedule"] = free_after_schedule
+            line.update(self.gauges())
+            yield line
+            step += 1
+
+    def run_async(self, batch_queue_size: int = 2):
+        """One line per pass of EngineCore.step_with_batch_queue: schedule a new batch if the queue
+        has room; return at once if it was not full and there is more to do; else complete the
+        oldest batch (update_from_output)."""
+        queue: deque = deque()
+        step = 0
+        while True:
+            arrivals = self.add_arrivals(step)
+            line = {"step": step, "arrivals": arrivals, "scheduled": {}, "total_tokens": 0, "new": [], "resumed": [],
+                    "cached_tokens": {}, "preempted": [], "sampled": [], "finished": []}
+            scheduler = self.scheduler
+            complete = True
+            if scheduler.has_requests():
+                output = self.schedule()
+                model_output, _ = self.model.run(scheduler, output)
+                line.update(self.schedule_fields(output))
+                model_executed = output.total_num_scheduled_tokens > 0
+                queue.appendleft((output, model_output))
+                if len(queue) < batch_queue_size and (model_executed or scheduler.has_requests()):
+                    complete = False
+            elif not queue:
+                complete = False
+            line["num_free_blocks_after_schedule"] = self.free_blocks()
+            if complete:
+                output, model_output = queue.pop()
+                line.update(self.update(output, model_output))
+            line.update(self.gauges())
+            # Fields added for the async loop, after today's.
+            line["num_batches_in_flight"] = len(queue)
+            yield line
+            if not self.pending and not scheduler.has_unfinished_requests():
+                return  # the pass whose update finished the last request (or an empty trace's one pass)
+            step += 1
+
+
+def record_lines(trace_path: str, async_scheduling: bool = False, speculative_config: dict | None = None,
+                 acceptance_rate: list[float] | None = None, acceptance_seed: int = 0) -> str:
+    """The log of one run, as the text of a JSONL file."""
+    trace = load(trace_path)
+    rate = acceptance_rate or trace.get("acceptance_rate") or []
+    recorder = Recorder(trace, async_scheduling, speculative_config, rate, acceptance_seed)
+    lines = recorder.run_async() if async_scheduling else recorder.run_sync()
+    return "".join(json.dumps(line, separators=(", ", ": ")) + "\n" for line in lines)
+
+
+def write(path: str, text: str) -> None:
+    if path.endswith(".gz"):
+        # mtime 0: the same log gives the same bytes.
+        with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
+            f.write(text.encode())
+    else:
+        Path(path).write_text(text)
+
+
+def read(path: str) -> str:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return f.read()
+
+
+def run_manifest(manifest_path: str, root: Path, check: bool, only: str | None) -> int:
+    """Record (or, with --check, compare against the committed log) every run of the manifest
+    made with the installed vLLM version."""
+    failures = 0
+    for run in json.loads(Path(manifest_path).read_text())["runs"]:
+        if run["vllm"] != vllm.__version__ or (only and only not in run["out"]):
+            continue
+        text = record_lines(str(root / run["trace"]), run.get("async_scheduling", False),
+                            run.get("speculative_config"), run.get("acceptance_rate"), run.get("acceptance_seed", 0))
+        out = str(root / run["out"])
+        if check:
+            same = Path(out).exists() and read(out) == text
+            failures += not same
+            print(f"{'same' if same else 'DIFFERENT'}: {run['out']} ({text.count(chr(10))} lines)", flush=True)
+        else:
+            write(out, text)
+            print(f"wrote {run['out']} ({text.count(chr(10))} lines)", flush=True)
+    return 1 if failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trace", nargs="?", help="one trace to record (or use --manifest)")
+    parser.add_argument("out", nargs="?")
+    parser.add_argument("--async-scheduling", action="store_true")
+    parser.add_argument("--speculative-config", type=json.loads, default=None)
+    parser.add_argument("--acceptance-rate", type=json.loads, default=None,
+                        help="JSON list: probability of accepting draft position i")
+    parser.add_argument("--acceptance-seed", type=int, default=0)
+    parser.add_argument("--manifest", help="record every run listed in this JSON file (see fixtures.json)")
+    parser.add_argument("--check", action="store_true", help="with --manifest: compare instead of writing")
+    parser.add_argument("--only", help="with --manifest: only runs whose log name contains this")
+    args = parser.parse_args(argv)
+    if args.manifest:
+        return run_manifest(args.manifest, Path(__file__).resolve().parents[2], args.check, args.only)
+    text = record_lines(args.trace, args.async_scheduling, args.speculative_config, args.acceptance_rate,
+                        args.acceptance_seed)
+    write(args.out, text)
+    print(f"vLLM {vllm.__version__}: wrote {text.count(chr(10))} lines to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
