@@ -23,6 +23,7 @@ from .report import format_comparison, format_report
 from .scenario import PRESET_SCENARIOS, Scenario, apply_assignments, parse_assignment, with_vllm_defaults
 from .scheduler import SchedulerError
 from .simulation import Simulation, SimulationStalled
+from .spec_decode import SpeculativeConfig
 from .workload import NAMED_LENGTHS
 
 SWITCHES = [f.name for f in fields(VllmCompat)]
@@ -50,7 +51,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.switch:
         compat = VllmCompat(**{**compat.__dict__, **dict(args.switch)})
     trace = load_trace(args.trace)
-    lines = replay(trace, args.vllm_version, compat, max_steps=args.max_steps, async_scheduling=args.async_scheduling)
+    spec = SpeculativeConfig.from_json(args.speculative_config) if args.speculative_config else None
+    lines = replay(trace, args.vllm_version, compat, max_steps=args.max_steps, async_scheduling=args.async_scheduling,
+                   speculative_config=spec)
     num_steps = write_log(lines, args.out)
     print(f"wrote {num_steps} steps to {args.out}", file=sys.stderr)
     return 0
@@ -347,6 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="vLLM's async scheduling (AsyncScheduler + a batch queue of two): one log line per "
                         "pass of the engine loop; off by default, since the recordings of the synchronous "
                         "Scheduler are what replay checks")
+    p.add_argument("--speculative-config", metavar="JSON",
+                   help='vLLM\'s speculative decoding config, e.g. \'{"method": "eagle", "num_speculative_tokens": 3}\', '
+                        'plus servescope\'s "acceptance_rate" (per position) and "acceptance_seed"')
     p.add_argument("--max-steps", type=int, default=None,
                    help="stop with an error after this many steps (default: generous, from the trace's size)")
     p.set_defaults(func=cmd_replay)

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field, fields
 
 from .errors import ConfigError
+from .spec_decode import SpeculativeConfig
 
 POLICIES = ("vllm-v1", "vllm-v0", "static")
 SCHEDULING_ORDERS = ("fcfs", "priority")
@@ -89,6 +90,8 @@ class EngineConfig:
     # vLLM's `async_scheduling`: schedule step N+1 while step N runs (AsyncScheduler with a batch
     # queue of two). Off here; `resolve_async_scheduling` gives vLLM's own default.
     async_scheduling: bool = False
+    # vLLM's `speculative_config` (None: no drafts).
+    speculative_config: SpeculativeConfig | None = None
 
     def __post_init__(self) -> None:
         positive = ("block_size", "num_gpu_blocks", "max_num_seqs", "max_num_batched_tokens", "max_model_len")
@@ -148,6 +151,8 @@ class EngineConfig:
                 if key not in compat_known:
                     raise ConfigError(f"compat.{key}", "unknown vLLM compatibility switch")
             data["compat"] = VllmCompat(**data["compat"])
+        if isinstance(data.get("speculative_config"), dict):
+            data["speculative_config"] = SpeculativeConfig.from_json(data["speculative_config"])
         return cls(**data)
 
 

@@ -122,11 +122,13 @@ class KVCacheManager:
         num_new_computed_tokens: int = 0,
         new_computed_blocks: Sequence[int] = (),
         full_sequence_must_fit: bool = False,
+        num_lookahead_tokens: int = 0,
     ) -> list[int] | None:
         """Give the request slots for `num_new_tokens` more tokens; None if the pool is too short.
 
         `full_sequence_must_fit` is vLLM 0.33's admission gate: the free blocks must cover the
-        request's whole current context, not just this chunk.
+        request's whole current context, not just this chunk. `num_lookahead_tokens` are slots past
+        the new tokens that a speculative drafter writes KV into.
         """
         request_id = request.request_id
         num_computed_tokens = min(request.num_computed_tokens + num_new_computed_tokens, self.max_model_len)
@@ -135,7 +137,7 @@ class KVCacheManager:
             full_num_tokens = min(request.num_tokens, self.max_model_len)
             if self.num_blocks_to_allocate(request_id, full_num_tokens, new_computed_blocks) > free:
                 return None
-        num_tokens_need_slot = min(num_computed_tokens + num_new_tokens, self.max_model_len)
+        num_tokens_need_slot = min(num_computed_tokens + num_new_tokens + num_lookahead_tokens, self.max_model_len)
         if self.num_blocks_to_allocate(request_id, num_tokens_need_slot, new_computed_blocks) > free:
             return None
 

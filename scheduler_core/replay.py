@@ -18,6 +18,7 @@ from .config import EngineConfig, VllmCompat
 from .errors import ConfigError
 from .policies.vllm_v1 import VllmV1Scheduler
 from .engine_loop import BatchQueueLoop
+from .spec_decode import SpeculativeConfig
 from .request import Request
 from .scheduler import SchedulerOutput, UpdateResult
 from .simulation import SimulationStalled
@@ -111,6 +112,7 @@ def replay(
     compat: VllmCompat | None = None,
     max_steps: int | None = None,
     async_scheduling: bool = False,
+    speculative_config: SpeculativeConfig | None = None,
 ) -> Iterator[dict]:
     """Yield one log line (a dict in the oracle's field order) per step until every request finishes.
 
@@ -121,7 +123,9 @@ def replay(
     end stops with `SimulationStalled`: at once when a step changes nothing and nothing is left
     to arrive, otherwise after `max_steps` (default: `default_step_limit`).
     """
-    config = engine_config_from_trace(trace, vllm_version, compat).replace(async_scheduling=async_scheduling)
+    config = engine_config_from_trace(trace, vllm_version, compat).replace(
+        async_scheduling=async_scheduling, speculative_config=speculative_config
+    )
     entries = requests_from_trace(trace)
     check_prompt_lengths(entries, config)
     if max_steps is None:
@@ -157,7 +161,12 @@ def replay(
             output = scheduler.schedule(now=float(step))
             free_after_schedule = output.num_free_blocks_after_schedule
             result = scheduler.update_from_output(output, now=float(step))
-            yield log_line(step, arrivals, output, result, free_after_schedule, scheduler)
+            line = log_line(step, arrivals, output, result, free_after_schedule, scheduler)
+            if speculative_config:
+                # Added after today's fields: drafts verified this step, and how many were accepted.
+                line["spec_tokens"] = dict(output.scheduled_spec_decode_tokens)
+                line["accepted_tokens"] = result.num_accepted
+            yield line
         else:
             engine_pass = loop.step(now=float(step))
             output = engine_pass.scheduled

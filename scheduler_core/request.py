@@ -55,6 +55,7 @@ class Request:
         "num_output_placeholders",
         "num_in_flight_tokens",
         "num_stale_output_tokens",
+        "num_spec_tokens",
     )
 
     def __init__(
@@ -100,6 +101,8 @@ class Request:
         self.num_output_placeholders = 0
         self.num_in_flight_tokens = 0
         self.num_stale_output_tokens = 0
+        # Speculative decoding: draft tokens proposed after its last step, verified by its next.
+        self.num_spec_tokens = 0
 
     @property
     def num_tokens(self) -> int:

@@ -15,6 +15,7 @@ from .contiguous import ContiguousKVCacheManager
 from .kv_cache_manager import KVCacheManager, SwapSpace
 from .request import Request, RequestStatus
 from .request_queue import create_request_queue
+from .spec_decode import AcceptanceModel, SpecDecodeStats
 
 
 class SchedulerError(RuntimeError):
@@ -40,6 +41,8 @@ class SchedulerOutput:
     num_free_blocks_after_schedule: int = 0
     # Requests whose scheduled chunk reaches the end of their tokens: the model samples for them.
     sampling_reqs: list[str] = field(default_factory=list)
+    # request id -> draft tokens verified in this step (speculative decoding).
+    scheduled_spec_decode_tokens: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_num_scheduled_tokens(self) -> int:
@@ -52,6 +55,8 @@ class UpdateResult:
 
     sampled: list[str]
     finished: list[Request]
+    # request id -> drafts accepted, for each request that had drafts verified.
+    num_accepted: dict[str, int] = field(default_factory=dict)
 
 
 def make_kv_cache_manager(config: EngineConfig) -> KVCacheManager | ContiguousKVCacheManager:
@@ -85,6 +90,9 @@ class Scheduler:
         # Requests finished since the last schedule(): vLLM's engine loop schedules once more to
         # report them (`has_requests`), which the async batch queue makes visible.
         self.has_finished_requests = False
+        spec = config.speculative_config
+        self.acceptance = AcceptanceModel(spec) if spec else None
+        self.spec_stats = SpecDecodeStats()
 
     # -- intake -----------------------------------------------------------------------------
     def add_request(self, request: Request) -> None:
@@ -123,6 +131,7 @@ class Scheduler:
         # Async scheduling: what is still in flight belongs to the discarded computation.
         request.num_stale_output_tokens = request.num_in_flight_tokens
         request.num_output_placeholders = 0
+        request.num_spec_tokens = 0
         # Back to the head of the waiting queue: it was admitted before everything waiting.
         self.waiting.prepend_request(request)
 
@@ -184,6 +193,7 @@ class Scheduler:
         requests = self.requests
         kv = self.kv_cache_manager
         samplers = set(output.sampling_reqs)
+        num_accepted: dict[str, int] = {}
         for rid, num_tokens in output.num_scheduled_tokens.items():
             request = requests.get(rid)
             if request is None:
@@ -195,16 +205,26 @@ class Scheduler:
             if rid not in samplers:
                 continue  # a prefill chunk that has not reached the end of the prompt
             was_running = request.status == RequestStatus.RUNNING
-            request.num_output_tokens += 1
-            request.token_times.append(now)
+            had_placeholders = request.num_output_placeholders > 0
+            num_new_tokens = 1 + self._verify_drafts(output, request, stale, num_accepted)
             sampled.append(rid)
-            if not stale and request.num_output_placeholders > 0:
-                request.num_output_placeholders -= 1
-                if was_running and kv.enable_caching:
-                    # Full blocks of tokens now known can enter the prefix cache.
-                    kv.cache_blocks(request, request.num_computed_tokens - request.num_in_flight_tokens)
-            if request.num_output_tokens >= request.max_tokens or request.num_tokens >= max_model_len:
-                # vLLM's finish reason "length"; the simulated model never samples EOS.
+            stopped = False
+            for num_appended in range(1, num_new_tokens + 1):
+                request.num_output_tokens += 1
+                request.token_times.append(now)
+                if request.num_output_tokens >= request.max_tokens or request.num_tokens >= max_model_len:
+                    # vLLM's finish reason "length"; the simulated model never samples EOS. Tokens
+                    # after it are dropped, and were never computed.
+                    stopped = True
+                    if not stale:
+                        request.num_computed_tokens -= num_new_tokens - num_appended
+                    break
+            if not stale and had_placeholders:
+                request.num_output_placeholders -= num_new_tokens
+            if not stale and was_running and kv.enable_caching and (had_placeholders or self.acceptance):
+                # Full blocks of tokens now known can enter the prefix cache.
+                kv.cache_blocks(request, request.num_computed_tokens - request.num_in_flight_tokens)
+            if stopped:
                 request.status = RequestStatus.FINISHED_LENGTH_CAPPED
             else:
                 continue
@@ -221,7 +241,30 @@ class Scheduler:
             self.running = [r for r in self.running if id(r) not in done]
             self.num_finished += len(finished)
             self.has_finished_requests = True
-        return UpdateResult(sampled, finished)
+        if self.acceptance and not self.config.async_scheduling:
+            # The drafter proposes the next drafts for every request that just sampled.
+            for rid in sampled:
+                if rid in requests:
+                    requests[rid].num_spec_tokens = self.config.speculative_config.num_speculative_tokens
+        return UpdateResult(sampled, finished, num_accepted)
+
+    def _verify_drafts(self, output: SchedulerOutput, request: Request, stale: bool, num_accepted: dict) -> int:
+        """The target model checks the request's drafts: rejected ones are rolled back (they were
+        counted as computed; their KV slots stay allocated and are overwritten). Returns how many
+        were accepted."""
+        num_drafts = output.scheduled_spec_decode_tokens.get(request.request_id, 0)
+        if not num_drafts:
+            return 0
+        accepted = self.acceptance.num_accepted(request.request_id, num_drafts)
+        num_accepted[request.request_id] = accepted
+        if not stale:
+            num_rejected = num_drafts - accepted
+            if request.num_computed_tokens > 0:
+                request.num_computed_tokens -= num_rejected
+            if request.num_output_placeholders > 0:
+                request.num_output_placeholders -= num_rejected
+        self.spec_stats.observe(num_drafts, accepted)
+        return accepted
 
     # -- read-only gauges -------------------------------------------------------------------
     @property

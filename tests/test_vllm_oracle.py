@@ -14,6 +14,7 @@ import pytest
 from scheduler_core.cli import main
 from scheduler_core.config import VllmCompat
 from scheduler_core.replay import load_trace, replay
+from scheduler_core.spec_decode import SpeculativeConfig
 
 ORACLE = Path(__file__).parent / "fixtures" / "vllm_oracle"
 MORE = Path(__file__).parent / "fixtures" / "vllm_oracle_more"
@@ -155,3 +156,53 @@ def test_async_tokens_arrive_a_pass_later_and_a_finishing_request_holds_its_bloc
     finish = next(line for line in lines if "r00" in line["finished"])
     assert "r00" not in finish["scheduled"] and finish["total_tokens"] > 0
     assert lines[finish["step"] - 1]["scheduled"].get("r00") == 1
+
+
+SPEC = Path(__file__).parent / "fixtures" / "vllm_oracle_spec"
+MANIFEST = Path(__file__).parents[1] / "tools" / "vllm_recorder" / "fixtures.json"
+
+
+def spec_runs():
+    for run in json.loads(MANIFEST.read_text())["runs"]:
+        if "speculative_config" in run:
+            yield pytest.param(run, id=Path(run["out"]).name[len("out_"):-len(".jsonl.gz")])
+
+
+def spec_config_json(run: dict) -> str:
+    """The run's vLLM speculative config with the recording's acceptance model."""
+    return json.dumps({**run["speculative_config"], "acceptance_rate": run["acceptance_rate"],
+                       "acceptance_seed": run["acceptance_seed"]})
+
+
+@pytest.mark.parametrize("run", list(spec_runs()))
+def test_speculative_replay_matches_vllm_byte_for_byte(run):
+    """vLLM 0.33.0's Scheduler with n-gram drafts (K = 1, 3, 5; memory pressure; prefix caching),
+    the fake model accepting each draft position with a seeded draw: same steps, same rollbacks."""
+    root = MANIFEST.parents[2]
+    with gzip.open(root / run["out"], "rt") as f:
+        expected = f.read()
+    spec = SpeculativeConfig.from_json(spec_config_json(run))
+    lines = replay(load_trace(root / run["trace"]), speculative_config=spec)
+    assert "".join(json.dumps(line, separators=(", ", ": ")) + "\n" for line in lines) == expected
+
+
+def test_replay_command_speculative_config_flag(tmp_path):
+    run = next(iter(spec_runs())).values[0]
+    root = MANIFEST.parents[2]
+    out = tmp_path / "log.jsonl"
+    assert main(["replay", str(root / run["trace"]), "--out", str(out), "--speculative-config", spec_config_json(run)]) == 0
+    with gzip.open(root / run["out"], "rt") as f:
+        assert out.read_text() == f.read()
+
+
+def test_drafts_cut_the_step_count_and_rejections_roll_back():
+    """With 3 drafts a position, decoding takes fewer steps; a step with a rejected draft leaves
+    the request's next schedule one token (the bonus token) past what it accepted."""
+    plain = list(replay(trace("a_ample_chunked")))
+    spec = SpeculativeConfig("ngram", 3, (0.8, 0.7, 0.6), 0)
+    drafted = list(replay(trace("a_ample_chunked"), speculative_config=spec))
+    assert len(drafted) < len(plain)
+    rejected = next(line for line in drafted if any(n < 3 for n in line["accepted_tokens"].values()))
+    rid, accepted = next((r, n) for r, n in rejected["accepted_tokens"].items() if n < 3)
+    following = drafted[rejected["step"] + 1]
+    assert following["scheduled"][rid] == 1 + following["spec_tokens"].get(rid, 0)

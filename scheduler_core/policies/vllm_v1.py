@@ -33,6 +33,8 @@ class VllmV1Scheduler(Scheduler):
         # flight to make room for new prompts (the stall that chunked prefill removes).
         running = self.running
         req_index = 0
+        spec = config.speculative_config
+        lookahead = spec.num_lookahead_tokens if spec else 0
         while req_index < len(running) and token_budget > 0:
             request = running[req_index]
             if self._last_token_in_flight(request):
@@ -40,7 +42,8 @@ class VllmV1Scheduler(Scheduler):
                 continue
             # Under async scheduling, placeholders count as known tokens: a decode is scheduled
             # before the previous step's token is back.
-            num_new_tokens = request.num_tokens + request.num_output_placeholders - request.num_computed_tokens
+            num_new_tokens = (request.num_tokens + request.num_spec_tokens + request.num_output_placeholders
+                              - request.num_computed_tokens)
             if 0 < long_prefill_threshold < num_new_tokens:
                 num_new_tokens = long_prefill_threshold
             num_new_tokens = min(num_new_tokens, token_budget, config.max_model_len - 1 - request.num_computed_tokens)
@@ -48,7 +51,7 @@ class VllmV1Scheduler(Scheduler):
                 req_index += 1
                 continue
 
-            while (new_blocks := kv.allocate_slots(request, num_new_tokens)) is None:
+            while (new_blocks := kv.allocate_slots(request, num_new_tokens, num_lookahead_tokens=lookahead)) is None:
                 # Out of blocks: preempt the lowest-priority running request and retry. Under
                 # FCFS that is the newest (last) one, which may be this request itself.
                 if by_priority:
@@ -57,6 +60,7 @@ class VllmV1Scheduler(Scheduler):
                     del running[victim_index]
                     if victim.request_id in num_scheduled and compat.priority_victim_unscheduled:
                         token_budget += num_scheduled.pop(victim.request_id)
+                        output.scheduled_spec_decode_tokens.pop(victim.request_id, None)
                     if victim_index < req_index and compat.priority_victim_unscheduled:
                         req_index -= 1
                 else:
@@ -74,6 +78,7 @@ class VllmV1Scheduler(Scheduler):
             num_scheduled[request.request_id] = num_new_tokens
             token_budget -= num_new_tokens
             req_index += 1
+            self._schedule_drafts(request, num_new_tokens, output)
 
         # 2. Requests preempted by swapping come back before anything new is admitted.
         if not output.preempted_reqs:
@@ -93,6 +98,17 @@ class VllmV1Scheduler(Scheduler):
         if not compat.priority_victim_unscheduled:
             self._check_victims_left_scheduled(output)
         return self._finish_schedule(output, now)
+
+    @staticmethod
+    def _schedule_drafts(request: Request, num_new_tokens: int, output: SchedulerOutput) -> None:
+        """Speculative decoding: the tokens scheduled past the known ones are drafts to verify
+        (fewer than proposed when the budget or max_model_len cut the chunk)."""
+        if not request.num_spec_tokens:
+            return
+        num_drafts = num_new_tokens + request.num_computed_tokens - request.num_tokens - request.num_output_placeholders
+        if num_drafts > 0:
+            output.scheduled_spec_decode_tokens[request.request_id] = min(num_drafts, request.num_spec_tokens)
+        request.num_spec_tokens = 0  # the drafter proposes afresh after this step
 
     @staticmethod
     def _last_token_in_flight(request: Request) -> bool:
@@ -146,6 +162,7 @@ class VllmV1Scheduler(Scheduler):
                 num_cached_tokens,
                 computed_blocks,
                 full_sequence_must_fit=compat.full_prompt_admission,
+                num_lookahead_tokens=config.speculative_config.num_lookahead_tokens if config.speculative_config else 0,
             )
             if new_blocks is None:
                 # Head-of-line blocking: vLLM does not look past a request that does not fit.

@@ -72,9 +72,10 @@ def build_scheduler(config: dict, async_scheduling: bool, speculative_config: di
     cache_config.num_gpu_blocks = config["num_gpu_blocks"]
     spec = None
     if speculative_config:
-        from vllm.config import SpeculativeConfig
+        from vllm.config import ParallelConfig, SpeculativeConfig
 
-        spec = SpeculativeConfig(**speculative_config, target_model_config=model_config)
+        spec = SpeculativeConfig(**speculative_config, target_model_config=model_config,
+                                 target_parallel_config=ParallelConfig())
     # The scheduler never touches a device; naming one skips vLLM's platform detection.
     vllm_config = VllmConfig(model_config=model_config, cache_config=cache_config, device_config=DeviceConfig("cpu"),
                              scheduler_config=scheduler_config, speculative_config=spec)
@@ -113,11 +114,12 @@ class FakeModel:
             accepted += 1
         return accepted
 
-    def run(self, scheduler: Scheduler, output) -> tuple[ModelRunnerOutput, list[str]]:
+    def run(self, scheduler: Scheduler, output) -> tuple[ModelRunnerOutput, list[str], dict[str, int]]:
         """Decide this batch's tokens at schedule time, from the state schedule() left."""
         req_ids = list(output.num_scheduled_tokens)
         sampled_token_ids = []
         samplers = []
+        accepted_by_request = {}
         for rid in req_ids:
             request = scheduler.requests[rid]
             if is_prefill_chunk(request):
@@ -125,11 +127,13 @@ class FakeModel:
                 continue
             drafts = output.scheduled_spec_decode_tokens.get(rid, ())
             accepted = self.num_accepted(rid, len(drafts)) if drafts else 0
+            if drafts:
+                accepted_by_request[rid] = accepted
             sampled_token_ids.append([SAMPLED_TOKEN_ID] * (accepted + 1))
             samplers.append(rid)
         model_output = ModelRunnerOutput(req_ids=req_ids, req_id_to_index={rid: i for i, rid in enumerate(req_ids)},
                                          sampled_token_ids=sampled_token_ids)
-        return model_output, samplers
+        return model_output, samplers, accepted_by_request
 
 
 def is_prefill_chunk(request: Request) -> bool:
@@ -246,7 +250,7 @@ class Recorder:
         while step == 0 or self.pending or self.scheduler.has_unfinished_requests():
             arrivals = self.add_arrivals(step)
             output = self.schedule()
-            model_output, samplers = self.model.run(self.scheduler, output)
+            model_output, samplers, accepted = self.model.run(self.scheduler, output)
             line = {"step": step, "arrivals": arrivals, **self.schedule_fields(output)}
             free_after_schedule = self.free_blocks()
             update = self.update(output, model_output)
@@ -255,6 +259,11 @@ class Recorder:
             line.update(update)
             line["num_free_blocks_after_schedule"] = free_after_schedule
             line.update(self.gauges())
+            if self.num_spec_tokens:
+                # Fields added for speculative decoding, after today's: drafts verified this step
+                # and how many of each request's were accepted.
+                line["spec_tokens"] = {rid: len(t) for rid, t in output.scheduled_spec_decode_tokens.items()}
+                line["accepted_tokens"] = accepted
             yield line
             step += 1
 
@@ -272,7 +281,7 @@ class Recorder:
             complete = True
             if scheduler.has_requests():
                 output = self.schedule()
-                model_output, _ = self.model.run(scheduler, output)
+                model_output, _, _ = self.model.run(scheduler, output)
                 line.update(self.schedule_fields(output))
                 model_executed = output.total_num_scheduled_tokens > 0
                 queue.appendleft((output, model_output))
