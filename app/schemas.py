@@ -28,6 +28,14 @@ class CompatModel(Strict):
     prompt_leaves_room_for_output: bool = Field(True, description="A prompt of max_model_len tokens is refused")
 
 
+class SpeculativeModel(Strict):
+    method: Literal["ngram", "eagle", "eagle3", "mtp", "draft_model"] = Field("eagle", description="Drafter")
+    num_speculative_tokens: int = Field(3, ge=1, le=16, description="Draft tokens per step (K)")
+    acceptance_rate: list[float] = Field(default_factory=list, max_length=16,
+                                         description="P(accept) per draft position (empty: published default)")
+    acceptance_seed: int = Field(0, description="Seed of the acceptance draws")
+
+
 class EngineModel(Strict):
     block_size: int = Field(16, ge=1, le=256, description="Tokens per KV block")
     num_gpu_blocks: int | None = Field(None, ge=2, description="KV blocks (empty: sized from GPU memory)")
@@ -44,6 +52,7 @@ class EngineModel(Strict):
     kv_allocator: Literal["paged", "contiguous"] = Field("paged", description="PagedAttention or reserve max length")
     compat: CompatModel = Field(default_factory=CompatModel)
     async_scheduling: bool | None = Field(None, description="Schedule the next step while one runs (empty: vLLM's default)")
+    speculative_config: SpeculativeModel | None = Field(None, description="Speculative decoding (empty: none)")
 
 
 class WorkloadModel(Strict):

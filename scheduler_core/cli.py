@@ -136,6 +136,8 @@ def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) 
         data["slo_tpot_s"] = args.slo_tpot_ms / 1e3
     if args.async_scheduling is not None:
         engine["async_scheduling"] = args.async_scheduling
+    if args.speculative_config is not None:
+        engine["speculative_config"] = json.loads(json.dumps(SpeculativeConfig.from_json(args.speculative_config).__dict__))
     apply_assignments(data, assignments)
     return Scenario.from_dict(with_vllm_defaults(data), name=name)
 
@@ -293,6 +295,8 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--vllm-version", choices=sorted(VLLM_PROFILES))
     group.add_argument("--async-scheduling", action=argparse.BooleanOptionalAction, default=None,
                        help="vLLM's async scheduling (default: vLLM's own for the version: on for 0.33.0)")
+    group.add_argument("--speculative-config", metavar="JSON",
+                       help='speculative decoding as vLLM spells it, e.g. \'{"method": "eagle", "num_speculative_tokens": 3}\'')
     group.add_argument("--seed", type=int, help="workload seed")
     group.add_argument("--slo-ttft-ms", type=float, help="TTFT objective for goodput")
     group.add_argument("--slo-tpot-ms", type=float, help="TPOT objective for goodput")

@@ -159,10 +159,13 @@ class EngineConfig:
 def vllm_default_async_scheduling(engine: dict) -> bool:
     """vLLM's own default for `async_scheduling` with these engine settings: 0.33 turns it on
     unless something is incompatible (`VllmConfig`: pooling models, pipeline parallelism, n-gram
-    drafting on the CPU); 0.10.1.1 had it off. Only the vllm-v1 policy has it at all."""
+    drafting on the CPU, which the V1 model runner cannot overlap); 0.10.1.1 had it off. Only the vllm-v1 policy has it at all."""
     compat = engine.get("compat", {})
     compat = compat if isinstance(compat, dict) else dataclasses.asdict(compat)
     if engine.get("policy", "vllm-v1") != "vllm-v1":
+        return False
+    spec = engine.get("speculative_config")
+    if spec is not None and (spec.get("method") if isinstance(spec, dict) else spec.method) == "ngram":
         return False
     # The 0.10.1.1 profile is every switch off.
     return any(compat.values()) if compat else True

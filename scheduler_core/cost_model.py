@@ -160,6 +160,18 @@ class CostModel:
         overlaps with the previous step's GPU time instead of adding to it."""
         return self.efficiency.step_overhead_s
 
+    def draft_time(self, method: str, num_speculative_tokens: int, num_seqs: int) -> float:
+        """Proposing K drafts for a batch. EAGLE/MTP heads are about one decoder layer run once per
+        draft position (its weights, its launch, and the LM head over the batch); a separate draft
+        model is taken as a tenth of the target per position; n-gram lookup runs on the CPU."""
+        if method == "ngram":
+            return 0.0
+        m, eff = self.model, self.efficiency
+        per_position = self._weight_s / m.layers + eff.layer_overhead_s + num_seqs * self._lm_head_s_per_seq
+        if method == "draft_model":
+            per_position = 0.1 * (self._weight_s + self._fixed_s)
+        return num_speculative_tokens * per_position
+
     def prefill_time(self, num_tokens: int, num_cached: int = 0) -> float:
         return self.step_time([(num_tokens, num_cached)], 1)[0]
 

@@ -94,6 +94,8 @@ class MetricsCollector:
 
     def __init__(self, block_size: int, slo: SLO = SLO()):
         self.block_size = block_size
+        # The scheduler's spec-decode counters, when drafts are on (reported under vLLM's names).
+        self.spec_decode = None
         self.slo = slo
         self.ttft = StreamingHistogram()
         self.tpot = StreamingHistogram()
@@ -173,4 +175,5 @@ class MetricsCollector:
             "kv_usage_mean": self.kv_usage_weighted / self.busy_s if self.busy_s else 0.0,
             "fragmentation": self.fragmentation_weighted / self.fragmentation_time if self.fragmentation_time else 0.0,
             "prefix_cache_hit_rate": self.prefix_hits / self.prefix_queries if self.prefix_queries else 0.0,
+            **(self.spec_decode.report() if self.spec_decode is not None else {}),
         }

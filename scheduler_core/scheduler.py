@@ -172,8 +172,11 @@ class Scheduler:
             if request.num_computed_tokens >= request.num_tokens + request.num_output_placeholders:
                 output.sampling_reqs.append(rid)
                 if placeholders:
-                    # The next schedule() may already count on this token (vLLM's AsyncScheduler).
-                    request.num_output_placeholders += 1
+                    # The next schedule() may already count on this token and the drafts being
+                    # verified (vLLM's AsyncScheduler); the next drafts are placeholders too.
+                    request.num_output_placeholders += 1 + output.scheduled_spec_decode_tokens.get(rid, 0)
+                    if self.config.speculative_config:
+                        request.num_spec_tokens = self.config.speculative_config.num_speculative_tokens
             if request.first_scheduled_time is None:
                 request.first_scheduled_time = now
         output.num_free_blocks_after_schedule = self.kv_cache_manager.num_free_blocks

@@ -70,6 +70,8 @@ class Simulation:
         self.engine_loop = BatchQueueLoop(self.scheduler) if config.async_scheduling else None
         self._gpu_free_at = 0.0
         self.metrics = MetricsCollector(config.block_size, slo)
+        if config.speculative_config:
+            self.metrics.spec_decode = self.scheduler.spec_stats
         self.step_index = 0
         self.clock_s = 0.0
         # Requests not yet at the engine, as a heap of (arrival_time, order, spec). Closed-loop
@@ -248,11 +250,17 @@ class Simulation:
         return chunks
 
     def _batch_time(self, output: SchedulerOutput) -> tuple[float, dict[str, float]]:
-        """The step's time from the cost model: the batch on the GPU, plus any swapping."""
+        """The step's time from the cost model: the batch on the GPU (verification of drafts
+        included: they are tokens of the batch), drafting, and any swapping."""
         step_s, breakdown = self.cost_model.step_time(
             ((n, output.num_computed_before[rid]) for rid, n in output.num_scheduled_tokens.items()),
             len(output.sampling_reqs),
         )
+        spec = self.config.speculative_config
+        if spec and output.sampling_reqs:
+            # The drafter proposes the next drafts for every request that samples.
+            breakdown["draft"] = self.cost_model.draft_time(spec.method, spec.num_speculative_tokens, len(output.sampling_reqs))
+            step_s += breakdown["draft"]
         num_swapped_blocks = sum(n for _, n in output.swapped_out) + sum(n for _, n in output.swapped_in)
         if num_swapped_blocks:
             breakdown["swap"] = self.cost_model.swap_time(num_swapped_blocks, self.config.block_size)
@@ -309,6 +317,8 @@ class Simulation:
         self._next_release = state.next_release
         self.scheduler, self.engine_loop = copy.deepcopy((state.scheduler, state.engine_loop))
         self._gpu_free_at = state.gpu_free_at
+        if self.config.speculative_config:
+            self.metrics.spec_decode = self.scheduler.spec_stats
         self.metrics = copy.deepcopy(state.metrics)
         self.finished_requests = dict(state.finished_requests)
 

@@ -38,6 +38,8 @@ FULL_SCENARIO = {
                    "unhashed_blocks_reused_first": False, "priority_victim_unscheduled": False,
                    "usage_excludes_null_block": False, "prompt_leaves_room_for_output": False},
         "async_scheduling": False,
+        "speculative_config": {"method": "eagle", "num_speculative_tokens": 2, "acceptance_rate": [0.7, 0.6],
+                               "acceptance_seed": 3},
     },
     "workload": {
         "num_requests": 50, "arrival": "gamma", "arrival_rate": 20.0, "arrival_cv": 2.0, "concurrency": 0,

@@ -1,0 +1,87 @@
+"""Async scheduling and speculative decoding in the simulation: vLLM's defaults, the clock, the
+metrics and the knobs' validation."""
+
+import pytest
+
+from scheduler_core.cli import main
+from scheduler_core.config import EngineConfig, vllm_default_async_scheduling
+from scheduler_core.errors import ConfigError
+from scheduler_core.kv_cache_manager import KVCacheManager
+from scheduler_core.request import Request
+from scheduler_core.simulation import Simulation
+from scheduler_core.spec_decode import AcceptanceModel, SpeculativeConfig
+from scheduler_core.workload import synthetic_workload
+
+
+def report(**engine):
+    sim = Simulation(EngineConfig(num_gpu_blocks=2048, **engine), synthetic_workload(60, 5.0, 256, 64, seed=1))
+    sim.run()
+    return sim.metrics.report()
+
+
+def test_vllm_turns_async_scheduling_on_by_default_only_where_it_does():
+    assert vllm_default_async_scheduling({}) is True
+    assert vllm_default_async_scheduling({"compat": {"full_prompt_admission": False, "usage_excludes_null_block": False}}) is False
+    assert vllm_default_async_scheduling({"policy": "vllm-v0"}) is False
+    assert vllm_default_async_scheduling({"speculative_config": {"method": "ngram", "num_speculative_tokens": 3}}) is False
+    assert vllm_default_async_scheduling({"speculative_config": {"method": "eagle", "num_speculative_tokens": 3}}) is True
+
+
+def test_async_scheduling_hides_the_cpu_step_time_behind_the_gpu():
+    """Same requests: with the host's per-step work overlapped, inter-token latency drops."""
+    sync, overlapped = report(), report(async_scheduling=True)
+    assert overlapped["tpot_s"]["mean"] < sync["tpot_s"]["mean"]
+    assert overlapped["num_requests"] == sync["num_requests"] == 60
+
+
+def test_drafts_cut_time_per_output_token_and_report_vllms_spec_decode_counters():
+    plain, drafted = report(), report(speculative_config=SpeculativeConfig("eagle", 3))
+    assert drafted["tpot_s"]["mean"] < plain["tpot_s"]["mean"]
+    assert drafted["spec_decode_num_drafts"] > 0
+    assert drafted["spec_decode_num_drafts"] < drafted["spec_decode_num_draft_tokens"] <= 3 * drafted["spec_decode_num_drafts"]
+    per_pos = drafted["spec_decode_num_accepted_tokens_per_pos"]
+    assert per_pos[0] >= per_pos[1] >= per_pos[2] and sum(per_pos) == drafted["spec_decode_num_accepted_tokens"]
+    assert 1 < drafted["spec_decode_mean_acceptance_length"] < 4
+    assert "spec_decode_num_drafts" not in plain
+
+
+def test_acceptance_is_deterministic_per_seed():
+    rates = SpeculativeConfig("eagle", 5, (0.9, 0.8, 0.7, 0.6, 0.5), 7)
+    draws = [AcceptanceModel(rates).num_accepted("r1", 5) for _ in range(2)]
+    assert draws[0] == draws[1]
+    other_seed = AcceptanceModel(SpeculativeConfig("eagle", 5, (0.9, 0.8, 0.7, 0.6, 0.5), 8))
+    model = AcceptanceModel(rates)
+    assert [model.num_accepted("r1", 5) for _ in range(20)] != [other_seed.num_accepted("r1", 5) for _ in range(20)]
+
+
+def test_eagle_reserves_lookahead_slots_and_ngram_does_not():
+    assert SpeculativeConfig("eagle", 3).num_lookahead_tokens == 3
+    assert SpeculativeConfig("ngram", 3).num_lookahead_tokens == 0
+    kv = KVCacheManager(64, 16, 4096, enable_caching=False)
+    request = Request("a", list(range(30)), 10)
+    assert len(kv.allocate_slots(request, 30, num_lookahead_tokens=3)) == 3  # 33 slots: 3 blocks
+
+
+def test_published_defaults_apply_when_no_rates_are_given():
+    assert SpeculativeConfig("mtp", 1).acceptance_rate == (0.85,)
+    assert len(SpeculativeConfig("eagle3", 4).acceptance_rate) == 4
+
+
+@pytest.mark.parametrize("value, field", [
+    ({"method": "medusa", "num_speculative_tokens": 2}, "speculative_config.method"),
+    ({"method": "eagle", "num_speculative_tokens": 0}, "speculative_config.num_speculative_tokens"),
+    ({"method": "eagle"}, "speculative_config.num_speculative_tokens"),
+    ({"method": "eagle", "num_speculative_tokens": 2, "acceptance_rate": [0.5]}, "speculative_config.acceptance_rate"),
+    ({"method": "eagle", "num_speculative_tokens": 1, "acceptance_rate": [1.5]}, "speculative_config.acceptance_rate"),
+    ({"method": "eagle", "num_speculative_tokens": 1, "draft_typo": 1}, "speculative_config.draft_typo"),
+    ("{not json", "speculative_config"),
+])
+def test_a_bad_speculative_config_names_its_field(value, field):
+    with pytest.raises(ConfigError) as error:
+        SpeculativeConfig.from_json(value)
+    assert error.value.field == field
+
+
+def test_the_cli_reports_a_bad_speculative_config_without_a_traceback(capsys):
+    assert main(["run", "default", "--num-requests", "5", "--speculative-config", '{"method": "x", "num_speculative_tokens": 1}']) == 2
+    assert "speculative_config.method" in capsys.readouterr().err
