@@ -71,8 +71,10 @@ class ContiguousKVCacheManager:
         num_new_computed_tokens: int = 0,
         new_computed_blocks: Sequence[int] = (),
         full_sequence_must_fit: bool = False,
+        num_lookahead_tokens: int = 0,
     ) -> list[int] | None:
-        """The first call reserves the whole region (or fails); later calls need nothing new."""
+        """The first call reserves the whole region (or fails); later calls need nothing new
+        (a region of max_model_len already holds any drafter's lookahead)."""
         if request.request_id in self.req_to_blocks:
             return []
         needed = self.blocks_per_request

@@ -1,6 +1,7 @@
 """The websocket protocol: a snapshot first, then deltas with consecutive sequence numbers, events
 with increasing ids, exact step back, breakpoints, playback, read-only viewers and bad messages."""
 
+import copy
 import time
 
 import pytest
@@ -10,10 +11,11 @@ from starlette.websockets import WebSocketDisconnect
 from app.main import create_app
 from app.session import EVENT_HISTORY
 from app.settings import Settings
-from scheduler_core.scenario import Scenario
+from scheduler_core.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 
 # Tight on KV blocks, with shared system prompts: prefix-cache hits from step 5, the pool 90% full
-# by step 22, first finish at step 28, preemptions from step 220, done after 588 steps.
+# by step 22, first finish at step 28, preemptions from step 220, done after 588 steps (600 engine
+# passes under async scheduling, vLLM 0.33's default, which sessions follow).
 TIGHT = {
     "name": "tight",
     "engine": {"num_gpu_blocks": 160, "max_num_seqs": 32, "max_num_batched_tokens": 256, "max_model_len": 2048},
@@ -129,9 +131,14 @@ def session(client, connect):
     return created, presenter
 
 
+def steps_to_the_end() -> int:
+    return Scenario.from_dict(with_vllm_defaults(copy.deepcopy(TIGHT))).build().run()
+
+
 def expected_step(predicate, start: int = 0) -> int:
     """The session step a breakpoint stops at: one past the first step record (from `start`) matching."""
-    sim = Scenario.from_dict(TIGHT).build()
+    # As a session runs it: with vLLM's defaults for what the scenario leaves open.
+    sim = Scenario.from_dict(with_vllm_defaults(copy.deepcopy(TIGHT))).build()
     for record in sim.records():
         if record.step >= start and predicate(record):
             return record.step + 1
@@ -404,7 +411,10 @@ def test_step_back_to_a_checkpoint_step_keeps_the_last_record(client, connect, s
 def test_step_back_late_in_a_long_run_keeps_the_event_log(client, connect):
     """After running the default preset to its end (more events than the log keeps), seeking to
     step 300 shows the same recent events as a fresh run at step 300."""
-    default = client.post("/api/sessions", json={"preset": "default"}).json()
+    # The synchronous loop: its run has more events than the log keeps.
+    synchronous = copy.deepcopy(PRESET_SCENARIOS["default"])
+    synchronous["engine"]["async_scheduling"] = False
+    default = client.post("/api/sessions", json={"scenario": synchronous}).json()
     conn = connect(default)
     conn.state()
     conn.send({"type": "step", "n": 100_000})
@@ -414,7 +424,7 @@ def test_step_back_late_in_a_long_run_keeps_the_event_log(client, connect):
     conn.send({"type": "seek", "step": 300})
     snapshot = conn.until(lambda f: f["type"] == "snapshot" and f["step"] == 300)[-1]
 
-    fresh_conn = connect(client.post("/api/sessions", json={"preset": "default"}).json())
+    fresh_conn = connect(client.post("/api/sessions", json={"scenario": synchronous}).json())
     fresh_conn.state()
     fresh_conn.step_to(300)
     fresh = fresh_conn.fresh_snapshot()
@@ -521,7 +531,7 @@ def test_run_to_breakpoint_never_hit_runs_to_the_end(session):
     status = run_to_breakpoint(presenter, [{"kind": "request", "value": "no-such-request"}])
 
     assert status["note"] == "no breakpoint hit before the end"
-    assert status["done"] is True and status["step"] == 588
+    assert status["done"] is True and status["step"] == steps_to_the_end()
 
 
 def test_run_to_breakpoint_without_breakpoints_is_an_error(session):
@@ -556,7 +566,7 @@ def test_play_streams_deltas_and_pause_stops_them(client, session):
     assert deltas[-1]["step"] > deltas[0]["step"] > 0
     assert "note" not in paused and paused["done"] is False
     assert paused_at == still_at >= deltas[-1]["step"]
-    assert paused_at < 588
+    assert paused_at < steps_to_the_end()
     assert client.get(f"/api/sessions/{created['session_id']}").json()["playing"] is False
 
 
@@ -569,7 +579,7 @@ def test_play_stops_by_itself_at_the_end(session):
     presenter.send({"type": "play"})
     error = presenter.until_type("error")
 
-    assert finished["done"] is True and finished["playing"] is False and finished["step"] == 588
+    assert finished["done"] is True and finished["playing"] is False and finished["step"] == steps_to_the_end()
     assert error["code"] == "finished"
 
 
