@@ -50,7 +50,8 @@ FULL_SCENARIO = {
 
 
 def app_client(**settings) -> TestClient:
-    return TestClient(create_app(Settings(heartbeat_s=0.2, **settings)))
+    # "testserver" is the host name TestClient sends.
+    return TestClient(create_app(Settings(heartbeat_s=0.2, allowed_hosts=("testserver",), **settings)))
 
 
 @pytest.fixture

@@ -82,7 +82,7 @@ class Connection:
 
 @pytest.fixture
 def client():
-    with TestClient(create_app(Settings(heartbeat_s=HEARTBEAT_S))) as client:
+    with TestClient(create_app(Settings(heartbeat_s=HEARTBEAT_S, allowed_hosts=("testserver",)))) as client:
         yield client
 
 
