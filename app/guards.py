@@ -60,10 +60,6 @@ class HostPolicy:
         return None
 
 
-class PayloadTooLarge(Exception):
-    pass
-
-
 class RequestGuard:
     """ASGI middleware: Host and Origin checks on HTTP and websockets, and the body size limit."""
 
@@ -97,29 +93,28 @@ class RequestGuard:
         return f"request bodies are limited to {self.max_body_bytes // 1024} KiB"
 
     async def limited(self, scope, receive, send):
-        """Count the bytes of a body sent without a length (chunked) as they arrive."""
-        received = 0
-        started = False
-
-        async def counting_receive():
-            nonlocal received
+        """Read the body first (it is small by definition), counting the bytes of one sent without
+        a length (chunked) as they arrive; the app then reads it from memory."""
+        chunks, size, more = [], 0, True
+        while more:
             message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_body_bytes:
-                    raise PayloadTooLarge
-            return message
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.max_body_bytes:
+                return await send_json(send, 413, self.too_large())
+            more = message.get("more_body", False)
+        body_sent = False
 
-        async def tracking_send(message):
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
+        async def replay():
+            nonlocal body_sent
+            if body_sent:
+                return await receive()
+            body_sent = True
+            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
 
-        try:
-            await self.app(scope, counting_receive, tracking_send)
-        except PayloadTooLarge:
-            if not started:
-                await send_json(send, 413, self.too_large())
+        await self.app(scope, replay, send)
 
 
 async def send_json(send, status: int, detail: str) -> None:

@@ -76,8 +76,8 @@ def step_session(client, created: dict, num_steps: int) -> list[dict]:
     """Step a session over its websocket, at most 200 steps per command so each comes back as a
     delta; returns the step records the deltas carried."""
     records: list[dict] = []
-    url = f"/ws/{created['session_id']}?token={created['control_token']}"
-    with client.websocket_connect(url) as ws:
+    with client.websocket_connect(f"/ws/{created['session_id']}") as ws:
+        ws.send_json({"type": "auth", "token": created["control_token"]})
         remaining = num_steps
         while remaining:
             n = min(remaining, 200)
@@ -119,7 +119,7 @@ def test_session_from_preset_uses_that_preset(client):
     assert info["scenario"]["engine"]["num_gpu_blocks"] == PRESET_SCENARIOS["default"]["engine"]["num_gpu_blocks"]
     assert info["scenario"]["workload"]["num_requests"] == PRESET_SCENARIOS["default"]["workload"]["num_requests"]
     assert info["step"] == 0 and info["done"] is False and info["playing"] is False
-    assert created["control_url"].endswith(f"/s/{created['session_id']}?token={created['control_token']}")
+    assert created["control_url"].endswith(f"/s/{created['session_id']}") and created["control_token"]
     assert created["websocket_url"].endswith(f"/ws/{created['session_id']}")
 
 

@@ -120,3 +120,72 @@ def test_ip_address_hosts_are_served_only_by_a_public_server():
     for public, expected in ((False, 400), (True, 200)):
         with TestClient(create_app(Settings(heartbeat_s=0.2, public=public)), base_url="http://10.1.2.3:8000") as client:
             assert client.get("/healthz").status_code == expected
+
+
+# -- bodies and tokens -----------------------------------------------------------------------
+def test_a_body_over_the_limit_is_413_and_creates_nothing(client):
+    name = "x" * (300 * 1024)
+    response = client.post("/api/sessions", json={"scenario": {"name": name}})
+    assert response.status_code == 413 and "256 KiB" in response.json()["detail"]
+    assert client.get("/api/sessions").json() == []
+
+
+def test_a_chunked_body_over_the_limit_is_413(client):
+    def chunks():
+        yield b'{"scenario": {"name": "'
+        for _ in range(40):
+            yield b"x" * 8192
+        yield b'"}}'
+
+    response = client.post("/api/sessions", content=chunks(), headers={"content-type": "application/json"})
+    assert response.status_code == 413
+    assert client.get("/api/sessions").json() == []
+
+
+def steps_taken_by(client, created: dict, url_suffix: str = "", auth: str | None = None) -> tuple[int, list[str]]:
+    """(the step after asking for one step, error codes) on a websocket opened as given."""
+    with client.websocket_connect(f"/ws/{created['session_id']}{url_suffix}") as ws:
+        if auth is not None:
+            ws.send_json({"type": "auth", "token": auth})
+        ws.send_json({"type": "step", "n": 1})
+        ws.send_json({"type": "ping"})
+        codes = []
+        while (frame := ws.receive_json())["type"] != "pong":
+            if frame["type"] == "error":
+                codes.append(frame["code"])
+    return client.get(f"/api/sessions/{created['session_id']}").json()["step"], codes
+
+
+def test_a_token_in_the_websocket_url_gives_no_control(client):
+    created = created_session(client)
+    assert steps_taken_by(client, created, url_suffix=f"?token={created['control_token']}") == (0, ["read_only"])
+
+
+def test_the_token_in_the_first_message_gives_control_and_a_wrong_one_does_not(client):
+    created = created_session(client)
+    assert steps_taken_by(client, created, auth="not-the-token") == (0, ["bad_token", "read_only"])
+    assert steps_taken_by(client, created, auth=created["control_token"]) == (1, [])
+
+
+def test_tokens_are_compared_in_constant_time(client, monkeypatch):
+    import hmac
+
+    compared = []
+    real = hmac.compare_digest
+
+    def spy(a, b):
+        compared.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(hmac, "compare_digest", spy)
+    created = created_session(client)
+    token = created["control_token"]
+    steps_taken_by(client, created, auth=token)
+    client.delete(f"/api/sessions/{created['session_id']}", headers={"x-control-token": token})
+    assert [a for a, _ in compared].count(token.encode()) == 2
+
+
+def test_no_url_the_server_emits_carries_the_token(client):
+    created = created_session(client)
+    urls = [value for key, value in created.items() if key.endswith("_url")]
+    assert len(urls) == 3 and not any(created["control_token"] in url for url in urls)

@@ -73,7 +73,9 @@ def session_urls(request: Request, live: LiveSession) -> SessionCreated:
     ws_base = base.replace("http", "ws", 1)
     return SessionCreated(
         session_id=sid, control_token=token, view_url=f"{base}/s/{sid}/view",
-        control_url=f"{base}/s/{sid}?token={token}", websocket_url=f"{ws_base}/ws/{sid}",
+        # No token in any URL: URLs reach access logs, history and projected address bars. The
+        # page that created the session keeps the token in its tab's sessionStorage.
+        control_url=f"{base}/s/{sid}", websocket_url=f"{ws_base}/ws/{sid}",
     )
 
 
@@ -149,7 +151,7 @@ def get_session(session_id: str, request: Request) -> SessionInfo:
 @router.delete("/sessions/{session_id}", status_code=204)
 async def delete_session(session_id: str, request: Request, x_control_token: str = Header(default="")) -> Response:
     live = live_session(request, session_id)
-    if x_control_token != live.session.control_token:
+    if not live.token_matches(x_control_token):
         raise HTTPException(403, "deleting a session needs its control token (X-Control-Token)")
     await manager_of(request).delete(session_id)
     return Response(status_code=204)

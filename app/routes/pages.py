@@ -44,7 +44,7 @@ def render(request: Request, session_id: str, token: str) -> HTMLResponse:
         query = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
         return request.app.state.templates.TemplateResponse(
             request, "ended.html", {"session_id": session_id, "query": query}, status_code=404)
-    can_control = bool(token) and token == live.session.control_token
+    can_control = live.token_matches(token)
     return request.app.state.templates.TemplateResponse(
         request,
         "dashboard.html",
