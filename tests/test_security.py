@@ -44,9 +44,20 @@ def test_compare_set_b_trace_at_a_fifo_is_refused_without_opening_it(client, tmp
     assert response.status_code == 422
 
 
+def page_create_bodies(response) -> list[dict]:
+    """The bodies a page will POST to create its sessions."""
+    import html
+    import json
+    import re
+
+    return [json.loads(html.unescape(body)) for body in re.findall(r'data-create="([^"]*)"', response.text)]
+
+
 def test_compare_set_b_still_changes_allowed_fields(client):
     response = client.get("/compare", params={"scenario": "default", "set_b": "max_num_seqs=8"})
     assert response.status_code == 200
+    for body in page_create_bodies(response):
+        assert client.post("/api/sessions", json=body).status_code == 201
     scenarios = [session["scenario"] for session in client.get("/api/sessions").json()]
     assert sorted(s["engine"]["max_num_seqs"] for s in scenarios) == [8, 64]
 
@@ -189,3 +200,12 @@ def test_no_url_the_server_emits_carries_the_token(client):
     created = created_session(client)
     urls = [value for key, value in created.items() if key.endswith("_url")]
     assert len(urls) == 3 and not any(created["control_token"] in url for url in urls)
+
+
+# -- GET never creates state -----------------------------------------------------------------
+@pytest.mark.parametrize("url", ["/", "/?scenario=default", "/?lesson=chunked-prefill", "/compare?scenario=default",
+                                 "/compare?lesson=chunked-prefill", "/compare?scenario=default&set_b=max_num_seqs=8"])
+def test_get_of_a_page_creates_no_session(client, url):
+    for _ in range(3):
+        assert client.get(url).status_code == 200
+    assert client.get("/api/sessions").json() == []

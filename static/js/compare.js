@@ -7,6 +7,7 @@ import { connect } from "./connection.js";
 import { mount as mountBatch } from "./panels/batch.js";
 import { mount as mountKv } from "./panels/kvgrid.js";
 import { mount as mountQueues } from "./panels/queues.js";
+import { reuseOrCreate, showStartFailure } from "./sessions.js";
 import { createStore } from "./store.js";
 
 const $ = (id) => document.getElementById(id);
@@ -25,10 +26,21 @@ const ROWS = [
   ["prefix cache hit rate", ["prefix_cache_hit_rate"], (v) => `${(v * 100).toFixed(0)}%`, false],
 ];
 
-const sides = [...document.querySelectorAll("[data-session]")].map((el) => {
+// The page creates its two sessions (no GET does), or reuses the ones this tab made for this URL.
+const sideElements = [...document.querySelectorAll("[data-create]")];
+let opened = [];
+try {
+  opened = await Promise.all(sideElements.map((el, i) => reuseOrCreate(`compare${location.search}:${i}`, el.dataset.create)));
+} catch (error) {
+  showStartFailure(error);
+  await new Promise(() => {});  // the page now says why; nothing below can run without sessions
+}
+
+const sides = opened.map(({ sessionId, token }, i) => {
+  const el = sideElements[i];
   const store = createStore();
   const role = (name) => el.querySelector(`[data-role="${name}"]`);
-  const { send } = connect(store, { sessionId: el.dataset.session, token: el.dataset.token });
+  const { send } = connect(store, { sessionId, token });
   const select = (id) => { store.selected = id === store.selected ? null : id; store.dirty.add("selection"); };
   const panels = [
     mountQueues(role("queues"), store, { onSelect: select }),

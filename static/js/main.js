@@ -10,12 +10,14 @@ import { mount as mountInspector } from "./panels/inspector.js";
 import { mount as mountKv } from "./panels/kvgrid.js";
 import { mount as mountNarration } from "./panels/narration.js";
 import { mount as mountQueues } from "./panels/queues.js";
+import { endSession, forget, tokenFor } from "./sessions.js";
 import { createStore } from "./store.js";
 
 const body = document.body;
 const sessionId = body.dataset.session;
-const token = body.dataset.token;
-const canControl = body.dataset.canControl === "true";
+// The presenter is the tab that holds the token (boot.js put it in sessionStorage).
+const token = tokenFor(sessionId);
+const canControl = Boolean(token);
 const $ = (id) => document.getElementById(id);
 
 const store = createStore();
@@ -27,18 +29,30 @@ if (params.get("theme") === "projector" || localStorage.getItem("servescope-them
 const { send } = connect(store, {
   sessionId,
   token,
-  onError: (frame) => console.warn(`servescope: ${frame.code}: ${frame.message}`),
+  onError: (frame) => {
+    // A token the session does not know (a stale tab): forget it and show the view-only page.
+    if (frame.code === "bad_token") { forget(sessionId); location.reload(); return; }
+    console.warn(`servescope: ${frame.code}: ${frame.message}`);
+  },
   onStatus: (frame) => { if (frame.note) showNote(frame.note); },
 });
 
-// Keep the scenario in the address bar, so the link still recreates this run after the session ends.
+// The address bar shows the view link (never the token) with the scenario, so the link still
+// recreates this run after the session ends.
 let urlWritten = false;
 function writeUrl() {
   if (urlWritten || !store.session || !store.session.origin) return;
   urlWritten = true;
-  const base = canControl ? `/s/${sessionId}?token=${encodeURIComponent(token)}&` : `/s/${sessionId}/view?`;
-  history.replaceState(null, "", base + store.session.origin);
+  history.replaceState(null, "", `/s/${sessionId}/view?${store.session.origin}`);
 }
+
+const endButton = $("end-session");
+endButton.hidden = !canControl;
+endButton.addEventListener("click", async () => {
+  if (!confirm("End this session? Everyone watching it loses it; the link can start the same run again.")) return;
+  await endSession(sessionId);
+  location.replace(`/s/${sessionId}/view${store.session && store.session.origin ? `?${store.session.origin}` : ""}`);
+});
 
 // Clicking the selected chip again deselects it; an event or a block always selects.
 function select(id, { toggle = true } = {}) {
