@@ -19,7 +19,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # No per-message deflate: it compresses every frame again for every viewer on the one event
     # loop, which at a lecture hall's hundred viewers costs more than the simulation.
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level,
-                ws_max_size=16 * settings.max_message_bytes, ws_per_message_deflate=False)
+                ws_max_size=16 * settings.max_message_bytes, ws_per_message_deflate=False,
+                # SIGTERM: connections get half a second to close before their tasks are cancelled.
+                timeout_graceful_shutdown=0.5)
     return 0
 
 

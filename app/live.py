@@ -27,8 +27,10 @@ from .settings import Settings
 
 # More steps than this in one go reach viewers as a snapshot rather than a long delta.
 MAX_DELTA_STEPS = 200
-# Steps simulated between turns of the event loop during a long step, seek or run to breakpoint.
-ADVANCE_CHUNK = 50
+# Stepping time between turns of the event loop during a long step, seek or run to breakpoint:
+# short, so viewers keep their frames and a cancel (DELETE, presenter gone, SIGTERM) lands at once
+# however slow a step is.
+ADVANCE_SLICE_S = 0.005
 
 
 # Deltas a viewer may fall behind by before the next thing it gets is one snapshot instead: a
@@ -123,6 +125,8 @@ class LiveSession:
         self.viewers: set[Viewer] = set()
         self.lock = asyncio.Lock()
         self.playback: asyncio.Task | None = None
+        # Control commands running now (each in its viewer's message task), cancelled on close.
+        self.commands: set[asyncio.Task] = set()
 
     def token_matches(self, token: object) -> bool:
         """Whether `token` is this session's control token, compared in constant time."""
@@ -187,12 +191,28 @@ class LiveSession:
             elif kind in CONTROL_COMMANDS:
                 if not viewer.can_control:
                     raise CommandError("read_only", "this is a view-only link: only the presenter controls the session")
-                async with self.lock:
-                    await CONTROL_COMMANDS[kind](self, message)
+                await self.run_command(CONTROL_COMMANDS[kind], message)
             else:
                 raise CommandError("unknown_type", f"unknown message type {kind!r}")
         except CommandError as e:
             viewer.reply(error_frame(e.code, str(e)))
+
+    async def run_command(self, command, message: dict) -> None:
+        """One control command, cancellable: deleting the session or the presenter leaving stops
+        a long step, seek or run to breakpoint at its next turn of the event loop."""
+        task = asyncio.current_task()
+        self.commands.add(task)
+        try:
+            async with self.lock:
+                await command(self, message)
+        except asyncio.CancelledError:
+            # The steps taken so far stand; viewers get them as one snapshot.
+            self.session.playing = False
+            self.publish_steps(None)
+            self.publish_status(note="command cancelled")
+            raise
+        finally:
+            self.commands.discard(task)
 
     def _int(self, message: dict, key: str, default: int, low: int, high: int) -> int:
         value = message.get(key, default)
@@ -215,13 +235,14 @@ class LiveSession:
         self.publish_status()
 
     async def _advance(self, num_steps: int, stop_at_breakpoints: bool = False):
-        """Up to `num_steps` steps, yielding to the event loop every ADVANCE_CHUNK steps so the
+        """Up to `num_steps` steps, yielding to the event loop every ADVANCE_SLICE_S so the
         viewers' senders keep running. Returns (records, or None once too many for one delta; the
         breakpoint hit, if any)."""
         records: list | None = []
         remaining = num_steps
+        slice_end = time.monotonic() + ADVANCE_SLICE_S
         while remaining > 0 and not self.session.done:
-            chunk, hit = self.session.advance(min(ADVANCE_CHUNK, remaining), stop_at_breakpoints)
+            chunk, hit = self.session.advance(1, stop_at_breakpoints)
             remaining -= len(chunk)
             if records is not None:
                 records += chunk
@@ -229,7 +250,9 @@ class LiveSession:
                     records = None
             if hit:
                 return records, hit
-            await asyncio.sleep(0)
+            if time.monotonic() > slice_end:
+                await asyncio.sleep(0)
+                slice_end = time.monotonic() + ADVANCE_SLICE_S
         return records, None
 
     async def cmd_step(self, message: dict) -> None:
@@ -329,10 +352,11 @@ class LiveSession:
 
     async def close(self) -> None:
         self.session.playing = False
-        if self.playback:
-            self.playback.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.playback
+        for task in [self.playback, *self.commands]:
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
 
 CONTROL_COMMANDS = {

@@ -29,6 +29,10 @@ class Settings:
     # A classroom server (`serve --public`): IP-address Hosts allowed, per-client session quotas.
     public: bool = False
     max_body_bytes: int = 256 * 1024
+    # Step log and trace exports: written by worker processes, streamed, within these budgets.
+    max_concurrent_exports: int = 2
+    export_timeout_s: float = 120.0
+    max_export_bytes: int = 256 * 2**20
 
     @classmethod
     def from_env(cls, **overrides) -> "Settings":

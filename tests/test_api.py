@@ -361,6 +361,10 @@ def test_api_model_defaults_equal_the_core_defaults(model, dataclass):
 NUM_EXPORT_STEPS = 450
 
 
+def token_of(created: dict) -> dict:
+    return {"X-Control-Token": created["control_token"]}
+
+
 @pytest.fixture
 def stepped(client):
     """A default-preset session stepped NUM_EXPORT_STEPS times over its websocket."""
@@ -374,7 +378,7 @@ def test_metrics_json_is_the_report_at_the_current_step(client, stepped):
     created, _ = stepped
     expected = finite(fresh_simulation(default_scenario(), NUM_EXPORT_STEPS).metrics.report())
 
-    exported = client.get(f"/api/sessions/{created['session_id']}/export/metrics.json").json()
+    exported = client.get(f"/api/sessions/{created['session_id']}/export/metrics.json", headers=token_of(created)).json()
 
     assert exported["step"] == NUM_EXPORT_STEPS
     assert exported["scenario"]["name"] == "default"
@@ -390,7 +394,7 @@ def test_metrics_csv_has_a_header_and_one_row_per_metric(client, stepped):
     expected_names = [f"{k}.{stat}" for k, v in report.items() if isinstance(v, dict) for stat in v] + [
         k for k, v in report.items() if not isinstance(v, dict)]
 
-    response = client.get(f"/api/sessions/{created['session_id']}/export/metrics.csv")
+    response = client.get(f"/api/sessions/{created['session_id']}/export/metrics.csv", headers=token_of(created))
     rows = list(csv.reader(io.StringIO(response.text)))
 
     assert response.headers["content-type"].startswith("text/csv")
@@ -403,7 +407,7 @@ def test_steps_jsonl_is_what_the_session_stepped(client, stepped):
     """steps.jsonl has one line per step taken, each equal to the record the deltas carried."""
     created, records = stepped
 
-    lines = client.get(f"/api/sessions/{created['session_id']}/export/steps.jsonl").text.splitlines()
+    lines = client.get(f"/api/sessions/{created['session_id']}/export/steps.jsonl", headers=token_of(created)).text.splitlines()
 
     assert len(lines) == NUM_EXPORT_STEPS == len(records)
     assert [json.loads(line) for line in lines] == records
@@ -413,7 +417,7 @@ def test_trace_json_is_a_chrome_trace(client, stepped):
     """trace.json parses as a Chrome trace: traceEvents with phases, one engine slice per step."""
     created, _ = stepped
 
-    response = client.get(f"/api/sessions/{created['session_id']}/export/trace.json")
+    response = client.get(f"/api/sessions/{created['session_id']}/export/trace.json", headers=token_of(created))
     trace = json.loads(response.text)
 
     assert "attachment" in response.headers["content-disposition"]
@@ -431,8 +435,8 @@ def test_exports_of_a_fresh_session_are_empty(client):
     created = create(client, preset="default")
     base = f"/api/sessions/{created['session_id']}/export"
 
-    assert client.get(f"{base}/steps.jsonl").text == ""
-    assert not [e for e in client.get(f"{base}/trace.json").json()["traceEvents"] if e["ph"] == "X"]
+    assert client.get(f"{base}/steps.jsonl", headers=token_of(created)).text == ""
+    assert not [e for e in client.get(f"{base}/trace.json", headers=token_of(created)).json()["traceEvents"] if e["ph"] == "X"]
 
 
 # -- Prometheus /metrics and /healthz ------------------------------------------------------

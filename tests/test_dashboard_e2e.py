@@ -570,3 +570,13 @@ def test_a_full_server_shows_a_page_with_a_way_out(new_page):
         wait_for_dashboard(second)
     finally:
         live.stop()
+
+
+def test_the_presenter_downloads_an_export_and_a_viewer_cannot(presenter, viewer):
+    """Exports need the token: the presenter's page sends it in a header, a viewer has no Export."""
+    advance(presenter, 5)
+    presenter.click("#export")
+    with presenter.expect_download() as download:
+        presenter.click("#export-steps")
+    assert len(Path(download.value.path()).read_text().splitlines()) == 5
+    assert viewer.locator("#export").is_disabled()

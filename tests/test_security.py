@@ -209,3 +209,33 @@ def test_get_of_a_page_creates_no_session(client, url):
     for _ in range(3):
         assert client.get(url).status_code == 200
     assert client.get("/api/sessions").json() == []
+
+
+# -- exports ---------------------------------------------------------------------------------
+EXPORTS = ["metrics.json", "metrics.csv", "steps.jsonl", "trace.json"]
+
+
+@pytest.mark.parametrize("name", EXPORTS)
+@pytest.mark.parametrize("headers", [{}, {"x-control-token": "wrong"}], ids=["no-token", "wrong-token"])
+def test_exports_without_the_token_are_refused(client, name, headers):
+    created = created_session(client)
+    response = client.get(f"/api/sessions/{created['session_id']}/export/{name}", headers=headers)
+    assert response.status_code == 403 and "X-Control-Token" in response.json()["detail"]
+
+
+def test_an_export_over_its_byte_budget_is_cut_off_and_its_worker_stopped():
+    from app.routes.exports import ExportBudgetSpent
+
+    app = create_app(Settings(heartbeat_s=0.2, allowed_hosts=TEST_HOST, max_export_bytes=20_000))
+    with TestClient(app) as client:
+        created = created_session(client)
+        steps_taken_by(client, created, auth=created["control_token"])
+        with client.websocket_connect(f"/ws/{created['session_id']}") as ws:
+            ws.send_json({"type": "auth", "token": created["control_token"]})
+            ws.send_json({"type": "seek", "step": 300})
+            while ws.receive_json().get("step") != 300:
+                pass
+        with pytest.raises(ExportBudgetSpent):
+            client.get(f"/api/sessions/{created['session_id']}/export/trace.json",
+                       headers={"x-control-token": created["control_token"]})
+        assert app.state.export_workers == set()

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response
-from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
 from scheduler_core.lessons import evaluate, fill
-from scheduler_core.perfetto import PerfettoWriter
 from scheduler_core.scenario import PRESET_SCENARIOS, Scenario
 
-from ..frames import finite, record_view
+from ..frames import finite
 from ..live import LiveSession, SessionManager
 from ..schemas import ScenarioModel, SessionCreate, SessionCreated, SessionInfo
 
@@ -164,54 +160,3 @@ def get_request(session_id: str, request_id: str, request: Request) -> dict:
     if detail is None:
         raise HTTPException(404, f"no request {request_id!r} has arrived by this step")
     return finite(detail)
-
-
-# -- exports: everything up to the session's current step ---------------------------------
-def replayed_records(live: LiveSession):
-    """The run from its start to the session's current step, replayed (the run is deterministic)."""
-    session = live.session
-    sim = session.scenario.build(keep_finished=True)
-    for _ in range(session.step):
-        yield sim, sim.step()
-
-
-@router.get("/sessions/{session_id}/export/metrics.json")
-def export_metrics_json(session_id: str, request: Request) -> dict:
-    session = live_session(request, session_id).session
-    return {"scenario": finite(session.scenario.to_dict()), "step": session.step, **finite(session.sim.metrics.report())}
-
-
-@router.get("/sessions/{session_id}/export/metrics.csv")
-def export_metrics_csv(session_id: str, request: Request) -> PlainTextResponse:
-    report = finite(live_session(request, session_id).session.sim.metrics.report())
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["metric", "value"])
-    for key, value in report.items():
-        if isinstance(value, dict):
-            for stat, number in value.items():
-                writer.writerow([f"{key}.{stat}", number])
-        else:
-            writer.writerow([key, value])
-    return PlainTextResponse(out.getvalue(), media_type="text/csv")
-
-
-@router.get("/sessions/{session_id}/export/steps.jsonl")
-def export_steps(session_id: str, request: Request) -> StreamingResponse:
-    live = live_session(request, session_id)
-    lines = (json.dumps(record_view(record), separators=(",", ":")) + "\n" for _, record in replayed_records(live))
-    return StreamingResponse(lines, media_type="application/x-ndjson")
-
-
-@router.get("/sessions/{session_id}/export/trace.json")
-def export_trace(session_id: str, request: Request) -> Response:
-    live = live_session(request, session_id)
-    out = io.StringIO()
-    writer = PerfettoWriter(out)
-    for sim, record in replayed_records(live):
-        writer.step(record)
-        for rid in record.finished:
-            writer.request(sim.finished_requests[rid])
-    writer.close()
-    return Response(out.getvalue(), media_type="application/json",
-                    headers={"Content-Disposition": f'attachment; filename="servescope-{session_id}.json"'})

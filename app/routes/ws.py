@@ -28,25 +28,43 @@ async def session_socket(websocket: WebSocket, session_id: str) -> None:
     live.viewers.add(viewer)
     live.publish_status()
     sender = asyncio.create_task(viewer.send_loop(live, settings.heartbeat_s))
+    receive = asyncio.create_task(websocket.receive())
     try:
         while True:
-            receive = asyncio.create_task(websocket.receive())
             done, _ = await asyncio.wait({receive, sender}, return_when=asyncio.FIRST_COMPLETED)
-            if sender in done:  # the connection broke while sending
-                receive.cancel()
+            if sender in done or gone(receive):  # the connection broke while sending, or closed
                 break
             message = receive.result()
-            if message["type"] == "websocket.disconnect":
-                break
+            # Read the next message while this one is handled, so a disconnect is seen at once.
+            receive = asyncio.create_task(websocket.receive())
             if message.get("text") is None:
                 viewer.reply(error_frame("bad_message", "send JSON text frames, not binary ones"))
                 continue
-            await live.handle(viewer, message["text"])
+            handling = asyncio.create_task(live.handle(viewer, message["text"]))
+            while not handling.done():
+                watched = {handling, sender} if receive.done() else {handling, sender, receive}
+                await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+                if sender.done() or gone(receive):
+                    # The presenter left mid-command: a long step or seek stops now.
+                    handling.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await handling
+                    return
     except (WebSocketDisconnect, RuntimeError):
         pass
     finally:
+        receive.cancel()
         live.viewers.discard(viewer)
         sender.cancel()
         with contextlib.suppress(BaseException):
             await sender
         live.publish_status()
+
+
+def gone(receive: asyncio.Task) -> bool:
+    """Whether this read of the socket says the client is gone."""
+    if not receive.done():
+        return False
+    if receive.cancelled() or receive.exception() is not None:
+        return True
+    return receive.result()["type"] == "websocket.disconnect"

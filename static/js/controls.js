@@ -1,6 +1,8 @@
 // The top bar: transport buttons, speed, breakpoints, scenario picker, configuration form
 // (built from the served JSON Schema), share and export links, theme, and the keyboard.
 
+import { downloadExport } from "./sessions.js";
+
 const SPEEDS = [1, 2, 5, 10, 20, 50, 100, 250, 1000];
 
 export function mount(store, { send, sessionId, canControl, onTheme }) {
@@ -27,14 +29,14 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
     try { await navigator.clipboard.writeText(link); $("share").textContent = "Copied"; } catch { prompt("View link:", link); }
     setTimeout(() => { $("share").textContent = "Share"; }, 2000);
   });
-  $("export").addEventListener("click", () => {
-    const base = `/api/sessions/${sessionId}/export`;
-    $("export-metrics-json").href = `${base}/metrics.json`;
-    $("export-metrics-csv").href = `${base}/metrics.csv`;
-    $("export-steps").href = `${base}/steps.jsonl`;
-    $("export-trace").href = `${base}/trace.json`;
-    $("export-dialog").showModal();
-  });
+  // Exports need the control token, sent as a header (never in a link), so only the presenter has them.
+  $("export").disabled = !canControl;
+  $("export").addEventListener("click", () => $("export-dialog").showModal());
+  for (const [id, name] of [["export-metrics-json", "metrics.json"], ["export-metrics-csv", "metrics.csv"],
+    ["export-steps", "steps.jsonl"], ["export-trace", "trace.json"]]) {
+    $(id).href = "#";
+    $(id).addEventListener("click", (event) => { event.preventDefault(); downloadExport(sessionId, name); });
+  }
   $("configure").addEventListener("click", () => openConfigForm(store, $("config-dialog")));
   $("breakpoints-button").addEventListener("click", () => openBreakpoints(store, $("breakpoints-dialog"), send));
 

@@ -71,6 +71,20 @@ export async function endSession(sessionId) {
   return response.ok || response.status === 404;
 }
 
+// An export, fetched with the token in a header and handed to the browser as a download.
+export async function downloadExport(sessionId, name) {
+  const response = await fetch(`/api/sessions/${sessionId}/export/${name}`, { headers: { "x-control-token": tokenFor(sessionId) } });
+  if (!response.ok) {
+    alert(`Export failed: ${await errorText(response)}`);
+    return;
+  }
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(await response.blob());
+  link.download = `servescope-${sessionId}-${name}`;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+}
+
 // When no session could be made (the server is full, or this client's quota is used): say so
 // in the page, with a way out, instead of a page of raw JSON.
 export function showStartFailure(error, idleMinutes) {
