@@ -33,6 +33,9 @@ MAX_DELTA_STEPS = 200
 ADVANCE_SLICE_S = 0.005
 
 
+# Joins and leaves within this long reach the viewers as one status frame.
+VIEWER_STATUS_DELAY_S = 0.25
+
 # Deltas a viewer may fall behind by before the next thing it gets is one snapshot instead: a
 # brief stall costs a few small frames, a long one never more than the current state.
 MAX_PENDING_DELTAS = 6
@@ -76,18 +79,23 @@ class Viewer:
         self.replies.append(text)
         self.wakeup.set()
 
-    async def send_loop(self, live: "LiveSession", heartbeat_s: float) -> None:
-        """This viewer's own sender: replies, then the latest state, then queued events."""
-        ws = self.websocket
+    async def send_loop(self, live: "LiveSession", heartbeat_s: float, stall_s: float) -> None:
+        """This viewer's own sender: replies, then the latest state, then queued events. A frame
+        that cannot be sent within `stall_s` (the viewer stopped reading) ends the loop, and with
+        it the viewer's connection."""
+        async def send(text: str) -> None:
+            async with asyncio.timeout(stall_s):
+                await self.websocket.send_text(text)
+
         while True:
             try:
                 await asyncio.wait_for(self.wakeup.wait(), heartbeat_s)
             except TimeoutError:
-                await ws.send_text(json.dumps({"v": 1, "type": "heartbeat", "step": live.session.step}))
+                await send(json.dumps({"v": 1, "type": "heartbeat", "step": live.session.step}))
                 continue
             self.wakeup.clear()
             while self.replies:
-                await ws.send_text(self.replies.popleft())
+                await send(self.replies.popleft())
             if self.needs_snapshot:
                 self.needs_snapshot = False
                 # Under the session's lock: never the half-done state of a long command.
@@ -96,14 +104,14 @@ class Viewer:
                 # Deltas offered while waiting for the lock are already in the snapshot.
                 while self.pending_deltas and self.pending_deltas[0][0] <= seq:
                     self.pending_deltas.popleft()
-                await ws.send_text(text)
+                await send(text)
             while self.pending_deltas and not self.needs_snapshot:
-                await ws.send_text(self.pending_deltas.popleft()[1])
+                await send(self.pending_deltas.popleft()[1])
             if self.events:
                 batch = list(self.events)
                 self.events.clear()
                 dropped, self.dropped_events = self.dropped_events, 0
-                await ws.send_text(json.dumps({"v": 1, "type": "events", "events": batch, "dropped": dropped}))
+                await send(json.dumps({"v": 1, "type": "events", "events": batch, "dropped": dropped}))
 
 
 def error_frame(code: str, message: str) -> str:
@@ -119,9 +127,12 @@ class CommandError(Exception):
 class LiveSession:
     """A session with its viewers and playback task."""
 
-    def __init__(self, session: Session, settings: Settings):
+    def __init__(self, session: Session, settings: Settings, owner: str = ""):
         self.session = session
         self.settings = settings
+        # The client address that created it, for per-client quotas on a public server.
+        self.owner = owner
+        self._viewer_status: asyncio.TimerHandle | None = None
         self.viewers: set[Viewer] = set()
         self.lock = asyncio.Lock()
         self.playback: asyncio.Task | None = None
@@ -153,6 +164,16 @@ class LiveSession:
     def publish_snapshot(self) -> None:
         for viewer in self.viewers:
             viewer.offer_snapshot()
+
+    def viewers_changed(self) -> None:
+        """Viewers come and go in bursts (a class opening the link at once): one status frame per
+        burst, not one to every viewer per join, so a join costs O(1) rather than O(viewers)."""
+        if self._viewer_status is None:
+            self._viewer_status = asyncio.get_running_loop().call_later(VIEWER_STATUS_DELAY_S, self._publish_viewers)
+
+    def _publish_viewers(self) -> None:
+        self._viewer_status = None
+        self.publish_status()
 
     def publish_status(self, note: str | None = None) -> None:
         text = self.session.status_frame(len(self.viewers), note)
@@ -352,6 +373,8 @@ class LiveSession:
 
     async def close(self) -> None:
         self.session.playing = False
+        if self._viewer_status is not None:
+            self._viewer_status.cancel()
         for task in [self.playback, *self.commands]:
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
@@ -386,13 +409,17 @@ class SessionManager:
         if scenario.engine.num_gpu_blocks > limits.max_blocks_per_session:
             raise ConfigError("engine.num_gpu_blocks", f"at most {limits.max_blocks_per_session} per session")
 
-    def create(self, scenario: Scenario, lesson: tuple[str, str] | None = None, origin: str = "") -> LiveSession:
+    def create(self, scenario: Scenario, lesson: tuple[str, str] | None = None, origin: str = "",
+               owner: str = "") -> LiveSession:
         limits = self.settings
         if len(self.sessions) >= limits.max_sessions:
             raise ConfigError("session", f"the server holds at most {limits.max_sessions} sessions; delete one")
+        quota = limits.max_sessions_per_client
+        if quota and sum(live.owner == owner for live in self.sessions.values()) >= quota:
+            raise ConfigError("session", f"each client may hold {quota} sessions at once on this server; end one first")
         self.check_limits(scenario)
         session_id = uuid.uuid4().hex[:12]
-        live = LiveSession(Session(session_id, scenario, limits, lesson, origin), limits)
+        live = LiveSession(Session(session_id, scenario, limits, lesson, origin), limits, owner)
         self.sessions[session_id] = live
         return live
 
@@ -410,10 +437,11 @@ class SessionManager:
         return True
 
     async def expire_idle(self) -> list[str]:
+        """Sessions nobody has used for `idle_timeout_s`: no command and no message from any of
+        its pages (open pages ping), so a connection that never reads or writes keeps nothing alive."""
         now = time.monotonic()
         expired = [sid for sid, live in self.sessions.items()
-                   if not live.viewers and not live.session.playing
-                   and now - live.session.last_activity > self.settings.idle_timeout_s]
+                   if now - live.session.last_activity > self.settings.idle_timeout_s]
         for sid in expired:
             await self.delete(sid)
         return expired

@@ -301,6 +301,9 @@ class Session:
         progress = []
         for rid in ran - changed:
             request = sim.request(rid)
+            if request.token_times and request.token_times[0] > records[0].clock_s_before:
+                changed.add(rid)  # its first token came in these steps: `first_token_s` is new
+                continue
             progress.append([rid, request.num_computed_tokens, request.num_output_tokens])
         kv = sim.scheduler.kv_cache_manager
         changed_blocks, changed_tables = self._drain_changed_blocks()

@@ -28,6 +28,10 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     # A classroom server (`serve --public`): IP-address Hosts allowed, per-client session quotas.
     public: bool = False
+    # Sessions one client address may hold at once (0: no limit).
+    max_sessions_per_client: int = 0
+    # A viewer whose frames could not be sent for this long is dropped.
+    viewer_stall_s: float = 10.0
     max_body_bytes: int = 256 * 1024
     # Step log and trace exports: written by worker processes, streamed, within these budgets.
     max_concurrent_exports: int = 2
@@ -48,5 +52,11 @@ class Settings:
                 values[field.name] = tuple(name.strip() for name in raw.split(",") if name.strip())
             else:
                 values[field.name] = type(field.default)(raw)
+        if overrides.get("public"):  # a classroom: quotas and a shorter idle life, unless set otherwise
+            values = {**PUBLIC_DEFAULTS, **values}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+# What `serve --public` changes: room for a class, a quota per student, idle sessions gone sooner.
+PUBLIC_DEFAULTS = {"max_sessions": 128, "max_sessions_per_client": 3, "idle_timeout_s": 600.0}

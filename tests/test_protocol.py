@@ -788,3 +788,19 @@ def test_many_bad_messages_in_a_row_leave_the_session_working(session):
     assert [f["code"] for f in frames if f["type"] == "error"] == ["bad_json"] * 40
     assert step == 0
     assert presenter.step(1)["seq"] == 1
+
+
+def test_a_client_following_deltas_holds_the_same_requests_as_a_snapshot(session):
+    """Applying deltas the way the browser's store does (requests whole, progress as counters)
+    ends with every request equal to the snapshot's, first_token_s included."""
+    created, presenter = session
+    requests = dict(presenter.fresh_snapshot()["requests"])
+    for _ in range(30):
+        delta = presenter.step(3)
+        requests.update(delta["requests"])
+        for rid, computed, output in delta["progress"]:
+            if rid in requests:
+                requests[rid].update(computed=computed, output=output)
+    snapshot = presenter.fresh_snapshot()["requests"]
+    assert any(view["first_token_s"] is not None for view in snapshot.values())
+    assert {rid: requests.get(rid) for rid in snapshot} == snapshot

@@ -121,7 +121,8 @@ def validate_scenario(body: SessionCreate, request: Request) -> dict:
 
 @router.post("/sessions", status_code=201)
 def create_session(body: SessionCreate, request: Request) -> SessionCreated:
-    live = manager_of(request).create(scenario_from(body), lesson_arm(body), body.origin_query())
+    owner = request.client.host if request.client else ""
+    live = manager_of(request).create(scenario_from(body), lesson_arm(body), body.origin_query(), owner)
     return session_urls(request, live)
 
 

@@ -26,8 +26,8 @@ async def session_socket(websocket: WebSocket, session_id: str) -> None:
     settings = manager.settings
     viewer = Viewer(websocket, False, settings.event_backlog)
     live.viewers.add(viewer)
-    live.publish_status()
-    sender = asyncio.create_task(viewer.send_loop(live, settings.heartbeat_s))
+    live.viewers_changed()
+    sender = asyncio.create_task(viewer.send_loop(live, settings.heartbeat_s, settings.viewer_stall_s))
     receive = asyncio.create_task(websocket.receive())
     try:
         while True:
@@ -58,7 +58,7 @@ async def session_socket(websocket: WebSocket, session_id: str) -> None:
         sender.cancel()
         with contextlib.suppress(BaseException):
             await sender
-        live.publish_status()
+        live.viewers_changed()
 
 
 def gone(receive: asyncio.Task) -> bool:

@@ -55,6 +55,8 @@ export function connect(store, { sessionId, token, onError, onStatus }) {
     if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(command));
   }
 
+  // An open page says so now and then: a session nobody's page pings expires when idle.
+  setInterval(() => send({ type: "ping" }), 30_000);
   open();
   return { send };
 }
