@@ -33,6 +33,10 @@ MAX_DELTA_STEPS = 200
 ADVANCE_SLICE_S = 0.005
 
 
+# Play ticks a busy event loop or machine may owe and still make up (sent as frames in quick
+# succession), before play lets them go and slows down instead.
+CATCH_UP_TICKS = 5
+
 # Joins and leaves within this long reach the viewers as one status frame.
 VIEWER_STATUS_DELAY_S = 0.25
 
@@ -353,10 +357,13 @@ class LiveSession:
                 if not session.playing:
                     break
                 if session.time_ratio is None:
-                    # At most one tick's worth: if stepping falls behind, play slows down rather
-                    # than sending ever larger frames.
-                    owed = min(owed + elapsed * session.steps_per_s, max(1.0, session.steps_per_s * frame_s), max_per_tick)
-                    due, owed = int(owed), owed - int(owed)
+                    # One tick's worth, counted by ticks rather than by the wall time between
+                    # them (whose jitter left some ticks with no step: a frame lost): the tick
+                    # schedule keeps the rate, and when stepping falls behind it play slows down
+                    # rather than sending ever larger frames.
+                    owed += session.steps_per_s * max(frame_s, 1.0 / session.steps_per_s)
+                    due = min(int(owed + 1e-9), max_per_tick)
+                    owed = min(owed - due, 1.0)
                     records, hit = session.advance(due, stop_at_breakpoints=True)
                 else:
                     target_clock = session.sim.clock_s + session.time_ratio * elapsed
@@ -366,9 +373,12 @@ class LiveSession:
                     session.playing = False
                     self.publish_status(note=f"breakpoint: {hit.kind}" if hit else "finished")
                     break
-            # Sleep until the next tick is due, not a whole tick after this one's work.
+            # Sleep until the next tick is due, not a whole tick after this one's work; ticks a
+            # busy machine made late are made up, up to CATCH_UP_TICKS, and beyond that let go.
             tick_s = frame_s if session.time_ratio else max(frame_s, 1.0 / session.steps_per_s)
-            next_tick = max(next_tick + tick_s, time.monotonic())
+            next_tick += tick_s
+            if next_tick < time.monotonic() - CATCH_UP_TICKS * tick_s:
+                next_tick = time.monotonic()
             await asyncio.sleep(next_tick - time.monotonic())
 
     async def close(self) -> None:
