@@ -9,6 +9,8 @@ JSON-ready dict that the page turns into words (nothing here is prose).
 
 from __future__ import annotations
 
+import copy
+
 # Why a request got fewer tokens than it asked for: the limit that bound `num_new_tokens`.
 BOUND_NONE = "none"
 BOUND_LONG_PREFILL = "long_prefill_token_threshold"
@@ -236,3 +238,15 @@ class DecisionTrace:
         if given == model_len_room:
             return BOUND_MAX_MODEL_LEN
         return BOUND_BUDGET
+
+
+def traced_record(sim, state, step: int):
+    """The record of step `step`, with its decisions, replayed from `state` (taken at or before
+    that step) on a scratch copy of `sim`: the simulation is deterministic, so this is the step
+    `sim` took, and `sim` itself never pays for the trace."""
+    scratch = copy.copy(sim)
+    scratch.restore(state)
+    scratch.scheduler.enable_decision_trace()
+    while scratch.step_index < step and not scratch.done:
+        scratch.step()
+    return scratch.step() if scratch.step_index == step and not scratch.done else None
