@@ -166,6 +166,16 @@ def get_request(session_id: str, request_id: str, request: Request) -> dict:
     return finite(detail)
 
 
+@router.get("/sessions/{session_id}/steps/{step}/why")
+async def get_step_reasons(session_id: str, step: int, request: Request) -> dict:
+    """The decision trace of one step already taken: its record and the reasons behind it."""
+    live = live_session(request, session_id)
+    answer = await live.session.reasons.of_step(live, step)
+    if answer is None:
+        raise HTTPException(404, f"step {step} has not been taken (the session is at step {live.session.step})")
+    return answer
+
+
 # -- exports: everything up to the session's current step ---------------------------------
 def replayed_records(live: LiveSession):
     """The run from its start to the session's current step, replayed (the run is deterministic)."""

@@ -18,7 +18,7 @@ export function mount(el, store, { onSeek, onSelect }) {
   list.addEventListener("click", (event) => {
     const item = event.target.closest(".event");
     if (!item) return;
-    if (item.dataset.request) onSelect(item.dataset.request);
+    if (item.dataset.request) onSelect(item.dataset.request, item.dataset.kind);
     onSeek(Number(item.dataset.step) + 1);
   });
 
@@ -27,7 +27,8 @@ export function mount(el, store, { onSeek, onSelect }) {
   let shownFilter = "";
 
   const item = (e) =>
-    `<button class="event ${e.kind}" data-step="${e.step}" data-request="${e.request || ""}" title="Go to the end of step ${e.step + 1}">` +
+    `<button class="event ${e.kind}" data-step="${e.step}" data-kind="${e.kind}" data-request="${e.request || ""}" ` +
+    `title="Go to the end of step ${e.step + 1}${e.kind === "preempted" ? " and see why" : ""}">` +
     `<span class="at">${e.step + 1}</span><span class="what">${e.text}</span></button>`;
 
   function update() {

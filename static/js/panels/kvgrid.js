@@ -72,7 +72,8 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
 
   function colours() {
     return { free: cssVar("--free"), cached: cssVar("--cached"), nul: cssVar("--null"), focus: cssVar("--focus"),
-      panel: cssVar("--panel"), text: cssVar("--text") };
+      panel: cssVar("--panel"), text: cssVar("--text"), allocated: cssVar("--finished"), freed: cssVar("--preempted"),
+      cachedMark: cssVar("--accent") };
   }
 
   function colourOf(id, cache) {
@@ -191,6 +192,21 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     }
   }
 
+  // The Why? tab's block diff of the last step: allocated outlined, freed crossed, evicted struck
+  // through, newly shared ringed (shape and colour both tell them apart).
+  function drawDiff(ctx, c, diff) {
+    const { cell, cols, gap } = layout;
+    const size = cell - gap;
+    const line = Math.max(1.5, size / 7);
+    const at = (block) => [(block % cols) * cell, Math.floor(block / cols) * cell];
+    ctx.lineWidth = line;
+    const each = (blocks, colour, draw) => { ctx.strokeStyle = colour; ctx.beginPath(); for (const b of blocks) draw(...at(b)); ctx.stroke(); };
+    each(diff.allocated, c.allocated, (x, y) => ctx.rect(x + line / 2, y + line / 2, size - line, size - line));
+    each(diff.freed, c.freed, (x, y) => { ctx.moveTo(x + 1, y + 1); ctx.lineTo(x + size - 1, y + size - 1); ctx.moveTo(x + size - 1, y + 1); ctx.lineTo(x + 1, y + size - 1); });
+    each(diff.evicted, c.text, (x, y) => { ctx.moveTo(x, y + size / 2); ctx.lineTo(x + size, y + size / 2); });
+    each(diff.shared, c.cachedMark, (x, y) => { ctx.moveTo(x + size - 1, y + size / 2); ctx.arc(x + size / 2, y + size / 2, size / 2 - 1, 0, 2 * Math.PI); });
+  }
+
   // The pre-PagedAttention layout: the running requests in admission order, each in a region of
   // max_model_len slots; the part beyond what it holds now is reserved but unused.
   function drawContiguous(ctx, c) {
@@ -240,7 +256,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     const c = colours();
     const key = `${canvas.width}x${canvas.height}/${n}/${document.documentElement.dataset.theme}/${mode}`;
-    const partial = !full && mode === "paged" && key === paintedKey;
+    const partial = !full && mode === "paged" && key === paintedKey && !store.blockDiff;
     const dirty = store.kvDirty;
     store.kvDirty = new Set();
     paintedKey = key;
@@ -252,6 +268,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     ctx.clearRect(0, 0, canvas.width, canvas.height);
     if (mode === "paged") {
       drawPaged(ctx, c);
+      if (store.blockDiff) drawDiff(ctx, c, store.blockDiff);
     } else {
       reservation = drawContiguous(ctx, c);
     }
