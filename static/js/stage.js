@@ -8,7 +8,7 @@ const MAX_ON_STAGE = 3;
 export function mount(grid, bar, { onChange }) {
   let panels = ["queues", "batch", "kv"];
   const sections = [...grid.querySelectorAll("[data-panel]")];
-  bar.innerHTML = '<span class="stage-label">on stage:</span>' + sections.map((section) =>
+  bar.innerHTML = sections.map((section) =>
     `<button data-stage="${section.dataset.panel}" aria-pressed="false" title="Show or fold this panel (projector theme)">${section.dataset.title}</button>`).join("");
   bar.addEventListener("click", (event) => {
     const button = event.target.closest("button[data-stage]");

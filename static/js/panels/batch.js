@@ -17,13 +17,14 @@ export function mount(el, store, { onSelect }) {
 
 function render(el, store) {
   const record = store.lastRecord;
-  const key = `${record ? record.step : -1}/${store.selected}/${store.requests.size}`;
+  if (!store.session) return; // the budget is not known before the first snapshot
+  const key = `${record ? record.step : -1}/${store.selected}/${store.requests.size}/${store.session.session_id}`;
   if (el.dataset.key === key) return; // nothing this panel shows has changed
   el.dataset.key = key;
-  const budget = store.session ? store.session.max_num_batched_tokens : 1;
+  const budget = store.session.max_num_batched_tokens;
   if (!record) {
     el.innerHTML = `<p class="muted">No step yet. Press <b>Step</b> (→) or <b>Play</b> (Space).</p>` +
-      `<p class="muted">Each step spends at most <b>${fmtInt(budget)}</b> tokens: running requests first, then new ones.</p>`;
+      `<p class="muted">Each step spends at most <b>${fmtInt(budget)}</b> ${budget === 1 ? "token" : "tokens"}: running requests first, then new ones.</p>`;
     return;
   }
   let prefill = 0, decode = 0;

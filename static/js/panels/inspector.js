@@ -1,5 +1,6 @@
 // One request, inspected: its counters and latencies, its life on a timeline (queued, prefill
 // chunks, decodes, preemptions) and its block table. Fetched from the server for the current step.
+// Steps are shown as everywhere else: the timeline's iteration k is "step k + 1".
 
 import { fmtInt, fmtSeconds, requestColor } from "../colors.js";
 
@@ -34,17 +35,17 @@ export function mount(el, store, { sessionId }) {
     segs.push(`<span title="queued" style="left:0;width:${pos(firstScheduled)}%;background:var(--waiting);opacity:.5"></span>`);
     for (const run of detail.timeline) {
       if (run.kind === "prefill" || run.kind === "decode") {
-        segs.push(`<span title="${run.kind} ${run.tokens} tokens, steps ${run.step}–${run.to_step}" style="left:${pos(run.s)}%;` +
+        segs.push(`<span title="${run.kind} ${run.tokens} tokens, steps ${run.step + 1}–${run.to_step + 1}" style="left:${pos(run.s)}%;` +
           `width:${Math.max(0.4, pos(run.to_s) - pos(run.s))}%;background:var(--${run.kind})"></span>`);
       } else if (run.kind === "preempted") {
-        segs.push(`<span title="preempted at step ${run.step}" style="left:${pos(run.s)}%;width:3px;background:var(--preempted)"></span>`);
+        segs.push(`<span title="preempted at step ${run.step + 1}" style="left:${pos(run.s)}%;width:3px;background:var(--preempted)"></span>`);
       }
     }
     const rows = detail.timeline.filter((run) => run.kind !== "decode" || run.tokens > 0).slice(-40).map((run) => {
-      if (run.kind === "prefill") return `<li>step ${run.step}: prefill ${run.tokens} tokens from token ${run.from_token}</li>`;
-      if (run.kind === "decode") return `<li>steps ${run.step}–${run.to_step}: ${run.tokens} decode tokens</li>`;
-      if (run.kind === "admitted" || run.kind === "resumed") return `<li>step ${run.step}: ${run.kind}${run.cached ? `, ${run.cached} tokens from the prefix cache` : ""}</li>`;
-      return `<li>step ${run.step}: <b>${run.kind}</b></li>`;
+      if (run.kind === "prefill") return `<li>step ${run.step + 1}: prefill ${run.tokens} tokens from token ${run.from_token}</li>`;
+      if (run.kind === "decode") return `<li>steps ${run.step + 1}–${run.to_step + 1}: ${run.tokens} decode tokens</li>`;
+      if (run.kind === "admitted" || run.kind === "resumed") return `<li>step ${run.step + 1}: ${run.kind}${run.cached ? `, ${run.cached} tokens from the prefix cache` : ""}</li>`;
+      return `<li>step ${run.step + 1}: <b>${run.kind}</b></li>`;
     }).join("");
     el.innerHTML = `<div class="inspector"><h3><i class="swatch" style="background:${colour}"></i>${r.id} <span class="pill">${r.status}</span></h3>
       <dl class="kvlist">

@@ -60,8 +60,14 @@ export function mount(el, store, { seek, canControl, stage, dialog }) {
     const table = `<table><thead><tr><th scope="col">measure</th>${lesson.table.arms.map((a) => `<th scope="col">${a}</th>`).join("")}</tr></thead><tbody>` +
       lesson.table.rows.map((row) => `<tr><th scope="row">${row.label}</th>${row.values.map((v) => `<td>${v}</td>`).join("")}</tr>`).join("") + "</tbody></table>";
     const claims = lesson.claims.map((c) => `<li><span aria-hidden="true">${c.holds ? "✔" : "✘"}</span> ${c.holds ? "" : "<b>fails:</b> "}${c.text}</li>`).join("");
-    dialog.innerHTML = `<h2 id="claims-title">What it proves: ${lesson.title}</h2><p class="muted">${lesson.summary}</p>` +
-      `<div class="claims">${table}<ul>${claims}</ul></div><form method="dialog"><button class="primary">Close</button></form>`;
+    const info = store.session.lesson;
+    const arms = lesson.arms.map((arm) => arm === info.arm
+      ? `<b class="pill on" aria-current="true">${arm} (this session)</b>`
+      : `<a class="pill" href="/?lesson=${lesson.name}&arm=${encodeURIComponent(arm)}">${arm}</a>`).join(" ");
+    dialog.innerHTML = `<h2 id="claims-title">What it proves: ${lesson.title}</h2><p>${lesson.summary}</p>` +
+      `<div class="claims">${table}<ul>${claims}</ul></div>` +
+      `<p>Open an arm in a new session: ${arms} · <a href="/compare?lesson=${lesson.name}">compare side by side</a></p>` +
+      `<form method="dialog"><button class="primary">Close</button></form>`;
     dialog.showModal();
     return true;
   }
@@ -79,13 +85,10 @@ export function mount(el, store, { seek, canControl, stage, dialog }) {
     const key = `${index}/${store.step === beat.step}/${info.arm}`;
     if (el.dataset.key === key) return;
     el.dataset.key = key;
-    const arms = lesson.arms.map((arm) => arm === info.arm
-      ? `<b class="pill on" aria-current="true">${arm}</b>`
-      : `<a class="pill" href="/?lesson=${lesson.name}&arm=${encodeURIComponent(arm)}" title="Open this arm in a new session">${arm}</a>`).join(" ");
     const dots = list.map((b, i) => `<button data-action="beat" data-index="${i}" class="beat${i === index ? " on" : ""}" ` +
       `${i === index ? 'aria-current="step"' : ""} ${canControl ? "" : "disabled"} title="Go to step ${b.step}: ${b.title}">${i + 1}</button>`).join("");
     const away = store.step !== beat.step ? ` <span class="muted">(now at step ${store.step.toLocaleString("en-US")})</span>` : "";
-    el.innerHTML = `<div class="caption"><p class="lesson-title">${lesson.title} · arm ${arms} · <a href="/compare?lesson=${lesson.name}">compare side by side</a></p>` +
+    el.innerHTML = `<div class="caption"><p class="lesson-title">${lesson.title} · arm <b>${info.arm}</b></p>` +
       `<p class="beat-text"><b>${index + 1}/${list.length} ${beat.title}.</b> ${beat.text}${away}</p></div>` +
       `<div class="nav"><button data-action="prev" ${canControl ? "" : "disabled"} title="Previous beat (P)" aria-label="Previous beat">◀</button>` +
       `<span class="beats" role="group" aria-label="Beats">${dots}</span>` +
