@@ -49,7 +49,7 @@ function render(el, store) {
   const notes = [];
   if (record.admitted.length) notes.push(`admitted ${record.admitted.length}`);
   if (record.resumed.length) notes.push(`resumed ${record.resumed.length}`);
-  if (record.preempted.length) notes.push(`<b style="color:var(--preempted)">preempted ${record.preempted.length}</b>`);
+  if (record.preempted.length) notes.push(`<b style="color:var(--preempted-text)">preempted ${record.preempted.length}</b>`);
   if (record.finished.length) notes.push(`finished ${record.finished.length}`);
   el.innerHTML =
     `<div class="budget"><span>step <b>${fmtInt(record.step + 1)}</b> · <b>${fmtInt(used)}</b> of ${fmtInt(budget)} tokens · ` +
@@ -61,5 +61,5 @@ function render(el, store) {
     `<span><i class="swatch" style="background:var(--decode)"></i>D decode ${fmtInt(decode)}</span>` +
     `<span>step time <b>${fmtSeconds(record.step_s)}</b></span></div>` +
     `<div class="cost">${cost}</div>` +
-    `<div class="batch-rows">${rows}${more}</div>`;
+    `<div class="batch-rows" tabindex="0" role="region" aria-label="Requests in this step">${rows}${more}</div>`;
 }

@@ -320,6 +320,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       }
     }
     const { dpr } = layout;
+    canvas.dataset.cell = String(layout.cell); // for the tests: cells stay readable
     const ctx = canvas.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     const c = colours();

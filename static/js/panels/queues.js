@@ -43,8 +43,8 @@ function chip(request, selected, showPriority) {
   const visible = `${label}${priority ? ` ${priority}` : ""}${request.preemptions ? ` ↺${request.preemptions}` : ""}`;
   return `<button class="chip${selected ? " selected" : ""}${preempted ? " preempted" : ""}${showPriority && request.priority === 0 ? " urgent" : ""}" data-id="${request.id}" ` +
     `style="--c:${requestColor(request.color)}" title="${title}" aria-label="${visible}: ${title}${priority ? `, priority ${request.priority}` : ""}">${label}` +
-    (priority ? `<span class="prio">${priority}</span>` : "") +
-    (request.preemptions ? `<span class="badge">↺${request.preemptions}</span>` : "") +
+    (priority ? ` <span class="prio">${priority}</span>` : "") +
+    (request.preemptions ? ` <span class="badge">↺${request.preemptions}</span>` : "") +
     `<span class="bar"><i class="prompt" style="width:${(prompt * 50).toFixed(1)}%"></i>` +
     `<i class="out" style="left:50%;width:${(out * 50).toFixed(1)}%"></i></span></button>`;
 }
