@@ -10,7 +10,7 @@ from fastapi import APIRouter, Header, HTTPException, Request, Response
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
-from scheduler_core.lessons import evaluate, fill
+from scheduler_core.lessons import evaluate, story
 from scheduler_core.perfetto import PerfettoWriter
 from scheduler_core.scenario import PRESET_SCENARIOS, Scenario
 
@@ -100,7 +100,7 @@ def lesson_detail(name: str, request: Request) -> dict:
         results = lesson.run()
         cache[name] = finite({
             "name": lesson.name, "title": lesson.title, "summary": lesson.summary, "arms": list(lesson.arms),
-            "captions": [{"step": c.step, "title": c.title, "text": fill(c.text, results)} for c in lesson.captions],
+            "stories": {arm: story(lesson, arm, results) for arm in lesson.arms},
             "claims": [{"holds": holds, "text": text} for holds, text in evaluate(lesson, results)],
             "table": {"arms": list(results), "rows": [
                 {"label": label, "values": [format(results[arm].get(path), fmt) for arm in results]}

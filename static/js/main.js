@@ -12,6 +12,7 @@ import { mount as mountNarration } from "./panels/narration.js";
 import { mount as mountQueues } from "./panels/queues.js";
 import { mount as mountWhy } from "./panels/why.js";
 import { endSession, forget, tokenFor } from "./sessions.js";
+import { mount as mountStage } from "./stage.js";
 import { createStore } from "./store.js";
 
 const body = document.body;
@@ -100,12 +101,9 @@ const events = mountEvents($("events"), store, {
 });
 const inspector = mountInspector($("inspector"), store, { sessionId, onWhy: () => showTab("why") });
 const why = mountWhy($("why"), store, { sessionId, onSelect: select });
-const narration = mountNarration($("narration"), store, { seek, canControl });
-document.addEventListener("keydown", (event) => {
-  if (event.target.closest("input, select, textarea, dialog") || event.ctrlKey || event.metaKey || event.altKey) return;
-  if (event.key === "n") narration.next();
-  if (event.key === "p") narration.prev();
-});
+const stage = mountStage(document.querySelector("main.grid"), $("stage-bar"), { onChange: () => store.dirty.add("all") });
+const narration = mountNarration($("narration"), store, { seek, canControl, stage, dialog: $("claims-dialog") });
+controls.lessonKeys({ next: narration.next, prev: narration.prev, claims: () => narration.openClaims() });
 
 function toggleTheme() {
   const next = document.documentElement.dataset.theme === "projector" ? "normal" : "projector";
@@ -122,7 +120,7 @@ function timed(name, draw) {
   draw();
   stats.panelMs[name] = (stats.panelMs[name] || 0) + performance.now() - start;
 }
-window.servescope = { store, send, stats };
+window.servescope = { store, send, stats, narration, stage };
 
 function frame() {
   const d = store.dirty;
