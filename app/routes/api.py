@@ -1,4 +1,5 @@
-"""REST: presets, the config schema, sessions (create, inspect, delete) and their exports."""
+"""REST: presets, the config schema, sessions (create, inspect, delete), their requests and steps
+(the exports are in `exports.py`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from fastapi import APIRouter, Header, HTTPException, Request, Response
 
 from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
-from scheduler_core.lessons import evaluate, fill
+from scheduler_core.lessons import evaluate, story
 from scheduler_core.scenario import PRESET_SCENARIOS, Scenario
 
 from ..frames import finite
@@ -96,7 +97,7 @@ def lesson_detail(name: str, request: Request) -> dict:
         results = lesson.run()
         cache[name] = finite({
             "name": lesson.name, "title": lesson.title, "summary": lesson.summary, "arms": list(lesson.arms),
-            "captions": [{"step": c.step, "title": c.title, "text": fill(c.text, results)} for c in lesson.captions],
+            "stories": {arm: story(lesson, arm, results) for arm in lesson.arms},
             "claims": [{"holds": holds, "text": text} for holds, text in evaluate(lesson, results)],
             "table": {"arms": list(results), "rows": [
                 {"label": label, "values": [format(results[arm].get(path), fmt) for arm in results]}
@@ -161,3 +162,13 @@ def get_request(session_id: str, request_id: str, request: Request) -> dict:
     if detail is None:
         raise HTTPException(404, f"no request {request_id!r} has arrived by this step")
     return finite(detail)
+
+
+@router.get("/sessions/{session_id}/steps/{step}/why")
+async def get_step_reasons(session_id: str, step: int, request: Request) -> dict:
+    """The decision trace of one step already taken: its record and the reasons behind it."""
+    live = live_session(request, session_id)
+    answer = await live.session.reasons.of_step(live, step)
+    if answer is None:
+        raise HTTPException(404, f"step {step} has not been taken (the session is at step {live.session.step})")
+    return answer

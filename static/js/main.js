@@ -10,7 +10,9 @@ import { mount as mountInspector } from "./panels/inspector.js";
 import { mount as mountKv } from "./panels/kvgrid.js";
 import { mount as mountNarration } from "./panels/narration.js";
 import { mount as mountQueues } from "./panels/queues.js";
+import { mount as mountWhy } from "./panels/why.js";
 import { endSession, forget, tokenFor } from "./sessions.js";
+import { mount as mountStage } from "./stage.js";
 import { createStore } from "./store.js";
 
 const body = document.body;
@@ -55,24 +57,28 @@ endButton.addEventListener("click", async () => {
 });
 
 // Clicking the selected chip again deselects it; an event or a block always selects.
-function select(id, { toggle = true } = {}) {
+function select(id, { toggle = true, tab = "inspector" } = {}) {
   store.selected = toggle && id === store.selected ? null : id;
   store.dirty.add("selection");
-  if (store.selected) showTab("inspector");
+  if (store.selected) showTab(tab);
 }
 function seek(step) { if (canControl) send({ type: "seek", step }); }
 
 function showTab(name) {
-  for (const tab of ["events", "inspector"]) {
+  for (const tab of ["events", "inspector", "why"]) {
     const on = tab === name;
     $(`tab-${tab}`).classList.toggle("on", on);
     $(`tab-${tab}`).setAttribute("aria-selected", String(on));
     $(tab).hidden = !on;
   }
   store.dirty.add("inspector");
+  store.dirty.add("why");
+  // The step's block diff is drawn on the grid only while the Why? tab shows it.
+  if (name !== "why" && store.blockDiff) { store.blockDiff = null; store.dirty.add("kv"); }
 }
 $("tab-events").addEventListener("click", () => showTab("events"));
 $("tab-inspector").addEventListener("click", () => showTab("inspector"));
+$("tab-why").addEventListener("click", () => showTab("why"));
 
 let noteTimer = null;
 function showNote(text) {
@@ -89,14 +95,15 @@ const kv = mountKv($("kv-canvas"), store, {
   pagedButton: $("view-paged"), contiguousButton: $("view-contiguous"),
 });
 const charts = mountCharts($("charts"), store);
-const events = mountEvents($("events"), store, { onSeek: seek, onSelect: (id) => select(id, { toggle: false }) });
-const inspector = mountInspector($("inspector"), store, { sessionId });
-const narration = mountNarration($("narration"), store, { seek, canControl });
-document.addEventListener("keydown", (event) => {
-  if (event.target.closest("input, select, textarea, dialog") || event.ctrlKey || event.metaKey || event.altKey) return;
-  if (event.key === "n") narration.next();
-  if (event.key === "p") narration.prev();
+// A preemption line opens the evidence for it; other events inspect their request.
+const events = mountEvents($("events"), store, {
+  onSeek: seek, onSelect: (id, kind) => select(id, { toggle: false, tab: kind === "preempted" ? "why" : "inspector" }),
 });
+const inspector = mountInspector($("inspector"), store, { sessionId, onWhy: () => showTab("why") });
+const why = mountWhy($("why"), store, { sessionId, onSelect: select });
+const stage = mountStage(document.querySelector("main.grid"), $("stage-bar"), { onChange: () => store.dirty.add("all") });
+const narration = mountNarration($("narration"), store, { seek, canControl, stage, dialog: $("claims-dialog") });
+controls.lessonKeys({ next: narration.next, prev: narration.prev, claims: () => narration.openClaims() });
 
 function toggleTheme() {
   const next = document.documentElement.dataset.theme === "projector" ? "normal" : "projector";
@@ -113,7 +120,7 @@ function timed(name, draw) {
   draw();
   stats.panelMs[name] = (stats.panelMs[name] || 0) + performance.now() - start;
 }
-window.servescope = { store, send, stats };
+window.servescope = { store, send, stats, narration, stage };
 
 function frame() {
   const d = store.dirty;
@@ -127,7 +134,8 @@ function frame() {
     if (all || d.has("events")) timed("events", events.update);
     if (all || state) timed("narration", narration.update);
     if (all) writeUrl();
-    if (!$("inspector").hidden && (state || d.has("selection") || d.has("inspector"))) inspector.update();
+    if (!$("inspector").hidden && (state || d.has("selection") || d.has("inspector") || d.has("status"))) inspector.update();
+    if (!$("why").hidden && (state || d.has("selection") || d.has("why") || d.has("status"))) why.update();
     d.clear();
     stats.frames += 1;
     stats.longestFrameMs = Math.max(stats.longestFrameMs, performance.now() - start);
