@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
-from ..live import Viewer, error_frame
+from ..viewer import Viewer, error_frame
 
 router = APIRouter()
 
