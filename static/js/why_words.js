@@ -99,6 +99,14 @@ export function explainRequest(answer, rid, status) {
       : `It got no tokens: the scan of running requests stopped when ${id(stop.request)} preempted itself.`);
   }
   const wait = d.waiting.find((e) => e.request === rid);
+  const chunk = r.scheduled.find((s) => s[0] === rid);
+  if (chunk && !run && !wait) {
+    // Swap-ins, and the policies whose trace holds only preemptions and blocks.
+    const swapped = r.swapped_in.find(([s]) => s === rid);
+    out.push(`It ran: given ${n(chunk[1])} token${chunk[1] === 1 ? "" : "s"}` +
+      (swapped ? `, back from CPU swap space with its ${blocks(swapped[1])}` : "") +
+      (limits.policy !== "vllm-v1" ? ` (the ${esc(limits.policy)} policy's trace records preemptions and blocks, not token limits)` : "") + ".");
+  }
   if (wait) {
     if (wait.admitted) {
       out.push(`<span class="why-key">${wait.resumed ? "Resumed after preemption" : "Admitted"}</span> from the waiting queue` +
