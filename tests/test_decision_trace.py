@@ -75,6 +75,7 @@ def check_tokens(line, d, where):
     assert sorted(e["request"] for e in admitted) == sorted(line["new"] + line["resumed"]), where
     for e in admitted:
         assert e["resumed"] == (e["request"] in line["resumed"]), where
+        assert e["cached_tokens"] == line["cached_tokens"][e["request"]], where
     for e in d["running"] + admitted:
         bound = e["bound"]
         assert (bound == why.BOUND_NONE) == (e["given"] >= e["asked"]), f"{where}: {e}"
