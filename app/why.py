@@ -15,7 +15,7 @@ from scheduler_core.decision_trace import traced_record
 
 from .frames import finite, record_view
 
-MAX_CACHED_STEPS = 32
+MAX_CACHED_STEPS = 8
 # A decode run of a request's history is expanded to one row per step up to this many rows.
 MAX_HISTORY_ROWS = 20_000
 

@@ -1,10 +1,10 @@
 """The scheduler's reasoning behind one step, as data: who asked for what, what bound it, who was
 preempted by which rule, why a waiting request stayed waiting, and where freed blocks went.
 
-Off unless a caller sets `scheduler.decision_trace = DecisionTrace()`: every hook in the policies
-and the KV cache is one `if trace is not None` test, so headless runs and replay keep their speed.
-The caller brackets each step with `start_step()` and `end_step()`; the latter returns a plain,
-JSON-ready dict that the page turns into words (nothing here is prose).
+Off unless a caller asks (`scheduler.enable_decision_trace()`): every hook in the policies and the
+KV cache is one `if trace is not None` test, so headless runs and replay keep their speed. The
+step loop (`Simulation.step`, `replay`) brackets each step with `start_step()` and `end_step()`;
+the latter returns a plain, JSON-ready dict that the page turns into words (nothing here is prose).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ WAIT_BLOCKS = "blocks"  # not even this step's chunk fits in the free blocks
 WAIT_UNCHUNKED_TOO_BIG = "prompt_exceeds_budget_unchunked"  # no chunking, prompt > remaining budget
 WAIT_PREEMPTED_THIS_STEP = "preempted_this_step"  # a step that preempted admits nobody
 WAIT_SWAPPED_FIRST = "swapped_first"  # swapped-out requests resume before new admissions
-WAIT_EMPTY = "empty"
 
 
 class DecisionTrace:

@@ -75,6 +75,7 @@ def check_tokens(line, d, where):
     assert sorted(e["request"] for e in admitted) == sorted(line["new"] + line["resumed"]), where
     for e in admitted:
         assert e["resumed"] == (e["request"] in line["resumed"]), where
+        assert e["cached_tokens"] == line["cached_tokens"][e["request"]], where
     for e in d["running"] + admitted:
         bound = e["bound"]
         assert (bound == why.BOUND_NONE) == (e["given"] >= e["asked"]), f"{where}: {e}"
@@ -145,3 +146,32 @@ def test_the_trace_is_off_unless_asked():
 
     scheduler = VllmV1Scheduler(engine_config_from_trace(trace_file))
     assert scheduler.decision_trace is None and scheduler.kv_cache_manager.decision_trace is None
+
+
+@pytest.mark.parametrize("policy", ["vllm-v0", "static", "vllm-v1"])
+@pytest.mark.parametrize("preemption_mode", ["recompute", "swap"])
+def test_every_policy_names_the_victim_of_each_preemption(policy, preemption_mode):
+    """Under memory pressure, every preempted request of every policy has its victim entry and its
+    freed blocks, and the free-block count follows from the step's block diff."""
+    from scheduler_core.config import EngineConfig
+    from scheduler_core.simulation import Simulation
+    from scheduler_core.workload import synthetic_workload
+
+    config = EngineConfig(num_gpu_blocks=160, max_num_seqs=16, max_num_batched_tokens=1024, max_model_len=1024,
+                          policy=policy, preemption_mode=preemption_mode, num_cpu_blocks=64)
+    sim = Simulation(config, synthetic_workload(40, arrival_rate=float("inf"), prompt_mean=200, output_mean=200, seed=3,
+                                                      max_prompt_len=400, max_output_len=400))
+    sim.scheduler.enable_decision_trace()
+    num_preempted = 0
+    free = sim.scheduler.kv_cache_manager.num_free_blocks
+    for record in sim.records():
+        d = record.decisions
+        assert [p["victim"] for p in d["preemptions"]] == record.preempted
+        assert {f["request"] for f in d["frees"]} >= set(record.preempted) | set(record.finished)
+        assert d["blocks_free_at_start"] == free
+        returned = sum(len(f["to_head"]) + len(f["to_tail_cached"]) + len(f["to_tail"]) for f in d["frees"])
+        taken = sum(len(ids) for ids in d["allocated"].values()) + sum(len(ids) for ids in d["revived"].values())
+        free = record.num_free_blocks
+        assert free == d["blocks_free_at_start"] - taken + returned
+        num_preempted += len(record.preempted)
+    assert num_preempted > 0

@@ -96,7 +96,7 @@ def test_the_preemption_line_opens_the_evidence_and_its_numbers_are_the_steps(pr
 def test_the_inspector_lists_a_whole_block_table_and_the_history(presenter):
     """No truncation at 16 entries: the longest running table, scrolled to its end, shows its last block."""
     presenter.evaluate("window.servescope.send({type: 'step', n: 1500})")
-    wait_for_step(presenter, 1500)
+    presenter.wait_for_function("window.servescope.store.step === 1500", timeout=60_000)
     request_id, table = presenter.evaluate("""() => {
         const { store } = window.servescope;
         return [...store.tables].filter(([id]) => store.queues.running.includes(id)).sort((a, b) => b[1].length - a[1].length)[0];

@@ -64,7 +64,16 @@ function select(id, { toggle = true, tab = "inspector" } = {}) {
 }
 function seek(step) { if (canControl) send({ type: "seek", step }); }
 
+// In the projector theme the side panel may be folded away: showing one of its tabs brings it on
+// stage, beside the KV grid (where the Why? tab draws the step's block diff).
+function bringSideOnStage() {
+  const panels = stage.panels();
+  if (document.documentElement.dataset.theme !== "projector" || panels.includes("side")) return;
+  stage.follow([...panels.filter((p) => p !== "batch" && p !== "charts").slice(-2), "side"]);
+}
+
 function showTab(name) {
+  bringSideOnStage();
   for (const tab of ["events", "inspector", "why"]) {
     const on = tab === name;
     $(`tab-${tab}`).classList.toggle("on", on);

@@ -74,7 +74,8 @@ function rejectedWords(e, limits) {
 function stopWords(stop, limits, answer) {
   if (WAITING_REASONS[stop.reason]) return WAITING_REASONS[stop.reason](stop, limits);
   const blocker = answer.decisions.waiting.find((e) => e.request === stop.request);
-  return `head-of-line blocking: ${id(stop.request)}, ahead of it ${order(limits)}, was ${blocker ? rejectedWords(blocker, limits).replace(/\.$/, "") : "not admitted"}; vLLM does not look past it`;
+  return `head-of-line blocking at ${id(stop.request)}, first in the queue ${order(limits)}: it was ` +
+    `${blocker ? rejectedWords(blocker, limits).replace(/\.$/, "") : "not admitted"}; vLLM does not look past it`;
 }
 
 // Sentences about one request in one step: what it asked, got, and why. `status` is its status
@@ -84,7 +85,7 @@ export function explainRequest(answer, rid, status) {
   const out = [];
   if (r.arrived.includes(rid)) out.push(`${id(rid)} arrived in step ${n(step)}.`);
   for (const p of d.preemptions) {
-    if (p.victim === rid) out.push(`<span class="why-key">Preempted in step ${n(step)}.</span> ${preemptionWords(p, limits)}`);
+    if (p.victim === rid) out.push(`<span class="why-key preempted">Preempted in step ${n(step)}.</span> ${preemptionWords(p, limits)}`);
     else if (p.request === rid) out.push(`Out of blocks in step ${n(step)}: ${preemptionWords(p, limits)}`);
   }
   const run = d.running.find((e) => e.request === rid);
@@ -99,6 +100,14 @@ export function explainRequest(answer, rid, status) {
       : `It got no tokens: the scan of running requests stopped when ${id(stop.request)} preempted itself.`);
   }
   const wait = d.waiting.find((e) => e.request === rid);
+  const chunk = r.scheduled.find((s) => s[0] === rid);
+  if (chunk && !run && !wait) {
+    // Swap-ins, and the policies whose trace holds only preemptions and blocks.
+    const swapped = r.swapped_in.find(([s]) => s === rid);
+    out.push(`It ran: given ${n(chunk[1])} token${chunk[1] === 1 ? "" : "s"}` +
+      (swapped ? `, back from CPU swap space with its ${blocks(swapped[1])}` : "") +
+      (limits.policy !== "vllm-v1" ? ` (the ${esc(limits.policy)} policy's trace records preemptions and blocks, not token limits)` : "") + ".");
+  }
   if (wait) {
     if (wait.admitted) {
       out.push(`<span class="why-key">${wait.resumed ? "Resumed after preemption" : "Admitted"}</span> from the waiting queue` +
@@ -135,7 +144,7 @@ export function explainStep(answer, told = null) {
   const out = [`It spent ${n(used)} of ${n(limits.max_num_batched_tokens)} tokens on ${n(r.scheduled.length)} requests; ` +
     `${were(d.blocks_free_at_start)} free when it began.`];
   for (const p of d.preemptions) {
-    if (p.victim !== told && p.request !== told) out.push(`<span class="why-key">Preemption:</span> ${preemptionWords(p, limits)}`);
+    if (p.victim !== told && p.request !== told) out.push(`<span class="why-key preempted">Preemption:</span> ${preemptionWords(p, limits)}`);
   }
   if (d.waiting_stop) out.push(`The waiting queue (${n(d.waiting_stop.num_waiting_left)} left) stopped: ${stopWords(d.waiting_stop, limits, answer)}.`);
   return out;

@@ -79,7 +79,8 @@ export function mount(el, store, { sessionId, onSelect }) {
       row("freed", "freed", diff.freed.length, `<ul>${frees}</ul>`) +
       row("evicted", "evicted from the prefix cache", diff.evicted.length, `<p class="ids">${list(diff.evicted)}</p>`) +
       row("shared", "newly shared or hit in the prefix cache", diff.shared.length,
-        `<ul>${perRequest(d.newly_shared)}${perRequest(d.revived)}</ul>`) +
+        (Object.keys(d.newly_shared).length ? `<p>shared with requests that hold them:</p><ul>${perRequest(d.newly_shared)}</ul>` : "") +
+        (Object.keys(d.revived).length ? `<p>cached prefixes taken back off the free queue:</p><ul>${perRequest(d.revived)}</ul>` : "")) +
       "</section>";
   }
 
