@@ -109,7 +109,7 @@ async function openConfigForm(store, dialog) {
     return `<fieldset><legend>${path}</legend><div class="form-grid">` +
       Object.entries(props).filter(([n]) => n !== "compat").map(([n, spec]) => field(path, n, spec, values[n])).join("") + "</div></fieldset>";
   };
-  const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "tp"].includes(n))
+  const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "tensor_parallel_size", "gpu_memory_utilization", "kv_cache_dtype"].includes(n))
     .map(([n, spec]) => field("top", n, spec, current[n])).join("");
   dialog.innerHTML = `<h2 id="config-title">Configuration</h2><p class="muted">Starts a new session with these settings; the URL then captures them.</p>
     <form method="dialog"><fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div></fieldset>
