@@ -272,7 +272,8 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--vllm", metavar='"vllm serve MODEL ..."',
                        help="a whole vLLM command line: the engine arguments servescope models are applied (flags "
                             "given here win); the others are listed in a warning")
-    group.add_argument("--model", help=f"preset ({', '.join(MODELS)}) or a JSON file with the calibration config fields")
+    group.add_argument("--model", help=f"preset ({', '.join(MODELS)}), its Hugging Face id, or a local config.json "
+                                       "(or its folder)")
     group.add_argument("--gpu", choices=list(GPUS))
     group.add_argument("--policy", choices=["static", "vllm-v0", "vllm-v1"])
     group.add_argument("--workload", help=f"a named length distribution ({', '.join(NAMED_LENGTHS)}) or a trace file (CSV, JSONL)")

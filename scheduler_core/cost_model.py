@@ -24,7 +24,8 @@ DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A Llama-shaped decoder: the fields of the calibration file's `config`."""
+    """A Llama-shaped decoder: its shape, how its weights and KV cache are stored, and (from its
+    config.json) whether the LM head shares the embedding and the longest context it takes."""
 
     name: str
     layers: int
@@ -36,6 +37,8 @@ class ModelSpec:
     vocab: int
     wdtype: str = "bf16"
     kv_dtype: str = "bf16"
+    tie_word_embeddings: bool = False
+    max_position_embeddings: int = 131072
 
     @property
     def params_per_layer(self) -> int:

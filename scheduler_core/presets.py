@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .cost_model import DTYPE_BYTES, GpuSpec, ModelSpec
 from .errors import ConfigError
+from .hf_config import is_hf_config, model_from_hf_config, packaged_configs, read_json
 
 GIB = 1024**3
 
@@ -68,14 +69,12 @@ GPUS: dict[str, GpuSpec] = {
     "l40s": gpu_from_datasheet("l40s", 0.864, 362, 733, 48, interconnect_gbps=32, pcie_gbps=25),
 }
 
-MODELS: dict[str, ModelSpec] = {
-    "llama-3.1-8b": ModelSpec("llama-3.1-8b", 32, 4096, 32, 8, 128, 14336, 128256, "bf16"),
-    "llama-3.3-70b": ModelSpec("llama-3.3-70b", 80, 8192, 64, 8, 128, 28672, 128256, "bf16"),
-    "llama-3.3-70b-fp8": ModelSpec("llama-3.3-70b-fp8", 80, 8192, 64, 8, 128, 28672, 128256, "fp8"),
-    "qwen2.5-7b": ModelSpec("qwen2.5-7b", 28, 3584, 28, 4, 128, 18944, 152064, "bf16"),
-    "qwen2.5-72b": ModelSpec("qwen2.5-72b", 80, 8192, 64, 8, 128, 29568, 152064, "bf16"),
-    "mistral-7b": ModelSpec("mistral-7b", 32, 4096, 32, 8, 128, 14336, 32768, "bf16"),
-}
+# The presets are config.json files shipped in data/models (scheduler_core/hf_config.py reads them).
+PRESET_CONFIGS = packaged_configs()
+PRESET_ORDER = ("llama-3.1-8b", "llama-3.3-70b", "llama-3.3-70b-fp8", "qwen2.5-7b", "qwen2.5-72b", "mistral-7b")
+MODELS: dict[str, ModelSpec] = {name: model_from_hf_config(name, PRESET_CONFIGS[name]) for name in PRESET_ORDER}
+# Hugging Face repository ids of the presets, so `vllm serve meta-llama/Llama-3.1-8B-Instruct` finds one.
+HF_REPOS = {config["_name_or_path"]: name for name, config in PRESET_CONFIGS.items()}
 
 MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "inter", "vocab", "wdtype")
 
@@ -100,17 +99,23 @@ def model_from_config(name: str, config: dict) -> ModelSpec:
 
 
 def resolve_model(name_or_path: str) -> ModelSpec:
-    """A preset name, or a JSON file with the calibration file's `config` fields."""
+    """A preset name or its Hugging Face repository id, or a local file: a model's config.json (or
+    the folder holding it), or a JSON file with the calibration file's `config` fields."""
     if name_or_path in MODELS:
         return MODELS[name_or_path]
+    if name_or_path in HF_REPOS:
+        return MODELS[HF_REPOS[name_or_path]]
     path = Path(name_or_path)
-    if not path.exists():
-        raise ConfigError("model", f"unknown model {name_or_path!r}: not a preset ({', '.join(MODELS)}) nor a file")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ConfigError("model", f"{path}: not valid JSON ({e.msg})") from None
-    return model_from_config(path.stem, data.get("config", data))
+    if path.is_dir() and (path / "config.json").is_file():
+        path = path / "config.json"
+    if not path.is_file():
+        raise ConfigError("model", f"unknown model {name_or_path!r}: not a preset ({', '.join(MODELS)}), a preset's "
+                                   f"Hugging Face id, nor a local config.json (servescope never downloads)")
+    data = read_json(path)
+    name = path.parent.name if path.name == "config.json" else path.stem
+    if is_hf_config(data):
+        return model_from_hf_config(name, data)
+    return model_from_config(name, data.get("config", data))
 
 
 def resolve_gpu(name: str) -> GpuSpec:

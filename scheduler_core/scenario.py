@@ -100,6 +100,12 @@ class Scenario:
         if not (isinstance(scenario.swap_space, (int, float)) and 0 <= scenario.swap_space < math.inf):
             raise ConfigError("swap_space", f"must be a non-negative number of GiB, got {scenario.swap_space!r}")
         model, block_size = scenario.model_spec(), engine.get("block_size", EngineConfig.block_size)
+        max_model_len = engine.get("max_model_len", EngineConfig.max_model_len)
+        if isinstance(max_model_len, int) and max_model_len > model.max_position_embeddings:
+            raise ConfigError("max_model_len", (  # vLLM's ModelConfig refuses it the same way
+                f"User-specified max_model_len ({max_model_len}) is greater than the derived max_model_len "
+                f"(max_position_embeddings={model.max_position_embeddings} or model_max_length=None in "
+                "model's config.json)."))
         if "num_gpu_blocks" not in engine:
             engine["num_gpu_blocks"] = num_gpu_blocks_for(
                 model, resolve_gpu(scenario.gpu), block_size, tp, scenario.gpu_memory_utilization,
