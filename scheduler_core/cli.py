@@ -164,15 +164,24 @@ def write_json(path: str, payload: dict) -> None:
     Path(path).write_text(json.dumps(clean(payload), indent=2) + "\n")
 
 
+def print_startup_lines(scenario: Scenario) -> None:
+    """What vLLM would log about memory while starting this configuration."""
+    plan = scenario.memory_plan()
+    print(f"vLLM startup, per GPU ({scenario.tensor_parallel_size} x {scenario.gpu}):")
+    for line in plan.startup_lines():
+        print(f"  {line}")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     scenario = build_scenario(args, args.scenario)
+    print_startup_lines(scenario)
     sim = scenario.build(keep_finished=False)
     wall_s = run_with_progress(sim, show=args.progress if args.progress is not None else sys.stderr.isatty())
     report = sim.metrics.report(wall_s)
     print(format_report(report, title=f"{scenario.name}: {scenario.model} on {scenario.tensor_parallel_size} x {scenario.gpu}, "
                                       f"policy {scenario.engine.policy}, {scenario.engine.num_gpu_blocks} KV blocks"))
     if args.json:
-        write_json(args.json, {"scenario": scenario.to_dict(), **report})
+        write_json(args.json, {"scenario": scenario.to_dict(), "memory": scenario.memory_plan().to_dict(), **report})
     return 0
 
 

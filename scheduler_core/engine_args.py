@@ -101,6 +101,8 @@ ENGINE_ARGS = (
     EngineArg("--gpu-memory-utilization", "gpu_memory_utilization", _memory_fraction,
               "share of each GPU's memory vLLM may use; the KV cache gets what weights, activations and "
               "CUDA graphs leave of it"),
+    EngineArg("--enforce-eager", "enforce_eager", None, "no CUDA graphs: the memory vLLM keeps for them goes to "
+              "the KV cache"),
     EngineArg("--kv-cache-dtype", "kv_cache_dtype", _choice(KV_CACHE_DTYPES),
               "KV cache storage type; auto: the model's dtype; fp8 halves the bytes per token",
               choices=KV_CACHE_DTYPES),
@@ -244,7 +246,7 @@ def apply_settings(data: dict, settings: dict[str, object]) -> None:
 
 # A scenario that fixed its pool size keeps it, unless the hardware, the model or the memory given
 # to it changes (then the size no longer means anything).
-RESIZING_FIELDS = {"model", "gpu", "tensor_parallel_size", "gpu_memory_utilization", "kv_cache_dtype"}
+RESIZING_FIELDS = {"model", "gpu", "tensor_parallel_size", "gpu_memory_utilization", "kv_cache_dtype", "enforce_eager"}
 # Older names that scenario files used, each under the vLLM name that replaced it.
 SCENARIO_ALIASES = {"tensor_parallel_size": ("tp",)}
 ENGINE_ALIASES = {"num_gpu_blocks": ("num_gpu_blocks_override",), "scheduling_order": ("scheduling_policy",)}

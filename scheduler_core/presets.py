@@ -64,9 +64,11 @@ GPUS: dict[str, GpuSpec] = {
         interconnect_bandwidth=450e9,
         pcie_bandwidth=50e9,
     ),
-    "h100-sxm": gpu_from_datasheet("h100-sxm", 3.35, 989, 1979, 80, interconnect_gbps=450, pcie_gbps=50),
-    "a100-80g": gpu_from_datasheet("a100-80g", 2.039, 312, None, 80, interconnect_gbps=300, pcie_gbps=25),
-    "l40s": gpu_from_datasheet("l40s", 0.864, 362, 733, 48, interconnect_gbps=32, pcie_gbps=25),
+    # Memory as CUDA reports it (what vLLM multiplies by gpu_memory_utilization): an "80 GB" H100
+    # or A100 shows 79.19 / 79.15 GiB in vLLM's logs, a "48 GB" L40S about 44.4 GiB.
+    "h100-sxm": gpu_from_datasheet("h100-sxm", 3.35, 989, 1979, 79.19, interconnect_gbps=450, pcie_gbps=50),
+    "a100-80g": gpu_from_datasheet("a100-80g", 2.039, 312, None, 79.15, interconnect_gbps=300, pcie_gbps=25),
+    "l40s": gpu_from_datasheet("l40s", 0.864, 362, 733, 44.4, interconnect_gbps=32, pcie_gbps=25),
 }
 
 # The presets are config.json files shipped in data/models (scheduler_core/hf_config.py reads them).
@@ -122,20 +124,3 @@ def resolve_gpu(name: str) -> GpuSpec:
     if name not in GPUS:
         raise ConfigError("gpu", f"unknown GPU {name!r}; expected one of {', '.join(GPUS)}")
     return GPUS[name]
-
-
-def num_gpu_blocks_for(
-    model: ModelSpec, gpu: GpuSpec, block_size: int, tp: int = 1, gpu_memory_utilization: float = 0.9,
-    activation_reserve_bytes: float = 2 * GIB,
-) -> int:
-    """KV blocks that fit: memory x utilisation, minus this GPU's weight shard and an activation
-    reserve, divided by the bytes of one block's K and V shard (vLLM's profiling, in arithmetic)."""
-    available = gpu.mem_bytes * gpu_memory_utilization - model.weight_bytes / tp - activation_reserve_bytes
-    block_bytes = block_size * model.kv_bytes_per_token / tp
-    num_blocks = int(available // block_bytes)
-    if num_blocks < 2:
-        raise ConfigError(
-            "num_gpu_blocks",
-            f"{model.name} does not fit on {tp} x {gpu.name}: {available / GIB:.1f} GiB left for the KV cache",
-        )
-    return num_blocks

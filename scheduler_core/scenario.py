@@ -20,7 +20,8 @@ from .cost_model import CostModel, ModelSpec
 from .engine_args import ENGINE_ALIASES, KV_CACHE_DTYPES, normalize_aliases
 from .errors import ConfigError
 from .metrics import SLO
-from .presets import GIB, num_gpu_blocks_for, resolve_gpu, resolve_model
+from .memory import GIB, MemoryPlan, kv_block_bytes, num_gpu_blocks_from_memory, plan_memory
+from .presets import resolve_gpu, resolve_model
 from .replay import load_trace, workload_from_trace
 from .simulation import Simulation
 from .traces import load_trace_workload
@@ -55,9 +56,9 @@ def apply_assignments(data: dict, assignments) -> None:
 
 # Top-level settings that change how many KV blocks fit (a new value re-sizes the pool).
 SIZING_KEYS = ("model", "gpu", "tensor_parallel_size", "tp", "gpu_memory_utilization", "kv_cache_dtype",
-               "swap_space", "trace")
+               "swap_space", "enforce_eager", "trace")
 TOP_LEVEL_KEYS = {"name", "description", "model", "gpu", "tensor_parallel_size", "tp", "gpu_memory_utilization",
-                  "kv_cache_dtype", "swap_space", "trace", "slo_ttft_s", "slo_tpot_s", "engine", "workload"}
+                  "kv_cache_dtype", "swap_space", "enforce_eager", "trace", "slo_ttft_s", "slo_tpot_s", "engine", "workload"}
 # `--kv-cache-dtype` values and the storage type each means; auto keeps the model's own.
 KV_CACHE_DTYPE_BYTES_NAME = {"float16": "fp16", "bfloat16": "bf16", "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
 
@@ -72,6 +73,7 @@ class Scenario:
     gpu_memory_utilization: float = 0.9
     kv_cache_dtype: str = "auto"  # vLLM's --kv-cache-dtype
     swap_space: float = 0.0  # vLLM 0.10's --swap-space: GiB of CPU memory per GPU for swapped-out blocks
+    enforce_eager: bool = False  # vLLM's --enforce-eager: no CUDA graphs, so no memory kept for them
     engine: EngineConfig = field(default_factory=EngineConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     # A trace file (CSV or JSONL) replacing the synthetic workload's requests.
@@ -106,13 +108,12 @@ class Scenario:
                 f"User-specified max_model_len ({max_model_len}) is greater than the derived max_model_len "
                 f"(max_position_embeddings={model.max_position_embeddings} or model_max_length=None in "
                 "model's config.json)."))
-        if "num_gpu_blocks" not in engine:
-            engine["num_gpu_blocks"] = num_gpu_blocks_for(
-                model, resolve_gpu(scenario.gpu), block_size, tp, scenario.gpu_memory_utilization,
-            )
         if scenario.swap_space:
             # vLLM V0: swap_space bytes // one block's K and V on this GPU.
-            engine["num_cpu_blocks"] = int(scenario.swap_space * GIB // (block_size * model.kv_bytes_per_token / tp))
+            engine["num_cpu_blocks"] = int(scenario.swap_space * GIB // kv_block_bytes(model, tp, block_size))
+        if "num_gpu_blocks" not in engine:
+            sized = dataclasses.replace(scenario, engine=EngineConfig.from_dict({**engine, "num_gpu_blocks": 2}))
+            engine["num_gpu_blocks"] = num_gpu_blocks_from_memory(sized.memory_plan())
         return dataclasses.replace(scenario, engine=EngineConfig.from_dict(engine))
 
     @staticmethod
@@ -142,6 +143,16 @@ class Scenario:
         if self.kv_cache_dtype == "auto":
             return model
         return dataclasses.replace(model, kv_dtype=KV_CACHE_DTYPE_BYTES_NAME[self.kv_cache_dtype])
+
+    def memory_plan(self) -> MemoryPlan:
+        """How vLLM would divide each GPU's memory for this scenario; its KV cache is this engine's pool."""
+        engine = self.engine
+        plan = plan_memory(
+            self.model_spec(), resolve_gpu(self.gpu), self.tensor_parallel_size, self.gpu_memory_utilization,
+            engine.block_size, engine.max_num_batched_tokens, engine.max_num_seqs, engine.max_model_len,
+            self.enforce_eager,
+        )
+        return dataclasses.replace(plan, num_gpu_blocks=engine.num_gpu_blocks)
 
     def cost_model(self) -> CostModel:
         return CostModel(self.model_spec(), resolve_gpu(self.gpu), self.tensor_parallel_size)

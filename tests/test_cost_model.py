@@ -10,7 +10,7 @@ import pytest
 from scheduler_core.calibration import measured_steps, relative_errors
 from scheduler_core.cost_model import DTYPE_BYTES, CostModel, Efficiency
 from scheduler_core.errors import ConfigError
-from scheduler_core.presets import GIB, GPUS, MODELS, load_calibration, num_gpu_blocks_for, resolve_model
+from scheduler_core.presets import GPUS, MODELS, load_calibration, resolve_model
 
 LLAMA_8B = CostModel(MODELS["llama-3.1-8b"], GPUS["h200"])
 
@@ -174,47 +174,6 @@ def test_preset_models_have_their_published_parameter_counts(name, billions):
 def test_llama_8b_kv_cache_holds_128_kib_per_token():
     """32 layers x 8 KV heads x 128 dims x (K and V) x 2 bytes: the figure vLLM's profiler reports."""
     assert MODELS["llama-3.1-8b"].kv_bytes_per_token == 128 * 1024
-
-
-def test_kv_blocks_are_memory_times_utilization_minus_weights_and_2_gib_over_block_bytes():
-    """The README's sizing rule, worked for Llama-3.1-8B on one H200 at 0.9 utilisation."""
-    model, gpu = MODELS["llama-3.1-8b"], GPUS["h200"]
-    available = gpu.mem_bytes * 0.9 - model.weight_bytes - 2 * GIB
-
-    assert num_gpu_blocks_for(model, gpu, 16) == int(available // (16 * 128 * 1024))
-
-
-def test_kv_blocks_grow_with_gpu_memory_utilization():
-    """Letting the engine use more of the GPU's memory leaves more for the KV cache."""
-    model, gpu = MODELS["llama-3.1-8b"], GPUS["h200"]
-    blocks = [num_gpu_blocks_for(model, gpu, 16, gpu_memory_utilization=u) for u in (0.5, 0.7, 0.9)]
-
-    assert strictly_increasing(blocks)
-
-
-def test_kv_blocks_shrink_with_a_bigger_model():
-    """A 70B model's weights leave far less room for KV than an 8B model's on the same GPU."""
-    gpu = GPUS["h200"]
-    small = num_gpu_blocks_for(MODELS["llama-3.1-8b"], gpu, 16)
-    big = num_gpu_blocks_for(MODELS["llama-3.3-70b-fp8"], gpu, 16)
-
-    assert big < small
-
-
-def test_kv_blocks_grow_with_tensor_parallelism():
-    """Sharding weights and KV over more GPUs leaves room for more blocks of each shard."""
-    model, gpu = MODELS["llama-3.3-70b"], GPUS["h100-sxm"]
-
-    assert num_gpu_blocks_for(model, gpu, 16, tp=4) < num_gpu_blocks_for(model, gpu, 16, tp=8)
-
-
-def test_a_model_that_does_not_fit_is_refused_naming_num_gpu_blocks():
-    """Llama-3.3-70B in fp8 (~70 GB of weights) does not fit a 48 GB L40S."""
-    with pytest.raises(ConfigError) as error:
-        num_gpu_blocks_for(MODELS["llama-3.3-70b-fp8"], GPUS["l40s"], 16)
-
-    assert error.value.field == "num_gpu_blocks"
-    assert "l40s" in error.value.reason
 
 
 # -- models from files ---------------------------------------------------------------------

@@ -30,6 +30,7 @@ CASES = [
     (["--long-prefill-token-threshold", "128"], "engine.long_prefill_token_threshold", 128),
     (["--scheduling-policy", "priority"], "engine.scheduling_order", "priority"),
     (["--preemption-mode", "swap", "--swap-space", "0.5"], "engine.preemption_mode", "swap"),
+    (["--enforce-eager"], "enforce_eager", True),
 ]
 
 
