@@ -19,9 +19,10 @@ from .hf_config import is_hf_config, model_from_hf_config, packaged_configs, rea
 GIB = 1024**3
 
 
-def load_calibration() -> dict:
-    """The measured H200 step times shipped with the package (data/calibration_h200.json)."""
-    return json.loads(resources.files("scheduler_core").joinpath("data/calibration_h200.json").read_text())
+def load_calibration(name: str = "data/calibration_h200.json") -> dict:
+    """Measured H200 step times shipped with the package (data/calibration_h200.json, and the
+    mixed steps in data/calibration_h200_mixed.json)."""
+    return json.loads(resources.files("scheduler_core").joinpath(name).read_text())
 
 
 _CALIBRATION = load_calibration()
@@ -68,6 +69,9 @@ GPUS: dict[str, GpuSpec] = {
     # or A100 shows 79.19 / 79.15 GiB in vLLM's logs, a "48 GB" L40S about 44.4 GiB.
     "h100-sxm": gpu_from_datasheet("h100-sxm", 3.35, 989, 1979, 79.19, interconnect_gbps=450, pcie_gbps=50),
     "a100-80g": gpu_from_datasheet("a100-80g", 2.039, 312, None, 79.15, interconnect_gbps=300, pcie_gbps=25),
+    # A100 80GB PCIe cards without NVLink bridges: tensor-parallel peers talk over PCIe Gen4.
+    "a100-80g-pcie": gpu_from_datasheet("a100-80g-pcie", 1.935, 312, None, 79.15, interconnect_gbps=25, pcie_gbps=25),
+    "a100-40g": gpu_from_datasheet("a100-40g", 1.555, 312, None, 39.39, interconnect_gbps=300, pcie_gbps=25),
     "l40s": gpu_from_datasheet("l40s", 0.864, 362, 733, 44.4, interconnect_gbps=32, pcie_gbps=25),
 }
 
