@@ -30,9 +30,9 @@ MIB = 1 << 20
 PER_GRAPH_BYTES = 2 * MIB
 # cuBLAS/cuDNN workspaces and, under tensor parallelism, NCCL and custom all-reduce buffers.
 NON_TORCH_BYTES = {False: 0.15 * GIB, True: 0.6 * GIB}
-# The sampler's top-k/top-p pass holds fp32 logits, probabilities and sorted values plus int64
-# indices for every row: 20 bytes per (row, vocabulary entry).
-SAMPLER_BYTES_PER_LOGIT = 20
+# The sampler's dummy pass over max_num_seqs rows: FlashInfer's top-k/top-p sampling (vLLM's default
+# on CUDA, no vocabulary sort) holds fp32 logits and probabilities, 8 bytes per (row, vocabulary entry).
+SAMPLER_BYTES_PER_LOGIT = 8
 
 
 def cdiv(a: int, b: int) -> int:
