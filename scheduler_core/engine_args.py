@@ -146,7 +146,6 @@ def _argparse_type(arg: EngineArg) -> Callable[[str], object]:
             return arg.parse(text)
         except ValueError as e:
             raise argparse.ArgumentTypeError(_value_error(e, text)) from None
-    parse.__name__ = arg.dest  # argparse names the type in its "invalid ... value" message
     return parse
 
 
