@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from scheduler_core.engine_args import KV_CACHE_DTYPES
 from scheduler_core.presets import GPUS, MODELS
 
 
@@ -69,6 +70,9 @@ class ScenarioModel(Strict):
     gpu: Literal[tuple(GPUS)] = "h200"  # type: ignore[valid-type]
     tp: int = Field(1, ge=1, le=64)
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    tensor_parallel_size: int | None = Field(None, ge=1, le=64, description="vLLM's --tensor-parallel-size (tp is its older name)")
+    kv_cache_dtype: Literal[KV_CACHE_DTYPES] = Field("auto", description="vLLM's --kv-cache-dtype: auto keeps the model's dtype")  # type: ignore[valid-type]
+    swap_space: float = Field(0.0, ge=0, le=1024, description="vLLM 0.10's --swap-space: CPU swap GiB per GPU")
     engine: EngineModel = Field(default_factory=EngineModel)
     workload: WorkloadModel = Field(default_factory=WorkloadModel)
     slo_ttft_s: float | None = Field(None, gt=0)
@@ -76,6 +80,8 @@ class ScenarioModel(Strict):
 
     def to_scenario_dict(self) -> dict:
         data = self.model_dump(exclude_none=True)
+        if self.tensor_parallel_size is not None:
+            data.pop("tp")  # vLLM's name wins over the older one
         data["engine"] = {k: v for k, v in data["engine"].items() if v is not None}
         return data
 

@@ -50,6 +50,13 @@ PRIORITY = {"num_requests": 150, "arrival_rate": 25.0, "lengths": "fixed", "prom
             "high_priority_fraction": 0.15, "seed": 13}
 PRIORITY_ENGINE = {"num_gpu_blocks": 600, "max_num_seqs": 48, "max_num_batched_tokens": 1024, "enable_prefix_caching": False}
 
+# The seed's headline: "Llama 3.3 70B FP8 on one H100 SXM5 at 128 concurrent: 2,200-2,400 tok/s".
+CAPACITY = {"num_requests": 200, "concurrency": 128, "lengths": "sharegpt", "seed": 21}
+# vLLM's OpenAI-server defaults on an H100 or H200; 2,048 tokens of context, since at vLLM's default
+# memory share one H100 cannot hold even one 8,192-token request of this model.
+CAPACITY_ENGINE = {"max_num_batched_tokens": 8192, "max_num_seqs": 1024, "max_model_len": 2048}
+LLAMA_70B_FP8 = {"model": "llama-3.3-70b-fp8", "engine": CAPACITY_ENGINE, "workload": CAPACITY}
+
 TABLE_LATENCY = [
     ("throughput (output tok/s)", "report.output_tokens_per_s", ",.0f"),
     ("TTFT p50 (s)", "report.ttft_s.p50", ".3f"),
@@ -334,6 +341,68 @@ LESSONS = [
                  "victims low-priority. FCFS: urgent median TTFT {fcfs:ttft_by_priority.0:.3f} s.", ("queues", "charts")),
         ],
         columns=[("preemptions", "preemptions", "d"), *TABLE_LATENCY[:3]],
+    ),
+    Lesson(
+        name="capacity",
+        title="What it takes to reach a published number: Llama-3.3-70B FP8 at 128 concurrent clients",
+        summary="The claim 'Llama 3.3 70B FP8 on one H100 SXM at 128 concurrent: 2,200-2,400 tok/s', run at vLLM's "
+                "defaults (bf16 KV cache, 0.9 of memory), with an fp8 KV cache at 0.95 of memory, and on an H200.",
+        arms={"h100-defaults": {**LLAMA_70B_FP8, "gpu": "h100-sxm"},
+              "h100-fp8-kv": {**LLAMA_70B_FP8, "gpu": "h100-sxm", "kv_cache_dtype": "fp8", "gpu_memory_utilization": 0.95},
+              "h200-defaults": {**LLAMA_70B_FP8, "gpu": "h200"}},
+        claims=[
+            Claim("At vLLM's defaults the 67.7 GiB of weights leave one H100 a KV cache of "
+                  "{h100-defaults:memory.kv_cache_size_tokens:,} tokens: room for {h100-defaults:memory.max_concurrency:.2f} "
+                  "requests of 2,048 tokens, so at most {h100-defaults:peak_running} of the 128 clients run at once.",
+                  lambda r: r["h100-defaults"].peak_running < 64),
+            Claim("The rest is preemption: {h100-defaults:preemptions} of them, {h100-defaults:recomputed_tokens:,} tokens "
+                  "computed again, and {h100-defaults:report.output_tokens_per_s:,.0f} output tokens/s.",
+                  lambda r: r["h100-defaults"].preemptions > 100
+                  and r["h100-defaults"].report["output_tokens_per_s"] < 500),
+            Claim("An fp8 KV cache (half the bytes per token) at 0.95 of memory gives "
+                  "{h100-fp8-kv:memory.kv_cache_size_tokens:,} tokens: all {h100-fp8-kv:peak_running} clients run at "
+                  "once and output rises to {h100-fp8-kv:report.output_tokens_per_s:,.0f} tokens/s.",
+                  lambda r: r["h100-fp8-kv"].memory["kv_cache_size_tokens"] > 8 * r["h100-defaults"].memory["kv_cache_size_tokens"]
+                  and r["h100-fp8-kv"].peak_running == 128
+                  and r["h100-fp8-kv"].report["output_tokens_per_s"] > 3 * r["h100-defaults"].report["output_tokens_per_s"]),
+            Claim("It is still short of memory: 128 conversations growing to ShareGPT's long answers outgrow "
+                  "{h100-fp8-kv:memory.kv_cache_size_tokens:,} tokens, and {h100-fp8-kv:preemptions} preemptions remain.",
+                  lambda r: r["h100-fp8-kv"].preemptions > 0),
+            Claim("An H200 at vLLM's defaults holds {h200-defaults:memory.kv_cache_size_tokens:,} tokens: no preemption "
+                  "({h200-defaults:preemptions}), {h200-defaults:report.output_tokens_per_s:,.0f} output tokens/s.",
+                  lambda r: r["h200-defaults"].preemptions == 0
+                  and r["h200-defaults"].report["output_tokens_per_s"] > r["h100-fp8-kv"].report["output_tokens_per_s"]),
+            Claim("Memory alone does not reach the published 2,200-2,400 tokens/s here: with every client running and "
+                  "nothing preempted, each request still waits {h200-defaults:report.tpot_s.p50:.3f} s per token "
+                  "(median), and each new client's prompt shares the steps with the decodes. The claim needs shorter "
+                  "prompts and answers than ShareGPT's, or faster steps than the simulation's.",
+                  lambda r: r["h200-defaults"].report["output_tokens_per_s"] < 2200),
+        ],
+        beats=[
+            Beat("opening", "Weights first", "Llama-3.3-70B in fp8 takes 67.7 GiB of the H100's 79.2 GiB; at vLLM's default "
+                 "0.9 share, activations and CUDA graphs take most of the rest: {num_gpu_blocks} KV blocks of {block_size} "
+                 "tokens for 128 clients. Watch the KV gauge.", ("kv", "queues"), arms=("h100-defaults",)),
+            Beat("opening", "fp8 KV, more memory", "The same model with its KV cache in fp8 and 0.95 of memory: "
+                 "{num_gpu_blocks:,} blocks of {block_size} tokens.", ("kv", "queues"), arms=("h100-fp8-kv",)),
+            Beat("opening", "More memory", "An H200 has 140 GiB: after the same 67.7 GiB of weights, {num_gpu_blocks:,} blocks "
+                 "of {block_size} tokens.", ("kv", "queues"), arms=("h200-defaults",)),
+            Beat("kv_high", "Full already", "Step {step}: KV usage is {kv}% with only {running} requests running and "
+                 "{waiting} waiting.", ("kv", "queues"), arms=("h100-defaults",)),
+            Beat("kv_high", "Growing", "Step {step}: all {running} requests run and KV usage reaches {kv}%: each decode adds "
+                 "a token to every conversation.", ("kv", "queues"), arms=("h100-fp8-kv",)),
+            Beat("first_preemption", "Preemption", "Step {step}: blocks ran out; {request}, the newest running request, is "
+                 "preempted: {fate}.", ("queues", "kv")),
+            Beat("first_resume", "Computed again", "Step {step}: {request} resumes and computes its context again.",
+                 ("queues", "batch")),
+            Beat("peak_running", "How many run", "Step {step}: {running} requests run at once, the most in this run; {waiting} "
+                 "wait.", ("queues", "kv")),
+            Beat("end", "Result", "H100 at defaults: {h100-defaults:report.output_tokens_per_s:,.0f} tokens/s, "
+                 "{h100-defaults:preemptions} preemptions. fp8 KV at 0.95: {h100-fp8-kv:report.output_tokens_per_s:,.0f} "
+                 "tokens/s, {h100-fp8-kv:preemptions} preemptions. H200: {h200-defaults:report.output_tokens_per_s:,.0f} "
+                 "tokens/s, none.", ("queues", "charts")),
+        ],
+        columns=[("KV cache (tokens)", "memory.kv_cache_size_tokens", ",d"), ("peak running", "peak_running", "d"),
+                 ("preemptions", "preemptions", "d"), *TABLE_LATENCY[:3]],
     ),
 ]
 

@@ -43,6 +43,7 @@ class ArmResult:
     victim_priorities: Counter = field(default_factory=Counter)
     ttft_by_priority: dict = field(default_factory=dict)
     events: dict = field(default_factory=dict)  # story moment -> its step and facts (lesson_events)
+    memory: dict = field(default_factory=dict)  # vLLM's startup memory figures for the arm (memory.MemoryPlan)
 
     @property
     def preemptions(self) -> int:
@@ -152,7 +153,12 @@ class Lesson:
         return self.scenario(arm).build()
 
     def run(self) -> dict[str, ArmResult]:
-        return {label: run_arm(label, self.simulation(label)) for label in self.arms}
+        results = {}
+        for label in self.arms:
+            scenario = self.scenario(label)
+            results[label] = run_arm(label, scenario.build())
+            results[label].memory = scenario.memory_plan().to_dict()
+        return results
 
 
 def fill(text: str, results: dict[str, ArmResult]) -> str:

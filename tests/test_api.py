@@ -26,13 +26,15 @@ FULL_SCENARIO = {
     "description": "every field set",
     "model": "qwen2.5-7b",
     "gpu": "l40s",
-    "tp": 2,
+    "tensor_parallel_size": 2,
     "gpu_memory_utilization": 0.8,
+    "kv_cache_dtype": "fp8",
+    "swap_space": 0.5,
     "engine": {
         "block_size": 32, "num_gpu_blocks": 600, "max_num_seqs": 32, "max_num_batched_tokens": 1024,
         "max_model_len": 2048, "enable_chunked_prefill": True, "enable_prefix_caching": True,
         "long_prefill_token_threshold": 256, "policy": "vllm-v1", "scheduling_order": "priority",
-        "preemption_mode": "swap", "num_cpu_blocks": 64, "kv_allocator": "paged",
+        "preemption_mode": "swap", "num_cpu_blocks": 1170, "kv_allocator": "paged",
         "compat": {"full_prompt_admission": False, "long_prefill_cap_lifted_when_alone": False,
                    "unchunked_prompt_blocks_queue": False, "skipped_requests_keep_order": False,
                    "unhashed_blocks_reused_first": False, "priority_victim_unscheduled": False,
@@ -131,6 +133,15 @@ def test_session_from_full_scenario_keeps_every_field(client):
 
     for key, value in FULL_SCENARIO.items():
         assert scenario[key] == value, key
+
+
+def test_session_takes_the_older_tp_name_for_tensor_parallel_size(client):
+    """Scenarios written with `tp` still work; the session reports vLLM's name."""
+    created = create(client, scenario={"model": "llama-3.3-70b", "gpu": "h100-sxm", "tp": 4})
+
+    scenario = client.get(f"/api/sessions/{created['session_id']}").json()["scenario"]
+
+    assert scenario["tensor_parallel_size"] == 4 and "tp" not in scenario
 
 
 def test_seed_overrides_the_workload_seed(client):

@@ -25,6 +25,7 @@ from playwright.sync_api import Page, sync_playwright  # noqa: E402
 from app.live import SessionManager  # noqa: E402
 from app.main import create_app  # noqa: E402
 from app.settings import Settings  # noqa: E402
+from scheduler_core.scenario import PRESET_SCENARIOS, Scenario  # noqa: E402
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
@@ -339,6 +340,26 @@ def test_clicking_an_event_of_the_selected_request_keeps_it_selected(presenter):
     admitted.click()
     wait_for_step(presenter, admitted_step + 1)
     assert presenter.evaluate("window.servescope.store.selected") == request_id
+
+
+# -- the configuration form --------------------------------------------------------------------
+def test_config_form_shows_vllms_startup_lines_and_updates_them(presenter):
+    """The form previews vLLM's KV cache size and maximum concurrency; an fp8 KV cache doubles them."""
+    presenter.click("#configure")
+    startup = presenter.locator("#cfg-startup")
+    presenter.wait_for_function("document.querySelector('#cfg-startup').textContent.includes('GPU KV cache size')",
+                                timeout=WAIT_MS)
+    presenter.select_option("#cfg-top-kv_cache_dtype", "fp8")
+    presenter.wait_for_function("document.querySelector('#cfg-engine-num_gpu_blocks').value === ''", timeout=WAIT_MS)
+    presenter.wait_for_function("!document.querySelector('#cfg-startup').textContent.includes('Overriding')",
+                                timeout=WAIT_MS)
+    text = startup.text_content()
+    tokens = int(text.split("GPU KV cache size: ")[1].split(" tokens")[0].replace(",", ""))
+    expected = Scenario.from_dict({**PRESET_SCENARIOS["default"], "kv_cache_dtype": "fp8",
+                                   "engine": {k: v for k, v in PRESET_SCENARIOS["default"]["engine"].items()
+                                              if k != "num_gpu_blocks"}}).memory_plan()
+    assert tokens == expected.kv_cache_size_tokens
+    assert f"Maximum concurrency for 4,096 tokens per request: {expected.max_concurrency:.2f}x" in text
 
 
 # -- help and theme ------------------------------------------------------------------------

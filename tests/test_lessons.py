@@ -25,11 +25,22 @@ def test_every_claim_of_the_lesson_holds(lesson, results):
     assert not failed
 
 
-def test_the_seven_lessons_of_the_issue_exist():
+def test_the_lessons_of_the_issues_exist():
     """Paged vs contiguous, static vs continuous, chunked prefill, memory pressure, prefix caching,
-    the 0.10 admission thrash and priority each have a lesson."""
+    the 0.10 admission thrash and priority (issue 10), and capacity (issue 12) each have a lesson."""
     assert set(LESSONS_BY_NAME) == {"paged-vs-contiguous", "static-vs-continuous", "chunked-prefill", "memory-pressure",
-                                    "prefix-caching", "admission-thrash", "priority"}
+                                    "prefix-caching", "admission-thrash", "priority", "capacity"}
+
+
+def test_capacity_lesson_shows_the_startup_numbers_vllm_would_print(results):
+    """The capacity lesson's KV sizes are the memory arithmetic's, arm by arm: fp8 KV at 0.95 of an H100's
+    memory holds about ten times the tokens of the defaults, and an H200 more than both."""
+    capacity = results["capacity"]
+    for arm in ("h100-defaults", "h100-fp8-kv", "h200-defaults"):
+        plan = LESSONS_BY_NAME["capacity"].scenario(arm).memory_plan()
+        assert capacity[arm].memory["kv_cache_size_tokens"] == plan.kv_cache_size_tokens
+    tokens = [capacity[arm].memory["kv_cache_size_tokens"] for arm in ("h100-defaults", "h100-fp8-kv", "h200-defaults")]
+    assert tokens[0] * 8 < tokens[1] < tokens[2]
 
 
 def test_the_thrash_lesson_reproduces_vllms_recording(results):

@@ -117,7 +117,8 @@ def validate_scenario(body: SessionCreate, request: Request) -> dict:
     scenario = scenario_from(body)
     manager_of(request).check_limits(scenario)
     scenario.build(keep_finished=False)
-    return {"ok": True, "num_gpu_blocks": scenario.engine.num_gpu_blocks}
+    # vLLM's startup numbers for this configuration, which the configuration form shows.
+    return {"ok": True, "num_gpu_blocks": scenario.engine.num_gpu_blocks, "memory": scenario.memory_plan().to_dict()}
 
 
 @router.post("/sessions", status_code=201)

@@ -151,15 +151,15 @@ async function openConfigForm(store, dialog) {
     return `<fieldset><legend>${path}</legend><div class="form-grid">` +
       Object.entries(props).filter(([n]) => n !== "compat").map(([n, spec]) => field(path, n, spec, values[n])).join("") + "</div></fieldset>";
   };
-  const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "tp"].includes(n))
+  const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "tensor_parallel_size", "gpu_memory_utilization", "kv_cache_dtype"].includes(n))
     .map(([n, spec]) => field("top", n, spec, current[n])).join("");
   dialog.innerHTML = `<h2 id="config-title">Configuration</h2><p class="muted">Starts a new session with these settings; the URL then captures them.</p>
-    <form method="dialog"><fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div></fieldset>
+    <form method="dialog"><fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div>
+    <div class="startup-lines" aria-live="polite"><span class="muted">vLLM at startup, per GPU:</span><pre id="cfg-startup"></pre></div></fieldset>
     ${section("engine", "EngineModel", current.engine || {})}${section("workload", "WorkloadModel", current.workload || {})}
     <p class="form-error" role="alert"></p>
     <button value="cancel">Cancel</button> <button id="cfg-submit" value="ok" class="primary">Start session</button></form>`;
-  dialog.querySelector("#cfg-submit").addEventListener("click", async (event) => {
-    event.preventDefault();
+  const formScenario = () => {
     const scenario = { engine: { ...(current.engine || {}) }, workload: { ...(current.workload || {}) } };
     delete scenario.engine.compat;
     for (const input of dialog.querySelectorAll("[data-path]")) {
@@ -169,12 +169,28 @@ async function openConfigForm(store, dialog) {
       if (value === null) continue;
       if (path === "top") scenario[name] = value; else scenario[path][name] = value;
     }
-    if (scenario.engine.num_gpu_blocks === undefined) delete scenario.engine.num_gpu_blocks;
-    const check = await fetch("/api/scenarios/validate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ scenario }) });
+    // An empty block count sizes the KV cache from GPU memory, as vLLM does.
+    if (dialog.querySelector("#cfg-engine-num_gpu_blocks").value === "") delete scenario.engine.num_gpu_blocks;
+    return scenario;
+  };
+  const validate = (scenario) => fetch("/api/scenarios/validate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ scenario }) });
+  const errorText = (body) => Array.isArray(body.detail) ? body.detail.map((d) => `${d.loc.filter((l) => l !== "body").join(".")}: ${d.msg}`).join("; ") : body.detail;
+  // The startup lines vLLM would log (KV cache size, maximum concurrency), refreshed as settings change.
+  const showStartup = async (event) => {
+    // New hardware, model or memory share: the old block count means nothing any more.
+    if (event && event.target.dataset.path === "top") dialog.querySelector("#cfg-engine-num_gpu_blocks").value = "";
+    const response = await validate(formScenario());
+    const body = await response.json();
+    dialog.querySelector("#cfg-startup").textContent = response.ok ? body.memory.startup_lines.join("\n") : errorText(body);
+  };
+  dialog.querySelector("form").addEventListener("change", showStartup);
+  showStartup();
+  dialog.querySelector("#cfg-submit").addEventListener("click", async (event) => {
+    event.preventDefault();
+    const scenario = formScenario();
+    const check = await validate(scenario);
     if (!check.ok) {
-      const body = await check.json();
-      const detail = Array.isArray(body.detail) ? body.detail.map((d) => `${d.loc.filter((l) => l !== "body").join(".")}: ${d.msg}`).join("; ") : body.detail;
-      dialog.querySelector(".form-error").textContent = detail;
+      dialog.querySelector(".form-error").textContent = errorText(await check.json());
       return;
     }
     location.href = `/?config=${encodeURIComponent(JSON.stringify(scenario))}`;
