@@ -45,10 +45,33 @@ export function mount(el, store) {
     };
   }
 
-  // Counts step by whole numbers: 1, 2, 5, 10, 20, 50, ...
-  const COUNT_INCRS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
-  const countAxis = (label, extra = {}) => axis(label, { incrs: COUNT_INCRS, values: (u, v) => v.map((x) => x.toLocaleString("en-US")), ...extra });
-  const countRange = (u, lo, hi) => [0, Math.max(2, Math.ceil(hi))];
+  // Ticks from 0 in steps of 1, 2 or 5 times a power of ten (whole numbers for counts): as many
+  // as the axis has room for, and never fewer than three.
+  function niceStep(max, room, integer) {
+    const steps = [];
+    for (let e = integer ? 0 : -3; e <= 7; e++) for (const m of [1, 2, 5]) steps.push(m * 10 ** e);
+    return steps.find((step) => Math.ceil(max / step) + 1 <= Math.max(3, room) && Math.ceil(max / step) >= 2) || steps[steps.length - 1];
+  }
+  function room(u, index) {
+    const a = u.axes[index], horizontal = a.side % 2 === 0;
+    const length = horizontal ? u.bbox.width / devicePixelRatio : u.bbox.height / devicePixelRatio;
+    return Math.floor(length / (typeof a.space === "number" ? a.space : 30)) + 1;
+  }
+  const splitsFrom0 = (integer) => (u, index, min, max) => {
+    const step = niceStep(max, room(u, index), integer);
+    const ticks = [];
+    for (let v = 0; v <= max + step * 1e-9; v += step) ticks.push(+v.toPrecision(12));
+    return ticks;
+  };
+  // The top of a count scale: a whole number of steps, at least two, so the ticks reach it.
+  const roundedRange = (integer, scaleAxis) => (u, lo, hi) => {
+    const top = Math.max(integer ? 2 : 1e-3, hi || 0);
+    const axisIndex = u.axes ? u.axes.findIndex((a) => (a.scale || "y") === scaleAxis) : -1;
+    const step = niceStep(top, axisIndex >= 0 && u.bbox ? room(u, axisIndex) : 4, integer);
+    return [0, Math.max(2, Math.ceil(top / step)) * step];
+  };
+  const countAxis = (label, extra = {}) => axis(label, { splits: splitsFrom0(true), values: (u, v) => v.map((x) => x.toLocaleString("en-US")), ...extra });
+  const countRange = roundedRange(true, "y");
 
   // Log-scaled latency axis: 1-2-5 ticks (finer when the range is narrow), so it always has three or more.
   function logSplits(u, index, min, max) {
@@ -73,7 +96,8 @@ export function mount(el, store) {
       finished: cssVar("--finished"), preempted: cssVar("--preempted"), text: cssVar("--text") };
     percentiles = [["p50", c.finished, []], ["p90", c.prefill, [8, 4]], ["p99", c.preempted, [2, 3]]];
     const common = { legend: { show: true, live: false }, cursor: { drag: { x: false, y: false } } };
-    const timeAxis = axis("simulated time (s)", { space: 48 });
+    const timeAxis = axis("simulated time (s)", { space: 48, splits: splitsFrom0(false), values: (u, v) => v.map((x) => `${+x.toPrecision(6)}`) });
+    const timeScale = { time: false, range: (u, lo, hi) => [0, Math.max(hi || 0, 1e-3)] };
     // The percentiles are dashed lines in their legend's colour and dash; their values are in the
     // legend above the plot, so labels never collide with the bars or with each other.
     const percentileLines = {
@@ -99,18 +123,18 @@ export function mount(el, store) {
         hooks: percentileLines,
       }],
       ["#chart-queues", {
-        ...common, scales: { x: { time: false }, y: { range: countRange } }, axes: [timeAxis, countAxis("requests")],
+        ...common, scales: { x: timeScale, y: { range: countRange } }, axes: [timeAxis, countAxis("requests")],
         series: [{}, { label: "running", stroke: c.decode, width }, { label: "waiting", stroke: c.waiting, width, dash: [6, 4] }],
       }],
       ["#chart-kv", {
-        ...common, scales: { x: { time: false }, pct: { range: [0, 100] }, tps: { range: (u, lo, hi) => [0, Math.max(10, hi)] } },
-        axes: [timeAxis, axis("KV %", { scale: "pct", incrs: [10, 25, 50] }),
+        ...common, scales: { x: timeScale, pct: { range: [0, 100] }, tps: { range: roundedRange(true, "tps") } },
+        axes: [timeAxis, axis("KV %", { scale: "pct", splits: () => [0, 50, 100] }),
           countAxis("tok/s", { scale: "tps", side: 1, grid: { show: false } })],
         series: [{}, { label: "KV %", stroke: c.accent, width, scale: "pct", fill: c.accent + "22" },
           { label: "output tok/s", stroke: c.finished, width, scale: "tps" }],
       }],
       ["#chart-tokens", {
-        ...common, scales: { x: { time: false }, y: { range: countRange } }, axes: [timeAxis, countAxis("tokens")],
+        ...common, scales: { x: timeScale, y: { range: countRange } }, axes: [timeAxis, countAxis("tokens")],
         series: [{}, { label: "prefill", stroke: c.prefill, width }, { label: "decode", stroke: c.decode, width }],
       }],
     ];
