@@ -204,3 +204,16 @@ def test_a_long_waiting_queue_shows_its_head_as_chips_and_counts_the_rest(server
     chips = page.locator(".lane.waiting .chip").count()
     more = page.locator(".lane.waiting .more").inner_text()
     assert chips == 120 and more == f"+{waiting - chips} more"
+
+
+def test_clicking_a_chip_or_a_tab_gives_the_keyboard_back_to_the_page(server, new_page):  # noqa: F811
+    page = open_page(new_page, f"{server.url}/?scenario=default", "normal", NORMAL)
+    wait_for_dashboard(page)
+    page.evaluate("window.servescope.send({type: 'step', n: 50})")
+    page.wait_for_function("window.servescope.store.step === 50")
+    page.locator(".lane.running .chip").first.click()
+    page.locator("#tab-events").click()
+    assert page.evaluate("document.activeElement === document.body")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("window.servescope.store.step === 51")
+    assert "step +1" in page.locator("#toast").inner_text()

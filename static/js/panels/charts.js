@@ -73,15 +73,19 @@ export function mount(el, store) {
   const countAxis = (label, extra = {}) => axis(label, { splits: splitsFrom0(true), values: (u, v) => v.map((x) => x.toLocaleString("en-US")), ...extra });
   const countRange = roundedRange(true, "y");
 
-  // Log-scaled latency axis: 1-2-5 ticks (finer when the range is narrow), so it always has three or more.
+  // Log-scaled latency axis: ticks at 1, 3 or 1-2-5 times powers of ten (finer when the range is
+  // narrow) as many as the axis has room for, never fewer than three.
   function logSplits(u, index, min, max) {
     if (!(min > 0) || !(max > min)) return [min, max];
-    for (const mantissas of [[1, 2, 5], [1, 1.5, 2, 3, 5, 7], [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9]]) {
+    const fits = Math.max(3, room(u, index));
+    for (const mantissas of [[1], [1, 3], [1, 2, 5], [1, 1.5, 2, 3, 5, 7], [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9]]) {
       const ticks = [];
       for (let e = Math.floor(Math.log10(min)); e <= Math.ceil(Math.log10(max)); e++) {
         for (const m of mantissas) { const v = m * 10 ** e; if (v >= min && v <= max) ticks.push(v); }
       }
-      if (ticks.length >= 3) return ticks.length > 8 ? ticks.filter((_, i) => i % Math.ceil(ticks.length / 6) === 0) : ticks;
+      if (ticks.length < 3) continue;
+      const every = Math.ceil(ticks.length / fits);
+      return ticks.filter((_, i) => i % every === 0);
     }
     return [min, Math.sqrt(min * max), max];
   }
@@ -117,7 +121,7 @@ export function mount(el, store) {
     const specs = [
       ["#chart-latency", {
         ...common, scales: { x: { time: false, distr: 3 }, y: { range: countRange } },
-        axes: [axis(`${LATENCIES[latency]} (log scale)`, { values: seconds, splits: logSplits, filter: (u, splits) => splits, space: 40 }), countAxis("requests")],
+        axes: [axis(`${LATENCIES[latency]} (log scale)`, { values: seconds, splits: logSplits, filter: (u, splits) => splits, space: 60 }), countAxis("requests")],
         legend: { show: false },
         series: [{}, { label: "requests", stroke: c.accent, fill: c.accent + "55", width, paths: uPlot.paths.bars({ size: [0.95, 40], align: 1 }) }],
         hooks: percentileLines,
@@ -162,15 +166,18 @@ export function mount(el, store) {
     const points = store.points;
     const stride = Math.max(1, Math.ceil(points.length / MAX_DRAWN_POINTS));
     const t = [], running = [], waiting = [], kv = [], tps = [], prefill = [], decode = [];
-    let windowTokens = 0, windowTime = 0;
-    const tokenQueue = [];
+    // Output tokens per simulated second over the last THROUGHPUT_WINDOW steps: the tokens they
+    // decoded over the clock time they spanned.
+    let windowTokens = 0;
     for (let i = 0; i < points.length; i++) {
-      const [clock, r, w, k, p, d, dt] = points[i];
-      windowTokens += d; windowTime += dt; tokenQueue.push([d, dt]);
-      if (tokenQueue.length > THROUGHPUT_WINDOW) { const [od, odt] = tokenQueue.shift(); windowTokens -= od; windowTime -= odt; }
+      const [clock, r, w, k, p, d] = points[i];
+      windowTokens += d;
+      const start = i - THROUGHPUT_WINDOW;
+      if (start >= 0) windowTokens -= points[start][5];
+      const span = clock - (start >= 0 ? points[start][0] : points[0][0] - points[0][6]);
       if (i % stride && i !== points.length - 1) continue;
       t.push(clock); running.push(r); waiting.push(w); kv.push(k * 100);
-      tps.push(windowTime > 0 ? windowTokens / windowTime : 0); prefill.push(p); decode.push(d);
+      tps.push(span > 0 ? windowTokens / span : 0); prefill.push(p); decode.push(d);
     }
     return { t, running, waiting, kv, tps, prefill, decode };
   }
