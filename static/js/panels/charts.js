@@ -47,18 +47,23 @@ export function mount(el, store) {
 
   // Ticks from 0 in steps of 1, 2 or 5 times a power of ten (whole numbers for counts): as many
   // as the axis has room for, and never fewer than three.
+  const STEPS = [];
+  for (let e = -3; e <= 7; e++) for (const m of [1, 2, 5]) STEPS.push(+(m * 10 ** e).toPrecision(3));
+  // The smallest step whose ticks from 0 to `max` fit the room (whole steps for counts).
   function niceStep(max, room, integer) {
-    const steps = [];
-    for (let e = integer ? 0 : -3; e <= 7; e++) for (const m of [1, 2, 5]) steps.push(m * 10 ** e);
-    return steps.find((step) => Math.ceil(max / step) + 1 <= Math.max(3, room) && Math.ceil(max / step) >= 2) || steps[steps.length - 1];
+    const steps = integer ? STEPS.filter((s) => s >= 1) : STEPS;
+    return steps.find((step) => Math.ceil(max / step) + 1 <= Math.max(3, room)) || steps[steps.length - 1];
   }
   function room(u, index) {
     const a = u.axes[index], horizontal = a.side % 2 === 0;
     const length = horizontal ? u.bbox.width / devicePixelRatio : u.bbox.height / devicePixelRatio;
-    return Math.floor(length / (typeof a.space === "number" ? a.space : 30)) + 1;
+    const fits = Math.floor(length / (typeof a.space === "number" ? a.space : 30)) + 1;
+    return Number.isFinite(fits) ? fits : 4; // before the first layout the plot has no size yet
   }
   const splitsFrom0 = (integer) => (u, index, min, max) => {
-    const step = niceStep(max, room(u, index), integer);
+    const steps = integer ? STEPS.filter((x) => x >= 1) : STEPS;
+    let step = niceStep(max, room(u, index), integer);
+    while (Math.floor(max / step + 1e-9) < 2 && steps.indexOf(step) > 0) step = steps[steps.indexOf(step) - 1]; // three ticks at least
     const ticks = [];
     for (let v = 0; v <= max + step * 1e-9; v += step) ticks.push(+v.toPrecision(12));
     return ticks;
