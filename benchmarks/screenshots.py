@@ -85,6 +85,8 @@ def shoot(browser, base_url: str, theme: str, step: int, path: Path) -> None:
     if theme == "projector":
         page.goto(page.url + "&theme=projector")
     wait_for_dashboard(page)
+    if theme == "projector":  # on stage: the requests, the KV cache and the inspector
+        page.evaluate("window.servescope.stage.follow(['queues', 'kv', 'side'])")
     page.evaluate("n => window.servescope.send({type: 'step', n})", step)
     page.wait_for_function("n => window.servescope.store.step === n", arg=step)
     chip = page.locator(".lane.running .chip").first

@@ -126,14 +126,15 @@ LESSONS = [
                   lambda r: r["continuous"].report["ttft_s"]["p50"] < r["static"].report["ttft_s"]["p50"]),
         ],
         beats=[
-            Beat("opening", "Static batches", "A static batcher fills a batch of {max_num_seqs} and admits nobody until every "
-                 "member has finished. Watch the Running and Waiting lanes.", ("queues", "batch"), arms=("static",)),
+            Beat("opening", "Static batches", "A static batcher admits a batch (up to {max_num_seqs} requests) and admits "
+                 "nobody more until every member has finished. Watch the Running and Waiting lanes.", ("queues", "batch"), arms=("static",)),
             Beat("opening", "Continuous batching", "The scheduler decides every step: a finished request's seat goes to the "
                  "next waiting request at once. Up to {max_num_seqs} run together.", ("queues", "batch"), arms=("continuous",)),
             Beat("batch_full", "The batch is full", "Step {step}: {running} requests run, every seat taken; {waiting} wait.",
                  ("queues", "batch"), arms=("continuous",)),
-            Beat("first_finish", "A seat frees", "Step {step}: {request} finished after {output} tokens, but its seat stays "
-                 "empty: a static batch admits no one until its last member is done.", ("queues", "batch"), arms=("static",)),
+            Beat("seat_left_empty", "A seat frees", "Step {step}: {request} finished after {output} tokens; {running} others "
+                 "run on and {waiting} wait, but its seat stays empty: a static batch admits no one until its last member is "
+                 "done.", ("queues", "batch"), arms=("static",)),
             Beat("seats_empty", "Seats go empty", "Step {step}: only {running} of {max_num_seqs} seats are busy while {waiting} "
                  "requests wait: {empty} empty seats.", ("queues", "charts"), arms=("static",)),
             Beat("refill", "The next batch", "Step {step}: the last member finished; {admitted} requests are admitted at once "
@@ -144,7 +145,7 @@ LESSONS = [
                  ("queues", "charts"), arms=("continuous",)),
             Beat("end", "Result", "Continuous batching: {continuous:report.output_tokens_per_s:,.0f} output tokens/s, TTFT p50 "
                  "{continuous:report.ttft_s.p50:.2f} s; static batches: {static:report.output_tokens_per_s:,.0f} tokens/s, "
-                 "{static:report.ttft_s.p50:.2f} s, and {static:drained_steps} steps with empty seats while requests waited.",
+                 "{static:report.ttft_s.p50:.2f} s, and {static:drained_steps:,} steps with empty seats while requests waited.",
                  ("queues", "charts")),
         ],
         columns=[("steps with idle seats", "drained_steps", "d"), ("peak running", "peak_running", "d"), *TABLE_LATENCY[:3]],
@@ -329,7 +330,8 @@ LESSONS = [
                  arms=("priority",)),
             Beat("opening", "First come, first served", "15% of {num_requests} requests are urgent (priority 0, chips marked P0), "
                  "but the queue ignores it: arrival order only.", ("queues", "kv"), arms=("fcfs",)),
-            Beat("first_urgent", "Urgent first", "Step {step}: {request} (priority 0) is admitted; {waiting} requests still wait.",
+            Beat("first_urgent", "Urgent first", "Step {step}: {request} (priority 0) is admitted; {waiting} requests, preempted ones included, "
+                 "still wait.",
                  ("queues", "batch")),
             Beat("kv_high", "Almost full", "Step {step}: KV usage is {kv}% with {running} requests running.", ("kv", "queues")),
             Beat("first_priority_victim", "A low-priority victim", "Step {step}: blocks ran out; {request} (priority {priority}) "

@@ -17,7 +17,7 @@ from .step_record import StepRecord
 # Kinds of moment a beat can be bound to, in no particular order.
 EVENT_KINDS = (
     "first_admit", "first_chunk", "mixed_chunk", "next_chunk", "budget_full", "batch_full", "peak_running", "first_finish",
-    "seats_empty", "refill", "kv_high", "first_preemption", "repeat_preemption", "first_resume", "first_swap",
+    "seat_left_empty", "seats_empty", "refill", "kv_high", "first_preemption", "repeat_preemption", "first_resume", "first_swap",
     "first_hit", "first_eviction", "first_urgent", "first_priority_victim", "queue_drained",
 )
 KV_HIGH = 0.9
@@ -80,6 +80,9 @@ class StoryEvents:
             request = sim.request(rid)
             self._first("first_finish", record, request=rid, output=request.num_output_tokens,
                         blocks=-(-(request.num_prompt_tokens + request.num_output_tokens) // config.block_size))
+        if record.finished and record.num_running and record.num_waiting and not (record.admitted or record.resumed):
+            self._first("seat_left_empty", record, request=record.finished[0],
+                        output=sim.request(record.finished[0]).num_output_tokens)
         if self._finished_any and record.num_waiting and record.num_running < config.max_num_seqs \
                 and not (record.admitted or record.resumed):
             self._first("seats_empty", record, empty=config.max_num_seqs - record.num_running)
@@ -156,6 +159,8 @@ def event_holds(kind: str, facts: dict, record: dict) -> bool:
         return record["blocks_evicted"] > 0
     if kind == "first_finish":
         return rid in record["finished"]
+    if kind == "seat_left_empty":
+        return rid in record["finished"] and record["running"] > 0 and record["waiting"] > 0 and not record["admitted"]
     if kind in ("first_admit", "refill"):
         return rid in record["admitted"]
     if kind == "first_urgent":

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .lesson_events import StoryEvents
+from .lesson_events import EVENT_KINDS, StoryEvents
 from .scenario import Scenario
 from .simulation import Simulation
 
@@ -134,6 +134,12 @@ class Beat:
     text: str
     stage: tuple[str, ...] = ("queues", "batch", "kv")
     arms: tuple[str, ...] = ()  # the arms whose story it belongs to; empty: every arm
+
+    def __post_init__(self):
+        if not 2 <= len(self.stage) <= 3 or not set(self.stage) <= set(PANELS):
+            raise ValueError(f"beat {self.title!r}: stage {self.stage} must name 2-3 of {PANELS}")
+        if self.event not in ("opening", "end", *EVENT_KINDS):
+            raise ValueError(f"beat {self.title!r}: unknown moment {self.event!r}")
 
 
 @dataclass(frozen=True)

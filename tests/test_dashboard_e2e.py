@@ -315,16 +315,18 @@ def test_reserve_max_toggle_shows_the_reservation_summary(presenter):
 
 # -- the event log -------------------------------------------------------------------------
 def test_event_log_lists_events_and_clicking_one_seeks_to_the_step_after_it(presenter):
-    """The event log lists the run's events; a click seeks to the step just after the event."""
+    """The event log lists the run's events, numbered as the step counter numbers steps; a click
+    seeks to the step shown (the state just after the event)."""
     advance(presenter, 300)
     events = presenter.locator("#events .event")
     events.first.wait_for()
     assert events.count() > 3
     oldest = events.last
     event_step = int(oldest.get_attribute("data-step"))
-    assert event_step + 1 != 300
+    assert oldest.locator(".at").inner_text() == str(event_step)
+    assert event_step != 300
     oldest.click()
-    wait_for_step(presenter, event_step + 1)
+    wait_for_step(presenter, event_step)
 
 
 def test_clicking_an_event_of_the_selected_request_keeps_it_selected(presenter):
@@ -338,7 +340,7 @@ def test_clicking_an_event_of_the_selected_request_keeps_it_selected(presenter):
     admitted = presenter.locator(f"#events .event.admitted[data-request='{request_id}']")
     admitted_step = int(admitted.get_attribute("data-step"))
     admitted.click()
-    wait_for_step(presenter, admitted_step + 1)
+    wait_for_step(presenter, admitted_step)
     assert presenter.evaluate("window.servescope.store.selected") == request_id
 
 
@@ -465,13 +467,22 @@ def open_populated(server, new_page, width: int, height: int, theme: str, scale:
 @pytest.mark.parametrize("theme", ["normal", "projector"])
 @pytest.mark.parametrize(("width", "height"), [(1920, 1080), (1280, 720)])
 def test_layout_fits_one_screen_with_every_panel_visible(server, new_page, width, height, theme):
-    """On a 1080p or 720p screen, in either theme, nothing scrolls and every panel is on screen."""
+    """On a 1080p or 720p screen, in either theme, nothing scrolls and every panel is on screen;
+    in the projector theme, every panel on stage (the others fold away behind the stage bar)."""
     page = open_populated(server, new_page, width, height, theme)
     assert page.evaluate("document.documentElement.dataset.theme") == theme
     scroll = page.evaluate("[document.scrollingElement.scrollHeight, document.scrollingElement.scrollWidth]")
     assert scroll[0] <= height + 1 and scroll[1] <= width + 1
-    boxes = [box(page, panel) for panel in PANELS]
-    for panel, rect in zip(PANELS, boxes):
+    panels = PANELS
+    if theme == "projector":
+        on_stage = page.evaluate("window.servescope.stage.panels()")
+        panels = [f".panel.{name}" for name in on_stage]
+        assert 2 <= len(panels) <= 3
+        for name in ("queues", "batch", "kv", "charts", "side"):
+            assert page.locator(f".panel.{name}").is_visible() == (name in on_stage)
+            assert page.get_attribute(f"#stage-bar [data-stage={name}]", "aria-pressed") == str(name in on_stage).lower()
+    boxes = [box(page, panel) for panel in panels]
+    for panel, rect in zip(panels, boxes):
         assert rect["width"] > 0 and rect["height"] > 0, panel
         assert rect["x"] >= 0 and rect["y"] >= 0, panel
         assert rect["x"] + rect["width"] <= width + 1 and rect["y"] + rect["height"] <= height + 1, panel

@@ -26,7 +26,7 @@ SEEK_MS = 90_000
 def open_page(new_page, url: str, theme: str, viewport: dict):
     page = new_page(viewport["width"], viewport["height"])
     page.context.add_init_script(f"localStorage.setItem('servescope-theme', '{theme}')")
-    page.goto(url)
+    page.goto(url, timeout=SEEK_MS)  # a shared machine may be slow to build the session
     return page
 
 
@@ -76,7 +76,7 @@ def check_claim(page, beat: dict, where: str) -> None:
 def test_every_beat_of_the_lesson_reads_at_both_sizes_and_says_what_is_shown(server, new_page, lesson):  # noqa: F811
     page = open_page(new_page, f"{server.url}/?lesson={lesson.name}", "projector", PROJECTOR)
     wait_for_dashboard(page)
-    assert page.evaluate("window.servescope.store.session.lesson.arm") == next(iter(lesson.arms))
+    assert page.evaluate("window.servescope.store.session.lesson.arm") == next(iter(lesson.arms))  # the story's arm
     page.wait_for_function("window.servescope.narration.beats().length > 0", timeout=SEEK_MS)
     beats = page.evaluate("window.servescope.narration.beats()")
     assert beats[0]["event"] == "opening" and beats[-1]["event"] == "end" and len(beats) >= 5
@@ -164,3 +164,56 @@ def test_axe_finds_no_serious_violation(server, new_page, kind, theme):  # noqa:
             page.wait_for_function("window.servescope.narration.beats().length > 0", timeout=SEEK_MS)
         page.wait_for_timeout(800)
     assert axe_violations(page) == []
+
+
+# -- panels for a room ---------------------------------------------------------------------
+def test_evictions_coalesce_into_one_line_per_burst_with_right_plurals(server, new_page):  # noqa: F811
+    page = open_page(new_page, f"{server.url}/?lesson=prefix-caching&arm=cache-on-small", "normal", NORMAL)
+    wait_for_dashboard(page)
+    seek(page, 700)
+    events = page.evaluate("window.servescope.store.events.filter((e) => e.kind === 'evicted').length")
+    page.locator("#tab-events").click()
+    lines = page.locator("#events .event.evicted").all_inner_texts()
+    assert events > 10 and 0 < len(lines) < events / 3
+    assert all(("cached blocks evicted" in t or "1 cached block evicted" in t) and "step" in t for t in lines)
+    assert any("steps " in t for t in lines)  # a run of steps, "steps A–B"
+    assert page.locator("#events .event.finished").count() > 0
+
+
+def test_the_first_page_names_the_budget_and_priority_shows_on_chips(server, new_page):  # noqa: F811
+    page = open_page(new_page, f"{server.url}/?scenario=default", "normal", NORMAL)
+    wait_for_dashboard(page)
+    budget = page.evaluate("window.servescope.store.session.max_num_batched_tokens")
+    assert f"at most {budget:,} tokens" in page.locator("#batch").inner_text()
+    page = open_page(new_page, f"{server.url}/?lesson=priority", "normal", NORMAL)
+    wait_for_dashboard(page)
+    seek(page, 60)
+    chips = page.locator(".lane.running .chip").all_inner_texts()
+    assert chips and all(" P0" in c or " P1" in c for c in chips)
+
+
+def test_a_long_waiting_queue_shows_its_head_as_chips_and_counts_the_rest(server, new_page):  # noqa: F811
+    config = '{"engine":{"num_gpu_blocks":600},"workload":{"num_requests":600,"arrival_rate":"inf"}}'
+    page = open_page(new_page, f"{server.url}/?config={config}", "normal", NORMAL)
+    wait_for_dashboard(page)
+    page.evaluate("window.servescope.send({type: 'step', n: 3})")
+    page.wait_for_function("window.servescope.store.step === 3")
+    page.wait_for_timeout(300)
+    waiting = page.evaluate("window.servescope.store.queues.num_waiting - 0")
+    assert waiting > 200
+    chips = page.locator(".lane.waiting .chip").count()
+    more = page.locator(".lane.waiting .more").inner_text()
+    assert chips == 120 and more == f"+{waiting - chips} more"
+
+
+def test_clicking_a_chip_or_a_tab_gives_the_keyboard_back_to_the_page(server, new_page):  # noqa: F811
+    page = open_page(new_page, f"{server.url}/?scenario=default", "normal", NORMAL)
+    wait_for_dashboard(page)
+    page.evaluate("window.servescope.send({type: 'step', n: 50})")
+    page.wait_for_function("window.servescope.store.step === 50")
+    page.locator(".lane.running .chip").first.click()
+    page.locator("#tab-events").click()
+    assert page.evaluate("document.activeElement === document.body")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("window.servescope.store.step === 51")
+    assert "step +1" in page.locator("#toast").inner_text()

@@ -22,10 +22,11 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
     event.target.blur(); // Space and the arrows drive the session again, not the menu
     toast(`speed ${event.target.selectedOptions[0].textContent}`);
   });
-  // A control used with the mouse hands the keyboard back to the page, so Space plays again.
-  document.querySelector(".topbar").addEventListener("click", (event) => {
-    const button = event.target.closest("button");
-    if (button && event.detail > 0) button.blur();
+  // A control used with the mouse (a button, a chip, a tab) hands the keyboard back to the page,
+  // so Space plays again; inside a dialog focus stays where the dialog put it.
+  document.addEventListener("click", (event) => {
+    const control = event.target.closest("button, a, input[type=checkbox]");
+    if (control && event.detail > 0 && !control.closest("dialog")) control.blur();
   });
   for (const dialog of document.querySelectorAll("dialog")) {
     dialog.addEventListener("close", () => { if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur(); });

@@ -45,20 +45,52 @@ export function mount(el, store) {
     };
   }
 
-  // Counts step by whole numbers: 1, 2, 5, 10, 20, 50, ...
-  const COUNT_INCRS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
-  const countAxis = (label, extra = {}) => axis(label, { incrs: COUNT_INCRS, values: (u, v) => v.map((x) => x.toLocaleString("en-US")), ...extra });
-  const countRange = (u, lo, hi) => [0, Math.max(2, Math.ceil(hi))];
+  // Ticks from 0 in steps of 1, 2 or 5 times a power of ten (whole numbers for counts): as many
+  // as the axis has room for, and never fewer than three.
+  const STEPS = [];
+  for (let e = -3; e <= 7; e++) for (const m of [1, 2, 5]) STEPS.push(+(m * 10 ** e).toPrecision(3));
+  // The smallest step whose ticks from 0 to `max` fit the room (whole steps for counts).
+  function niceStep(max, room, integer) {
+    const steps = integer ? STEPS.filter((s) => s >= 1) : STEPS;
+    return steps.find((step) => Math.ceil(max / step) + 1 <= Math.max(3, room)) || steps[steps.length - 1];
+  }
+  function room(u, index) {
+    const a = u.axes[index], horizontal = a.side % 2 === 0;
+    const length = horizontal ? u.bbox.width / devicePixelRatio : u.bbox.height / devicePixelRatio;
+    const fits = Math.floor(length / (typeof a.space === "number" ? a.space : 30)) + 1;
+    return Number.isFinite(fits) ? fits : 4; // before the first layout the plot has no size yet
+  }
+  const splitsFrom0 = (integer) => (u, index, min, max) => {
+    const steps = integer ? STEPS.filter((x) => x >= 1) : STEPS;
+    let step = niceStep(max, room(u, index), integer);
+    while (Math.floor(max / step + 1e-9) < 2 && steps.indexOf(step) > 0) step = steps[steps.indexOf(step) - 1]; // three ticks at least
+    const ticks = [];
+    for (let v = 0; v <= max + step * 1e-9; v += step) ticks.push(+v.toPrecision(12));
+    return ticks;
+  };
+  // The top of a count scale: a whole number of steps, at least two, so the ticks reach it.
+  const roundedRange = (integer, scaleAxis) => (u, lo, hi) => {
+    const top = Math.max(integer ? 2 : 1e-3, hi || 0);
+    const axisIndex = u.axes ? u.axes.findIndex((a) => (a.scale || "y") === scaleAxis) : -1;
+    const step = niceStep(top, axisIndex >= 0 && u.bbox ? room(u, axisIndex) : 4, integer);
+    return [0, Math.max(2, Math.ceil(top / step)) * step];
+  };
+  const countAxis = (label, extra = {}) => axis(label, { splits: splitsFrom0(true), values: (u, v) => v.map((x) => x.toLocaleString("en-US")), ...extra });
+  const countRange = roundedRange(true, "y");
 
-  // Log-scaled latency axis: 1-2-5 ticks (finer when the range is narrow), so it always has three or more.
+  // Log-scaled latency axis: ticks at 1, 3 or 1-2-5 times powers of ten (finer when the range is
+  // narrow) as many as the axis has room for, never fewer than three.
   function logSplits(u, index, min, max) {
     if (!(min > 0) || !(max > min)) return [min, max];
-    for (const mantissas of [[1, 2, 5], [1, 1.5, 2, 3, 5, 7], [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9]]) {
+    const fits = Math.max(3, room(u, index));
+    for (const mantissas of [[1], [1, 3], [1, 2, 5], [1, 1.5, 2, 3, 5, 7], [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9]]) {
       const ticks = [];
       for (let e = Math.floor(Math.log10(min)); e <= Math.ceil(Math.log10(max)); e++) {
         for (const m of mantissas) { const v = m * 10 ** e; if (v >= min && v <= max) ticks.push(v); }
       }
-      if (ticks.length >= 3) return ticks.length > 8 ? ticks.filter((_, i) => i % Math.ceil(ticks.length / 6) === 0) : ticks;
+      if (ticks.length < 3) continue;
+      const every = Math.ceil(ticks.length / fits);
+      return ticks.filter((_, i) => i % every === 0);
     }
     return [min, Math.sqrt(min * max), max];
   }
@@ -73,7 +105,8 @@ export function mount(el, store) {
       finished: cssVar("--finished"), preempted: cssVar("--preempted"), text: cssVar("--text") };
     percentiles = [["p50", c.finished, []], ["p90", c.prefill, [8, 4]], ["p99", c.preempted, [2, 3]]];
     const common = { legend: { show: true, live: false }, cursor: { drag: { x: false, y: false } } };
-    const timeAxis = axis("simulated time (s)", { space: 48 });
+    const timeAxis = axis("simulated time (s)", { space: 48, splits: splitsFrom0(false), values: (u, v) => v.map((x) => `${+x.toPrecision(6)}`) });
+    const timeScale = { time: false, range: (u, lo, hi) => [0, Math.max(hi || 0, 1e-3)] };
     // The percentiles are dashed lines in their legend's colour and dash; their values are in the
     // legend above the plot, so labels never collide with the bars or with each other.
     const percentileLines = {
@@ -93,24 +126,24 @@ export function mount(el, store) {
     const specs = [
       ["#chart-latency", {
         ...common, scales: { x: { time: false, distr: 3 }, y: { range: countRange } },
-        axes: [axis(`${LATENCIES[latency]} (log scale)`, { values: seconds, splits: logSplits, filter: (u, splits) => splits, space: 40 }), countAxis("requests")],
+        axes: [axis(`${LATENCIES[latency]} (log scale)`, { values: seconds, splits: logSplits, filter: (u, splits) => splits, space: 60 }), countAxis("requests")],
         legend: { show: false },
         series: [{}, { label: "requests", stroke: c.accent, fill: c.accent + "55", width, paths: uPlot.paths.bars({ size: [0.95, 40], align: 1 }) }],
         hooks: percentileLines,
       }],
       ["#chart-queues", {
-        ...common, scales: { x: { time: false }, y: { range: countRange } }, axes: [timeAxis, countAxis("requests")],
+        ...common, scales: { x: timeScale, y: { range: countRange } }, axes: [timeAxis, countAxis("requests")],
         series: [{}, { label: "running", stroke: c.decode, width }, { label: "waiting", stroke: c.waiting, width, dash: [6, 4] }],
       }],
       ["#chart-kv", {
-        ...common, scales: { x: { time: false }, pct: { range: [0, 100] }, tps: { range: (u, lo, hi) => [0, Math.max(10, hi)] } },
-        axes: [timeAxis, axis("KV %", { scale: "pct", incrs: [10, 25, 50] }),
+        ...common, scales: { x: timeScale, pct: { range: [0, 100] }, tps: { range: roundedRange(true, "tps") } },
+        axes: [timeAxis, axis("KV %", { scale: "pct", splits: () => [0, 50, 100] }),
           countAxis("tok/s", { scale: "tps", side: 1, grid: { show: false } })],
         series: [{}, { label: "KV %", stroke: c.accent, width, scale: "pct", fill: c.accent + "22" },
           { label: "output tok/s", stroke: c.finished, width, scale: "tps" }],
       }],
       ["#chart-tokens", {
-        ...common, scales: { x: { time: false }, y: { range: countRange } }, axes: [timeAxis, countAxis("tokens")],
+        ...common, scales: { x: timeScale, y: { range: countRange } }, axes: [timeAxis, countAxis("tokens")],
         series: [{}, { label: "prefill", stroke: c.prefill, width }, { label: "decode", stroke: c.decode, width }],
       }],
     ];
@@ -138,15 +171,18 @@ export function mount(el, store) {
     const points = store.points;
     const stride = Math.max(1, Math.ceil(points.length / MAX_DRAWN_POINTS));
     const t = [], running = [], waiting = [], kv = [], tps = [], prefill = [], decode = [];
-    let windowTokens = 0, windowTime = 0;
-    const tokenQueue = [];
+    // Output tokens per simulated second over the last THROUGHPUT_WINDOW steps: the tokens they
+    // decoded over the clock time they spanned.
+    let windowTokens = 0;
     for (let i = 0; i < points.length; i++) {
-      const [clock, r, w, k, p, d, dt] = points[i];
-      windowTokens += d; windowTime += dt; tokenQueue.push([d, dt]);
-      if (tokenQueue.length > THROUGHPUT_WINDOW) { const [od, odt] = tokenQueue.shift(); windowTokens -= od; windowTime -= odt; }
+      const [clock, r, w, k, p, d] = points[i];
+      windowTokens += d;
+      const start = i - THROUGHPUT_WINDOW;
+      if (start >= 0) windowTokens -= points[start][5];
+      const span = clock - (start >= 0 ? points[start][0] : points[0][0] - points[0][6]);
       if (i % stride && i !== points.length - 1) continue;
       t.push(clock); running.push(r); waiting.push(w); kv.push(k * 100);
-      tps.push(windowTime > 0 ? windowTokens / windowTime : 0); prefill.push(p); decode.push(d);
+      tps.push(span > 0 ? windowTokens / span : 0); prefill.push(p); decode.push(d);
     }
     return { t, running, waiting, kv, tps, prefill, decode };
   }

@@ -93,10 +93,12 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       canvas.width = Math.round(w * dpr);
       canvas.height = Math.round(h * dpr);
     }
+    // The whole pool while its cells stay at 8 px or more; below that, a window at a size that
+    // reads from the back of a hall in the projector theme.
     const minCell = document.documentElement.dataset.theme === "projector" ? 10 : 8;
     let cell = Math.max(2, Math.min(48, Math.floor(Math.sqrt((w * h) / n))));
     while (cell > 2 && Math.floor(w / cell) * Math.floor(h / cell) < n) cell -= 1;
-    if (cell >= minCell) {
+    if (cell >= 8) {
       layout = { cell, cols: Math.max(1, Math.floor(w / cell)), gap: 1, dpr, offset: 0, strip: 0 };
       layout.rows = Math.ceil(n / layout.cols);
       return layout;
