@@ -212,7 +212,7 @@ class Session:
             else:
                 del self.timelines[rid]
 
-    def request_detail(self, request_id: str) -> dict | None:
+    def request_detail(self, request_id: str, with_history: bool = False) -> dict | None:
         """One request as the inspector shows it, or None if it has not arrived by this step."""
         try:
             request = self.sim.request(request_id)
@@ -227,7 +227,7 @@ class Session:
         }
         timeline = self.timelines.get(request_id, [])
         return {"request": request_view(request), "latencies": latencies, "timeline": timeline,
-                "history": request_history(timeline, self.sim.scheduler.kv_cache_manager),
+                "history": request_history(timeline, self.sim.scheduler.kv_cache_manager) if with_history else None,
                 "block_table": self.sim.block_table(request_id), "step": self.step, "clock_s": self.sim.clock_s}
 
     def _add_checkpoint(self) -> None:

@@ -73,7 +73,9 @@ def test_request_history_lists_every_step_it_ran_with_the_blocks_it_held(stepped
     client, created = stepped
     live = client.app.state.manager.get(created["session_id"])
     rid = live.session.sim.scheduler.running[0].request_id
-    detail = client.get(f"/api/sessions/{created['session_id']}/requests/{rid}").json()
+    url = f"/api/sessions/{created['session_id']}/requests/{rid}"
+    assert client.get(url).json()["history"] is None
+    detail = client.get(url, params={"history": "true"}).json()
     history = detail["history"]
     steps = [row[0] for row in history]
     assert steps == sorted(steps) and len(set(steps)) == len(steps)

@@ -157,9 +157,10 @@ async def delete_session(session_id: str, request: Request, x_control_token: str
 
 
 @router.get("/sessions/{session_id}/requests/{request_id}")
-def get_request(session_id: str, request_id: str, request: Request) -> dict:
-    """One request at the session's current step: counters, latencies, timeline, block table."""
-    detail = live_session(request, session_id).session.request_detail(request_id)
+def get_request(session_id: str, request_id: str, request: Request, history: bool = False) -> dict:
+    """One request at the session's current step: counters, latencies, timeline, block table, and
+    with `?history=true` one row per step it ran (what the inspector lists while paused)."""
+    detail = live_session(request, session_id).session.request_detail(request_id, history)
     if detail is None:
         raise HTTPException(404, f"no request {request_id!r} has arrived by this step")
     return finite(detail)

@@ -108,7 +108,7 @@ const charts = mountCharts($("charts"), store);
 const events = mountEvents($("events"), store, {
   onSeek: seek, onSelect: (id, kind) => select(id, { toggle: false, tab: kind === "preempted" ? "why" : "inspector" }),
 });
-const inspector = mountInspector($("inspector"), store, { sessionId, onWhy: () => showTab("why") });
+const inspector = mountInspector($("inspector"), store, { sessionId, onWhy: () => showTab("why"), onSelect: select });
 const why = mountWhy($("why"), store, { sessionId, onSelect: select });
 const stage = mountStage(document.querySelector("main.grid"), $("stage-bar"), { onChange: () => store.dirty.add("all") });
 const narration = mountNarration($("narration"), store, { seek, canControl, stage, dialog: $("claims-dialog") });

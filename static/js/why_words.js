@@ -4,7 +4,7 @@
 import { fmtInt } from "./colors.js";
 
 export const esc = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-const id = (rid) => `<b class="rid">${esc(rid)}</b>`;
+const id = (rid) => `<button type="button" class="rid" data-id="${esc(rid)}" title="Select ${esc(rid)}">${esc(rid)}</button>`;
 const n = (value) => `<b class="num">${fmtInt(value)}</b>`;
 const blocks = (count) => `${n(count)} block${count === 1 ? "" : "s"}`;
 const were = (count) => `${blocks(count)} ${count === 1 ? "was" : "were"}`;

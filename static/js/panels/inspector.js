@@ -8,11 +8,15 @@ import { virtualList } from "../virtual_list.js";
 import { reasonsOf } from "../why_data.js";
 import { esc, explainRequest } from "../why_words.js";
 
-export function mount(el, store, { sessionId, onWhy }) {
+export function mount(el, store, { sessionId, onWhy, onSelect }) {
   let shown = null; // `${id}@${step}` last fetched
   let inflight = false;
 
-  el.addEventListener("click", (event) => { if (event.target.closest(".why-open")) onWhy(); });
+  el.addEventListener("click", (event) => {
+    if (event.target.closest(".why-open")) onWhy();
+    const other = event.target.closest("[data-id]");
+    if (other) onSelect(other.dataset.id, { toggle: false });
+  });
 
   async function update() {
     const id = store.selected;
@@ -21,7 +25,9 @@ export function mount(el, store, { sessionId, onWhy }) {
     if (key === shown || inflight) return;
     inflight = true;
     try {
-      const response = await fetch(`/api/sessions/${sessionId}/requests/${encodeURIComponent(id)}`);
+      // The history (a row per step) only while paused: it is long and the step moves on.
+      const paused = !store.status.playing;
+      const response = await fetch(`/api/sessions/${sessionId}/requests/${encodeURIComponent(id)}?history=${paused}`);
       if (!response.ok) { el.innerHTML = `<p class="muted">${esc(id)} has not arrived by step ${store.step}.</p>`; shown = key; return; }
       const detail = await response.json();
       // The evidence only while paused: each answer replays a stretch of the run on the server.
@@ -75,8 +81,8 @@ export function mount(el, store, { sessionId, onWhy }) {
       ${events ? `<p class="muted events-line">${events}</p>` : ""}
       <h4>Block table: ${fmtInt(detail.block_table.length)} blocks</h4>
       <div class="vlist table" tabindex="0" aria-label="Block table of ${esc(r.id)}"></div>
-      <h4>History: ${fmtInt(detail.history.length)} steps run</h4>
-      <div class="vlist history" tabindex="0" aria-label="History of ${esc(r.id)}"></div></div>`;
+      ${detail.history ? `<h4>History: ${fmtInt(detail.history.length)} steps run</h4>
+      <div class="vlist history" tabindex="0" aria-label="History of ${esc(r.id)}"></div>` : '<p class="muted">Pause to list its history step by step.</p>'}</div>`;
     const rowHeight = Math.round(parseFloat(cssVar("--small")) * 1.5);
     const bs = store.session.block_size;
     const table = detail.block_table;
@@ -91,7 +97,9 @@ export function mount(el, store, { sessionId, onWhy }) {
       },
     });
     tableList.setCount(table.length);
+    if (previous.table !== undefined) el.querySelector(".vlist.table").scrollTop = previous.table;
     const history = detail.history;
+    if (!history) return;
     const historyList = virtualList(el.querySelector(".vlist.history"), {
       rowHeight,
       header: '<div class="vrow vhead"><span>step</span><span>tokens</span><span>from token</span><span>blocks</span></div>',
@@ -102,7 +110,6 @@ export function mount(el, store, { sessionId, onWhy }) {
       },
     });
     historyList.setCount(history.length);
-    if (previous.table !== undefined) el.querySelector(".vlist.table").scrollTop = previous.table;
     if (previous.history !== undefined) el.querySelector(".vlist.history").scrollTop = previous.history; else historyList.scrollToEnd();
   }
 
