@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .config import EngineConfig, VllmCompat
 from .errors import ConfigError
+from .files import MAX_TRACE_BYTES, read_text
 from .policies.vllm_v1 import VllmV1Scheduler
 from .request import Request
 from .workload import RequestSpec, Workload
@@ -33,12 +34,14 @@ TRACE_CONFIG_KEYS = {
 
 def load_trace(path: str | Path) -> dict:
     path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
+    if not path.exists():
+        raise ConfigError(str(path), "no such trace file")
     try:
-        with opener(path, "rt") as f:
-            return json.load(f)
+        return json.loads(read_text(path, MAX_TRACE_BYTES))
     except json.JSONDecodeError as e:
         raise ConfigError(str(path), f"not valid JSON ({e.msg} at line {e.lineno})") from None
+    except RecursionError:
+        raise ConfigError(str(path), "JSON nested too deeply") from None
 
 
 def engine_config_from_trace(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None = None) -> EngineConfig:

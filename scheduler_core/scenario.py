@@ -14,9 +14,11 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .bounds import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SCENARIO_BOUNDS, check_all, check_text
 from .config import EngineConfig
 from .cost_model import CostModel
 from .errors import ConfigError
+from .files import MAX_SCENARIO_BYTES, read_text
 from .metrics import SLO
 from .presets import num_gpu_blocks_for, resolve_gpu, resolve_model
 from .replay import load_trace, workload_from_trace
@@ -70,19 +72,27 @@ class Scenario:
     slo_ttft_s: float = math.inf
     slo_tpot_s: float = math.inf
 
+    def __post_init__(self) -> None:
+        check_text("name", self.name, MAX_NAME_CHARS)
+        check_text("description", self.description, MAX_DESCRIPTION_CHARS)
+        for name in ("model", "gpu", "trace"):
+            check_text(name, getattr(self, name), MAX_DESCRIPTION_CHARS)
+        check_all(SCENARIO_BOUNDS, self)
+
     @classmethod
     def from_dict(cls, data: dict, name: str = "custom") -> "Scenario":
+        if not isinstance(data, dict):
+            raise ConfigError("scenario", f"must be a table of settings, got {type(data).__name__}")
         for key in data:
             if key not in TOP_LEVEL_KEYS:
-                raise ConfigError(key, "unknown scenario setting")
-        engine = dict(data.get("engine", {}))
+                raise ConfigError(str(key)[:100], "unknown scenario setting")
+        engine = data.get("engine", {})
+        if not isinstance(engine, dict):
+            raise ConfigError("engine", f"must be a table of engine settings, got {engine!r:.80}")
+        engine = dict(engine)
         top = {k: v for k, v in data.items() if k not in ("engine", "workload")}
         top.setdefault("name", name)
         scenario = cls(**top, workload=WorkloadConfig.from_dict(data.get("workload", {})))
-        if not isinstance(scenario.tp, int) or scenario.tp < 1:
-            raise ConfigError("tp", f"must be a positive integer, got {scenario.tp!r}")
-        if not 0 < scenario.gpu_memory_utilization <= 1:
-            raise ConfigError("gpu_memory_utilization", "must be in (0, 1]")
         if "num_gpu_blocks" not in engine:
             block_size = engine.get("block_size", EngineConfig.block_size)
             engine["num_gpu_blocks"] = num_gpu_blocks_for(
@@ -96,12 +106,17 @@ class Scenario:
         path = Path(path)
         if not path.exists():
             raise ConfigError("scenario", f"no scenario file {path}")
-        text = path.read_text()
+        text = read_text(path, MAX_SCENARIO_BYTES)
         try:
             data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
         except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
             raise ConfigError(str(path), f"cannot parse: {e}") from None
-        return cls.from_dict(data, name=path.stem)
+        except RecursionError:
+            raise ConfigError(str(path), "nested too deeply") from None
+        try:
+            return cls.from_dict(data, name=path.stem)
+        except ConfigError as e:
+            raise ConfigError(f"{path}:{e.field}", e.reason) from None
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)

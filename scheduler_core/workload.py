@@ -12,6 +12,7 @@ import math
 import random
 from dataclasses import dataclass, field, fields
 
+from .bounds import MAX_SHARED_PREFIX_TOKENS, WORKLOAD_BOUNDS, check_all
 from .errors import ConfigError
 
 # Synthetic prompts draw token ids from a range this large, like a real tokenizer's vocabulary.
@@ -98,37 +99,31 @@ class WorkloadConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.num_requests, int) or self.num_requests <= 0:
-            raise ConfigError("num_requests", f"must be a positive integer, got {self.num_requests!r}")
+        for name in ("arrival", "lengths"):
+            if not isinstance(getattr(self, name), str):
+                raise ConfigError(name, f"must be a name, got {getattr(self, name)!r}")
         if self.arrival not in ARRIVALS:
             raise ConfigError("arrival", f"unknown arrival process {self.arrival!r}; expected one of {list(ARRIVALS)}")
-        if not self.arrival_rate > 0:
-            raise ConfigError("arrival_rate", f"must be > 0 requests/s (inf = all at once), got {self.arrival_rate!r}")
-        if not self.arrival_cv > 0:
-            raise ConfigError("arrival_cv", f"must be > 0, got {self.arrival_cv!r}")
-        if self.concurrency < 0:
-            raise ConfigError("concurrency", f"must be >= 0 (0: open loop), got {self.concurrency!r}")
         if self.lengths not in NAMED_LENGTHS and self.lengths not in ("fixed", "uniform", "lognormal"):
             raise ConfigError(
                 "lengths", f"unknown length distribution {self.lengths!r}; expected fixed, uniform, lognormal or one of {sorted(NAMED_LENGTHS)}"
             )
-        for name in ("prompt_len", "output_len"):
-            if not getattr(self, name) >= 1:
-                raise ConfigError(name, f"must be >= 1 token, got {getattr(self, name)!r}")
+        check_all(WORKLOAD_BOUNDS, self)
         if self.lengths == "uniform":
             for name, low in (("prompt_len_high", self.prompt_len), ("output_len_high", self.output_len)):
                 if getattr(self, name) < low:
                     raise ConfigError(name, f"must be >= the low end ({low}) for uniform lengths")
-        if self.shared_prefix_len < 0:
-            raise ConfigError("shared_prefix_len", f"must be >= 0, got {self.shared_prefix_len!r}")
-        if not 1 <= self.num_shared_prefixes <= self.num_requests:
+        if self.num_shared_prefixes > self.num_requests:
             # More prefixes than requests could never all be used, and each costs its tokens.
             raise ConfigError("num_shared_prefixes", f"must be from 1 to num_requests ({self.num_requests}), got {self.num_shared_prefixes!r}")
-        if not 0.0 <= self.high_priority_fraction <= 1.0:
-            raise ConfigError("high_priority_fraction", "must be between 0 and 1")
+        if self.shared_prefix_len * self.num_shared_prefixes > MAX_SHARED_PREFIX_TOKENS:
+            raise ConfigError("shared_prefix_len", f"shared_prefix_len x num_shared_prefixes must be at most "
+                                                   f"{MAX_SHARED_PREFIX_TOKENS} tokens, got {self.shared_prefix_len * self.num_shared_prefixes}")
 
     @classmethod
     def from_dict(cls, data: dict) -> "WorkloadConfig":
+        if not isinstance(data, dict):
+            raise ConfigError("workload", f"must be a table of workload settings, got {data!r}")
         known = {f.name for f in fields(cls)}
         for key in data:
             if key not in known:
