@@ -1,7 +1,7 @@
 """The bounds of every scenario value, in one table read by both the core's checks and the web schema.
 
 They keep one run inside a stated budget (README, "Budgets"): at most 1,000,000 requests,
-contexts of at most 2^20 tokens, at most 2^20 shared-prefix tokens held in all, and finite
+contexts of at most 1,000,000 tokens, at most 2^20 shared-prefix tokens held in all, and finite
 rates and spreads whose random draws cannot overflow. `app/schemas.py` turns each bound into
 pydantic `Field` constraints; the core calls `check` so the CLI and scenario files are held
 to the same limits.
@@ -50,7 +50,8 @@ class Bound:
         return {"gt" if self.low_open else "ge": self.low, "le": self.high}
 
 
-MAX_TOKENS_PER_CONTEXT = 1 << 20
+# Below the 1,000,003-id stride between synthetic prompts' unique tails, so no two can share a block.
+MAX_TOKENS_PER_CONTEXT = 1_000_000
 MAX_BLOCKS = 1 << 20
 
 ENGINE_BOUNDS = {

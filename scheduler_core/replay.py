@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,8 +78,11 @@ def requests_from_trace(trace: dict) -> list[tuple[int, dict]]:
             raise ConfigError(f"{where}.arrival_step", "must be a non-negative integer")
         if not isinstance(entry["max_tokens"], int) or entry["max_tokens"] <= 0:
             raise ConfigError(f"{where}.max_tokens", "must be a positive integer")
-        if not entry["prompt_token_ids"]:
-            raise ConfigError(f"{where}.prompt_token_ids", "must not be empty")
+        tokens = entry["prompt_token_ids"]
+        if not isinstance(tokens, list) or not tokens:
+            raise ConfigError(f"{where}.prompt_token_ids", "must be a non-empty list of token ids")
+        if not all(type(token) is int and 0 <= token < 1 << 31 for token in tokens):
+            raise ConfigError(f"{where}.prompt_token_ids", "token ids are integers from 0 to 2^31 - 1")
         out.append((entry["arrival_step"], entry))
     return out
 
@@ -87,7 +91,7 @@ def workload_from_trace(trace: dict) -> Workload:
     """The trace's requests as a step-indexed workload, so a Simulation (with its clock and
     metrics) makes exactly the decisions `replay` does."""
     requests = [
-        RequestSpec(entry["id"], step, tuple(entry["prompt_token_ids"]), entry["max_tokens"], entry.get("priority", 0))
+        RequestSpec(entry["id"], step, array("i", entry["prompt_token_ids"]), entry["max_tokens"], entry.get("priority", 0))
         for step, entry in requests_from_trace(trace)
     ]
     return Workload(requests, description=f"{len(requests)} requests of a recorded vLLM trace", arrivals_by_step=True)
