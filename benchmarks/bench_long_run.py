@@ -52,7 +52,7 @@ def main() -> None:
     for _ in sim.records():
         num_steps += 1
         if marks and sim.metrics.num_finished >= marks[0]:
-            print(f"  {sim.metrics.num_finished:>9,} finished ({time.perf_counter() - start:7.1f} s wall): RSS {rss_mib():.0f} MiB")
+            print(f"  {sim.metrics.num_finished:>9,} finished ({time.perf_counter() - start:7.1f} s wall): RSS {rss_mib():.0f} MiB", flush=True)
             marks.pop(0)
     wall_s = time.perf_counter() - start
     report = sim.metrics.report(wall_s)
