@@ -13,6 +13,10 @@ class Settings:
     max_requests_per_session: int = 20_000
     max_blocks_per_session: int = 131_072
     max_steps_per_s: float = 2_000.0
+    # Steps one session may play: with the thinned history, its memory is bounded by this budget.
+    max_steps_per_session: int = 1_000_000
+    # Chart points a session keeps (and a snapshot sends): beyond it, every other one is dropped.
+    max_chart_points: int = 3_000
     # Frames per second a playing session sends; faster play puts several steps in one frame.
     max_frames_per_s: float = 30.0
     max_message_bytes: int = 64 * 1024

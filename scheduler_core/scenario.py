@@ -15,10 +15,12 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .bounds import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SCENARIO_BOUNDS, check_all, check_text
 from .config import EngineConfig
 from .cost_model import CostModel, ModelSpec
 from .engine_args import ENGINE_ALIASES, KV_CACHE_DTYPES, normalize_aliases
 from .errors import ConfigError
+from .files import MAX_SCENARIO_BYTES, read_text
 from .metrics import SLO
 from .memory import GIB, MemoryPlan, kv_block_bytes, num_gpu_blocks_from_memory, plan_memory
 from .presets import resolve_gpu, resolve_model
@@ -81,21 +83,28 @@ class Scenario:
     slo_ttft_s: float = math.inf
     slo_tpot_s: float = math.inf
 
+    def __post_init__(self) -> None:
+        check_text("name", self.name, MAX_NAME_CHARS)
+        check_text("description", self.description, MAX_DESCRIPTION_CHARS)
+        for name in ("model", "gpu", "trace"):
+            check_text(name, getattr(self, name), MAX_DESCRIPTION_CHARS)
+        check_all(SCENARIO_BOUNDS, self)
+
     @classmethod
     def from_dict(cls, data: dict, name: str = "custom") -> "Scenario":
+        if not isinstance(data, dict):
+            raise ConfigError("scenario", f"must be a table of settings, got {type(data).__name__}")
         for key in data:
             if key not in TOP_LEVEL_KEYS:
-                raise ConfigError(key, "unknown scenario setting")
+                raise ConfigError(str(key)[:100], "unknown scenario setting")
+        if not isinstance(data.get("engine", {}), dict):
+            raise ConfigError("engine", f"must be a table of engine settings, got {data['engine']!r:.80}")
         data = normalize_aliases(data)
         engine = dict(data.get("engine", {}))
         top = {k: v for k, v in data.items() if k not in ("engine", "workload")}
         top.setdefault("name", name)
         scenario = cls(**top, workload=WorkloadConfig.from_dict(data.get("workload", {})))
         tp = scenario.tensor_parallel_size
-        if not isinstance(tp, int) or isinstance(tp, bool) or tp < 1:
-            raise ConfigError("tensor_parallel_size", f"must be a positive integer, got {tp!r}")
-        if not 0 < scenario.gpu_memory_utilization <= 1:
-            raise ConfigError("gpu_memory_utilization", "must be in (0, 1]")
         if scenario.kv_cache_dtype not in KV_CACHE_DTYPES:
             raise ConfigError("kv_cache_dtype", f"invalid choice {scenario.kv_cache_dtype!r}; expected one of "
                                                 f"{list(KV_CACHE_DTYPES)}")
@@ -122,15 +131,20 @@ class Scenario:
         path = Path(path)
         if not path.exists():
             raise ConfigError("scenario", f"no scenario file {path}")
-        text = path.read_text()
+        text = read_text(path, MAX_SCENARIO_BYTES)
         try:
             return tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
         except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
             raise ConfigError(str(path), f"cannot parse: {e}") from None
+        except RecursionError:
+            raise ConfigError(str(path), "nested too deeply") from None
 
     @classmethod
     def load(cls, path: str | Path) -> "Scenario":
-        return cls.from_dict(cls.read_data(path), name=Path(path).stem)
+        try:
+            return cls.from_dict(cls.read_data(path), name=Path(path).stem)
+        except ConfigError as e:
+            raise ConfigError(f"{path}:{e.field}", e.reason) from None
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)
