@@ -17,6 +17,9 @@ from .lessons import comparison_table, evaluate
 from .metrics import SLO
 from .perfetto import export_perfetto
 from .presets import GPUS, MODELS, resolve_gpu, resolve_model
+from .cluster import ROUTER_POLICIES, fleet_report
+from .cluster.report import format_fleet_report
+from .cluster.scenario import ClusterScenario, read_scenario_data
 from .cost_model import CostModel
 from .replay import load_trace, replay, write_log
 from .report import format_comparison, format_report
@@ -92,7 +95,9 @@ def scenario_data(name_or_path: str) -> tuple[dict, str]:
     if name_or_path in PRESET_SCENARIOS:
         return json.loads(json.dumps(PRESET_SCENARIOS[name_or_path])), name_or_path
     path = Path(name_or_path)
-    return Scenario.load(path).to_dict(), path.stem
+    data = read_scenario_data(path)
+    data.pop("cluster", None)  # a fleet's table; `run` reads it separately
+    return Scenario.from_dict(data, name=path.stem).to_dict(), path.stem
 
 
 def parse_assignment_arg(text: str) -> tuple[str, object]:
@@ -161,8 +166,53 @@ def write_json(path: str, payload: dict) -> None:
     Path(path).write_text(json.dumps(clean(payload), indent=2) + "\n")
 
 
+def cluster_table(args: argparse.Namespace) -> dict | None:
+    """The `[cluster]` table of a scenario file, with --replicas / --router laid over it; None for one engine."""
+    data = read_scenario_data(args.scenario) if args.scenario not in PRESET_SCENARIOS else {}
+    cluster = data.get("cluster", {})
+    if not isinstance(cluster, dict):
+        raise ConfigError("cluster", "must be a table")
+    cluster = dict(cluster)
+    if args.replicas is not None:
+        cluster["replicas"] = args.replicas
+    if args.router is not None:
+        cluster["router"] = args.router
+    return cluster if "cluster" in data or cluster else None
+
+
+def run_fleet(args: argparse.Namespace, scenario: Scenario, cluster: dict) -> int:
+    fleet_scenario = ClusterScenario.from_dict({**scenario.to_dict(), "cluster": cluster}, scenario.name)
+    fleet = fleet_scenario.build()
+    user_facing = fleet.decode_pool if fleet.disaggregated else fleet.entry_pool
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    start = last_draw = time.perf_counter()
+    total = len(fleet.workload.requests)
+    for _ in fleet.events():
+        now = time.perf_counter()
+        if show and now - last_draw > 0.25:
+            last_draw = now
+            done = sum(r.sim.metrics.num_finished for r in user_facing)
+            print(f"\r  [{'#' * int(30 * done / total):<30}] {done}/{total} requests, {fleet.clock_s:.1f} s simulated",
+                  end="", file=sys.stderr)
+    wall_s = time.perf_counter() - start
+    if show and wall_s > 0.25:
+        print(file=sys.stderr)
+    report = fleet_report(fleet, wall_s)
+    shape = (f"{fleet_scenario.prefill_replicas} prefill x {fleet_scenario.prefill.tp} {fleet_scenario.prefill.gpu} + "
+             f"{fleet_scenario.decode_replicas} decode x {fleet_scenario.decode.tp} {fleet_scenario.decode.gpu} over "
+             f"{fleet_scenario.link}" if fleet_scenario.disaggregated
+             else f"{fleet_scenario.replicas} replicas of {scenario.tp} x {scenario.gpu}")
+    print(format_fleet_report(report, title=f"{scenario.name}: {scenario.model}, {shape}, router {fleet_scenario.router}"))
+    if args.json:
+        write_json(args.json, {"scenario": fleet_scenario.to_dict(), **report})
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     scenario = build_scenario(args, args.scenario)
+    cluster = cluster_table(args)
+    if cluster is not None:
+        return run_fleet(args, scenario, cluster)
     sim = scenario.build(keep_finished=False)
     wall_s = run_with_progress(sim, show=args.progress if args.progress is not None else sys.stderr.isatty())
     report = sim.metrics.report(wall_s)
@@ -299,6 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("run", help="run a scenario headless and print its metrics")
     p.add_argument("scenario", nargs="?", default="default", help="preset name or TOML/JSON scenario file")
     p.add_argument("--json", metavar="FILE", help="write every metric as JSON")
+    p.add_argument("--replicas", type=int, help="a fleet of N replicas behind a router (overrides [cluster] replicas)")
+    p.add_argument("--router", choices=ROUTER_POLICIES, help="the fleet's router (overrides [cluster] router)")
     add_scenario_flags(p)
     p.set_defaults(func=cmd_run)
 

@@ -160,3 +160,27 @@ def test_cluster_settings_are_checked_by_name():
         assert error.value.field == field
     with pytest.raises(ConfigError):
         Cluster([Simulation(CONFIG, [])], [spec("huge", unique_prompt(0, 4000))])
+
+
+def test_servescope_run_takes_a_cluster_scenario(tmp_path, capsys):
+    import json
+
+    from scheduler_core.cli import main
+
+    path = tmp_path / "fleet.toml"
+    path.write_text('model = "llama-3.1-8b"\n[engine]\nnum_gpu_blocks = 600\n'
+                    '[workload]\nnum_requests = 40\narrival_rate = 20.0\nlengths = "fixed"\nprompt_len = 300\noutput_len = 20\n'
+                    '[cluster]\nrouter = "least-requests"\n[cluster.prefill]\nreplicas = 1\ntp = 2\n'
+                    '[cluster.decode]\nreplicas = 2\n')
+    assert main(["run", str(path), "--json", str(tmp_path / "out.json"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "prefill-0" in out and "decode-1" in out and "KV transfer over infiniband: 40 transfers" in out
+    report = json.loads((tmp_path / "out.json").read_text())
+    assert report["num_requests"] == 40 and report["kv_transfer"]["num_blocks"] == 40 * 19
+    assert [r["replica"] for r in report["replicas"]] == ["prefill-0", "decode-0", "decode-1"]
+    assert report["scenario"]["cluster"]["prefill"]["tp"] == 2
+    # --replicas turns any scenario into a fleet; bad values name their field.
+    assert main(["run", "default", "--replicas", "2", "--router", "prefix-aware", "--num-requests", "20", "--no-progress"]) == 0
+    assert "replica-1" in capsys.readouterr().out
+    assert main(["run", "default", "--replicas", "0"]) == 2
+    assert "cluster.replicas" in capsys.readouterr().err
