@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -26,6 +27,7 @@ from .report import format_comparison, format_report
 from .scenario import PRESET_SCENARIOS, Scenario, apply_assignments, parse_assignment
 from .scheduler import SchedulerError
 from .simulation import Simulation, SimulationStalled
+from .sweep import Sweep, cheapest_meeting_slo, format_choices, run_processes, run_ray, run_serial, run_sweep
 from .workload import NAMED_LENGTHS
 
 SWITCHES = [f.name for f in fields(VllmCompat)]
@@ -223,6 +225,32 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """A grid of runs, in local processes (default), one after another, or as Ray tasks."""
+    data = read_scenario_data(args.sweep)
+    if args.slo_ttft_ms is not None:
+        data["slo_ttft_s"] = args.slo_ttft_ms / 1e3
+    if args.slo_tpot_ms is not None:
+        data["slo_tpot_s"] = args.slo_tpot_ms / 1e3
+    sweep = Sweep.from_dict(data, name=Path(args.sweep).stem)
+    if args.ray is not None:
+        executor = functools.partial(run_ray, address=args.ray or None)
+    elif args.workers == 1:
+        executor = run_serial
+    else:
+        executor = functools.partial(run_processes, workers=args.workers)
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    start = time.perf_counter()
+    rows = run_sweep(sweep, args.out, executor, show_progress=show)
+    print(f"{len(rows)} points in {args.out} ({time.perf_counter() - start:.1f} s)", file=sys.stderr)
+    if args.cost_per_gpu_hour is not None:
+        slo_ttft_s = data.get("slo_ttft_s", math.inf)
+        slo_tpot_s = data.get("slo_tpot_s", math.inf)
+        choices = cheapest_meeting_slo(rows, sweep.keys, slo_ttft_s, slo_tpot_s, args.cost_per_gpu_hour)
+        print(format_choices(choices, slo_ttft_s, slo_tpot_s, args.cost_per_gpu_hour))
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     a, b = build_scenario(args, args.a), build_scenario(args, args.b, args.set_b or ())
     # The same requests through both configurations: B runs A's workload.
@@ -362,6 +390,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE")
     add_scenario_flags(p)
     p.set_defaults(func=cmd_compare)
+
+    p = commands.add_parser("sweep", help="run a grid of scenario variations; rows stream to a CSV or JSON Lines file")
+    p.add_argument("sweep", help="TOML/JSON scenario with a [sweep] table of \"dotted.field\" = [values]")
+    p.add_argument("--out", required=True, metavar="RESULTS", help="results file: .csv, or .jsonl/.json for JSON Lines; "
+                   "an existing file of the same sweep is resumed")
+    p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                   help="run the points as Ray tasks on the cluster at ADDRESS (none: a local Ray); needs servescope[ray]")
+    p.add_argument("--workers", type=int, help="local processes (default: one per core; 1: one point after another)")
+    p.add_argument("--slo-ttft-ms", type=float, help="p99 TTFT objective (also the goodput SLO)")
+    p.add_argument("--slo-tpot-ms", type=float, help="p99 TPOT objective (also the goodput SLO)")
+    p.add_argument("--cost-per-gpu-hour", type=float, metavar="DOLLARS",
+                   help="report the cheapest configuration meeting the SLO at each workload")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar on stderr (default: when stderr is a terminal)")
+    p.set_defaults(func=cmd_sweep)
 
     p = commands.add_parser("export", help="write a run as a Chrome/Perfetto trace")
     p.add_argument("scenario", nargs="?", default="default")
