@@ -129,8 +129,12 @@ def test_ray_path_gives_the_same_file_on_a_local_ray(tmp_path, reference):
     import ray
 
     try:
-        run_sweep(sweep(), tmp_path / "ray.csv",
-                  functools.partial(run_ray, num_cpus=2, include_dashboard=False, log_to_driver=False))
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    except Exception as e:  # Ray's own start-up (its GCS and raylet), not servescope's code
+        ray.shutdown()
+        pytest.skip(f"a local Ray did not start on this machine: {e}")
+    try:
+        run_sweep(sweep(), tmp_path / "ray.csv", run_ray)
     finally:
         ray.shutdown()
     assert (tmp_path / "ray.csv").read_bytes() == reference[0]
