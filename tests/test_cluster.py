@@ -184,3 +184,32 @@ def test_servescope_run_takes_a_cluster_scenario(tmp_path, capsys):
     assert "replica-1" in capsys.readouterr().out
     assert main(["run", "default", "--replicas", "0"]) == 2
     assert "cluster.replicas" in capsys.readouterr().err
+
+
+def test_a_replica_alone_repeats_its_part_of_the_fleet():
+    """The single-engine view of replica 1: the requests routed to it, through a lone engine,
+    give the very step records the replica had in the fleet."""
+    from scheduler_core.cluster.replica_view import ReplicaScenario
+
+    scenario = fleet_scenario("prefix-aware", replicas=2)
+    fleet = scenario.build()
+    in_fleet = [e.record for e in fleet.events() if e.kind == "step" and e.replica == "replica-1"]
+    alone = ReplicaScenario.of(scenario, "replica-1")
+    assert len(alone.requests) == fleet.router.decisions["replica-1"]
+    assert list(alone.build().records()) == in_fleet
+    assert alone.to_dict()["fleet"]["cluster"]["replicas"] == 2
+    with pytest.raises(ConfigError, match="replica-0, replica-1"):
+        ReplicaScenario.of(scenario, "replica-7")
+
+
+def test_fleet_timeline_frames_stay_within_budget():
+    from scheduler_core.cluster.timeline import fleet_timeline
+
+    timeline = fleet_timeline(fleet_scenario("round-robin").build(), max_frames=40, num_cells=50)
+    assert len(timeline["frames"]) <= 42
+    assert [r["name"] for r in timeline["replicas"]] == ["replica-0", "replica-1", "replica-2"]
+    busy = [f for f in timeline["frames"] if any(r["running"] for r in f["replicas"])]
+    assert busy and all(len(r["grid"]) <= 50 for f in timeline["frames"] for r in f["replicas"])
+    assert any(set(r["grid"]) - {".", "c"} for f in busy for r in f["replicas"])
+    assert timeline["num_events"] == 120 and timeline["events"][0]["kind"] == "route"
+    assert timeline["frames"][-1]["replicas"][0]["finished"] == timeline["report"]["replicas"][0]["num_requests"]

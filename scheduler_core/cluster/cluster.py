@@ -42,6 +42,8 @@ class ClusterEvent:
     request_id: str = ""
     detail: str = ""
     record: StepRecord | None = None
+    # A route event's request as its replica received it (arrival time and, for prefill, max_tokens=1).
+    spec: RequestSpec | None = None
 
 
 @dataclass
@@ -155,7 +157,7 @@ class Cluster:
                 self._prefilling[spec.request_id] = (spec, order)
                 spec = dataclasses.replace(spec, max_tokens=1)
             replica.sim.submit(spec, order)
-            return [ClusterEvent("route", time_s, replica.name, spec.request_id, self.router.last_reason)]
+            return [ClusterEvent("route", time_s, replica.name, spec.request_id, self.router.last_reason, spec=spec)]
         if kind == PREFILL_DONE:
             spec, order = payload
             replica = self.decode_router.route(spec, self.decode_pool)
