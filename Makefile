@@ -29,6 +29,7 @@ bench: $(BIN)/.installed
 
 screenshots: $(BIN)/.installed
 	$(BIN)/python benchmarks/screenshots.py
+	$(BIN)/python benchmarks/screenshots_cluster.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -18,7 +18,7 @@ from scheduler_core.errors import ConfigError
 from scheduler_core.workload import WorkloadConfig
 
 from .live import SessionManager
-from .routes import api, metrics, pages, ws
+from .routes import api, fleet, metrics, pages, ws
 from .settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.lesson_cache = {}
     app.state.templates = Jinja2Templates(directory=TEMPLATES_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    for module in (api, ws, metrics, pages):
+    for module in (api, ws, metrics, pages, fleet):
         app.include_router(module.router)
 
     @app.exception_handler(ConfigError)
