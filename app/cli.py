@@ -14,7 +14,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .main import create_app
     from .settings import Settings
 
-    settings = Settings.from_env(default_scenario=args.scenario)
+    settings = Settings.from_env(default_scenario=args.scenario, allowed_hosts=tuple(args.allowed_host) or None)
     print(f"servescope dashboard: http://{args.host}:{args.port}/", flush=True)
     # No per-message deflate: it compresses every frame again for every viewer on the one event
     # loop, which at a lecture hall's hundred viewers costs more than the simulation.
@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--scenario", default="default", help="scenario the dashboard opens on")
+    serve.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                       help="also answer to this host name (repeatable; default: loopback names only)")
     serve.add_argument("--log-level", default="warning")
     serve.set_defaults(func=cmd_serve)
     return core_main(argv, parser)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import time
 import uuid
@@ -123,6 +124,10 @@ class LiveSession:
         self.lock = asyncio.Lock()
         self.playback: asyncio.Task | None = None
 
+    def token_matches(self, token: object) -> bool:
+        """Whether `token` is this session's control token, compared in constant time."""
+        return isinstance(token, str) and hmac.compare_digest(token.encode(), self.session.control_token.encode())
+
     # -- publishing -------------------------------------------------------------------------
     def publish_steps(self, records) -> None:
         """The steps just taken, as one delta; a long jump (`records` None or long) goes out as a
@@ -172,6 +177,11 @@ class LiveSession:
         try:
             if kind == "snapshot":
                 viewer.offer_snapshot()
+            elif kind == "auth":
+                if not self.token_matches(message.get("token")):
+                    raise CommandError("bad_token", "that is not this session's control token")
+                viewer.can_control = True
+                viewer.reply(json.dumps({"v": 1, "type": "auth", "control": True}))
             elif kind == "ping":
                 viewer.reply(json.dumps({"v": 1, "type": "pong", "step": self.session.step}))
             elif kind in CONTROL_COMMANDS:

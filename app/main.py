@@ -17,6 +17,7 @@ from scheduler_core.config import EngineConfig
 from scheduler_core.errors import ConfigError
 from scheduler_core.workload import WorkloadConfig
 
+from .guards import HostPolicy, RequestGuard
 from .live import SessionManager
 from .routes import api, fleet, metrics, pages, ws
 from .settings import Settings
@@ -66,6 +67,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for module in (api, ws, metrics, pages, fleet):
         app.include_router(module.router)
+
+    app.add_middleware(RequestGuard, policy=HostPolicy(settings.allowed_hosts, allow_ip_literals=settings.public),
+                       max_body_bytes=settings.max_body_bytes)
 
     @app.exception_handler(ConfigError)
     async def config_error(request: Request, error: ConfigError) -> JSONResponse:

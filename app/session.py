@@ -30,6 +30,7 @@ from .frames import (
     visible_requests,
 )
 from .settings import Settings
+from .why import StepReasons, request_history
 
 BREAKPOINT_KINDS = ("preemption", "finish", "admit", "kv_usage", "step", "request")
 MAX_SNAPSHOT_POINTS = 3000
@@ -148,6 +149,8 @@ class Session:
         # (sequence number, status, frame): a snapshot is built once per state and status, however
         # many viewers ask for it.
         self._snapshot_cache: tuple[int, dict, str] | None = None
+        # "Why?": the decision trace of past steps, replayed on demand.
+        self.reasons = StepReasons()
 
     def _watch_blocks(self) -> None:
         self.sim.scheduler.kv_cache_manager.watch_changes()
@@ -222,7 +225,9 @@ class Session:
             "tpot_s": (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else None,
             "e2e_s": request.finish_time - request.arrival_time if request.finish_time is not None else None,
         }
-        return {"request": request_view(request), "latencies": latencies, "timeline": self.timelines.get(request_id, []),
+        timeline = self.timelines.get(request_id, [])
+        return {"request": request_view(request), "latencies": latencies, "timeline": timeline,
+                "history": request_history(timeline, self.sim.scheduler.kv_cache_manager),
                 "block_table": self.sim.block_table(request_id), "step": self.step, "clock_s": self.sim.clock_s}
 
     def _add_checkpoint(self) -> None:

@@ -24,6 +24,11 @@ class Settings:
     checkpoint_interval: int = 64
     max_checkpoints: int = 96
     default_scenario: str = "default"
+    # Host names the server answers to besides loopback ones (`serve --allowed-host NAME`).
+    allowed_hosts: tuple[str, ...] = ()
+    # A classroom server (`serve --public`): IP-address Hosts allowed, per-client session quotas.
+    public: bool = False
+    max_body_bytes: int = 256 * 1024
 
     @classmethod
     def from_env(cls, **overrides) -> "Settings":
@@ -31,7 +36,13 @@ class Settings:
         values = {}
         for field in dataclasses.fields(cls):
             raw = os.environ.get(f"SERVESCOPE_{field.name.upper()}")
-            if raw is not None:
+            if raw is None:
+                continue
+            if isinstance(field.default, bool):
+                values[field.name] = raw.strip().lower() in ("1", "true", "yes", "on")
+            elif isinstance(field.default, tuple):
+                values[field.name] = tuple(name.strip() for name in raw.split(",") if name.strip())
+            else:
                 values[field.name] = type(field.default)(raw)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

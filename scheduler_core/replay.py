@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .config import EngineConfig, VllmCompat
+from .decision_trace import DecisionTrace
 from .errors import ConfigError
 from .policies.vllm_v1 import VllmV1Scheduler
 from .request import Request
@@ -90,8 +91,12 @@ def workload_from_trace(trace: dict) -> Workload:
     return Workload(requests, description=f"{len(requests)} requests of a recorded vLLM trace", arrivals_by_step=True)
 
 
-def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None = None) -> Iterator[dict]:
-    """Yield one log line (a dict in the oracle's field order) per step until every request finishes."""
+def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None = None,
+           decision_trace: DecisionTrace | None = None) -> Iterator[dict]:
+    """Yield one log line (a dict in the oracle's field order) per step until every request finishes.
+
+    With a `decision_trace`, the reasons behind each yielded line are in its `last` (the line
+    itself stays vLLM's)."""
     config = engine_config_from_trace(trace, vllm_version, compat)
     for index, (_, entry) in enumerate(requests_from_trace(trace)):
         if len(entry["prompt_token_ids"]) > config.max_model_len:
@@ -100,6 +105,7 @@ def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None 
     # order vLLM added them in), whatever order the trace lists the steps in.
     pending = sorted(requests_from_trace(trace), key=lambda item: item[0])
     scheduler = VllmV1Scheduler(config)
+    why = scheduler.enable_decision_trace(decision_trace) if decision_trace is not None else None
     kv = scheduler.kv_cache_manager
     next_pending = 0
     arrival_index = 0
@@ -121,8 +127,12 @@ def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None 
             )
             arrivals.append(entry["id"])
             arrival_index += 1
+        if why is not None:
+            why.start_step(scheduler)
         output = scheduler.schedule(now=float(step))
         result = scheduler.update_from_output(output, now=float(step))
+        if why is not None:
+            why.end_step(output.preempted_reqs)
         yield {
             "step": step,
             "arrivals": arrivals,

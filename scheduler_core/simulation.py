@@ -169,6 +169,9 @@ class Simulation:
         clock_before = self.clock_s
         arrived = self._add_arrivals()
         allocated, freed, evicted, hit = kv.counters()
+        trace = scheduler.decision_trace
+        if trace is not None:
+            trace.start_step(scheduler)
 
         output = scheduler.schedule(now=clock_before)
         requests = scheduler.requests
@@ -237,6 +240,7 @@ class Simulation:
             num_free_blocks=kv.num_free_blocks,
             kv_usage=kv.usage,
             cost_breakdown=breakdown,
+            decisions=trace.end_step(output.preempted_reqs) if trace is not None else None,
         )
         tokens_in_cache = sum(r.num_computed_tokens for r in scheduler.running) - kv.num_shared_slots
         metrics.observe_step(record, kv.num_used_blocks, tokens_in_cache)

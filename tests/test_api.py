@@ -50,7 +50,8 @@ FULL_SCENARIO = {
 
 
 def app_client(**settings) -> TestClient:
-    return TestClient(create_app(Settings(heartbeat_s=0.2, **settings)))
+    # "testserver" is the host name TestClient sends.
+    return TestClient(create_app(Settings(heartbeat_s=0.2, allowed_hosts=("testserver",), **settings)))
 
 
 @pytest.fixture
@@ -75,8 +76,8 @@ def step_session(client, created: dict, num_steps: int) -> list[dict]:
     """Step a session over its websocket, at most 200 steps per command so each comes back as a
     delta; returns the step records the deltas carried."""
     records: list[dict] = []
-    url = f"/ws/{created['session_id']}?token={created['control_token']}"
-    with client.websocket_connect(url) as ws:
+    with client.websocket_connect(f"/ws/{created['session_id']}") as ws:
+        ws.send_json({"type": "auth", "token": created["control_token"]})
         remaining = num_steps
         while remaining:
             n = min(remaining, 200)
@@ -118,7 +119,7 @@ def test_session_from_preset_uses_that_preset(client):
     assert info["scenario"]["engine"]["num_gpu_blocks"] == PRESET_SCENARIOS["default"]["engine"]["num_gpu_blocks"]
     assert info["scenario"]["workload"]["num_requests"] == PRESET_SCENARIOS["default"]["workload"]["num_requests"]
     assert info["step"] == 0 and info["done"] is False and info["playing"] is False
-    assert created["control_url"].endswith(f"/s/{created['session_id']}?token={created['control_token']}")
+    assert created["control_url"].endswith(f"/s/{created['session_id']}") and created["control_token"]
     assert created["websocket_url"].endswith(f"/ws/{created['session_id']}")
 
 
@@ -493,66 +494,46 @@ def test_healthz_is_ok_and_counts_sessions(client):
 # -- pages ---------------------------------------------------------------------------------
 
 
-def redirect_target(client, url: str, **params) -> tuple[str, str]:
-    response = client.get(url, params=params, follow_redirects=False)
-    assert response.status_code == 303
-    location = urlsplit(response.headers["location"])
-    token = parse_qs(location.query)["token"][0]
-    assert location.path.startswith("/s/") and token
-    return location.path.removeprefix("/s/"), token
+def page_create_body(client, url: str, **params) -> dict:
+    """The body the page at `url` will POST to create its session (GET itself creates nothing)."""
+    import html
+    import re
+
+    response = client.get(url, params=params)
+    assert response.status_code == 200 and "text/html" in response.headers["content-type"]
+    return json.loads(html.unescape(re.search(r'data-create="([^"]*)"', response.text).group(1)))
 
 
-def test_index_redirects_to_a_new_control_page(client):
-    """GET / creates a session of the default scenario and 303s to its control page with the token."""
-    session_id, token = redirect_target(client, "/")
-
-    info = client.get(f"/api/sessions/{session_id}").json()
-    assert info["scenario"]["name"] == "default"
-    assert client.delete(f"/api/sessions/{session_id}", headers={"X-Control-Token": token}).status_code == 204
+def test_index_is_a_page_that_creates_no_session(client):
+    """GET / answers the dashboard page, which will create a session of the default scenario by POST."""
+    assert page_create_body(client, "/") == {"preset": "default"}
+    assert client.get("/api/sessions").json() == []
 
 
-def test_index_with_scenario_and_seed_uses_them(client):
-    """`/?scenario=NAME&seed=3` starts that preset with workload seed 3."""
-    session_id, _ = redirect_target(client, "/", scenario="qwen-7b-l40s-sharegpt-128", seed=3)
+def test_index_with_scenario_and_seed_hands_them_to_the_page(client):
+    """`/?scenario=NAME&seed=3`: the page creates that preset with workload seed 3."""
+    body = page_create_body(client, "/", scenario="qwen-7b-l40s-sharegpt-128", seed=3)
+    created = create(client, **body)
 
-    scenario = client.get(f"/api/sessions/{session_id}").json()["scenario"]
+    scenario = client.get(f"/api/sessions/{created['session_id']}").json()["scenario"]
     assert scenario["name"] == "qwen-7b-l40s-sharegpt-128"
     assert scenario["workload"]["seed"] == 3
     assert scenario["workload"]["concurrency"] == 128
 
 
 def test_index_with_unknown_scenario_is_422(client):
-    """An unknown preset in the URL creates nothing."""
+    """An unknown preset in the URL is refused before any page is served."""
     assert client.get("/", params={"scenario": "nope"}, follow_redirects=False).status_code == 422
     assert client.get("/api/sessions").json() == []
 
 
-def test_control_page_carries_the_token(client):
-    """The control page, opened with the right token, hands the page its control token."""
-    session_id, token = redirect_target(client, "/")
-
-    page = client.get(f"/s/{session_id}", params={"token": token})
-
-    assert page.status_code == 200
-    assert f'data-token="{token}"' in page.text and 'data-can-control="true"' in page.text
-
-
-def test_view_page_renders_without_the_token(client):
-    """/s/ID/view renders read-only and never reveals the control token."""
-    session_id, token = redirect_target(client, "/")
-
-    page = client.get(f"/s/{session_id}/view")
+@pytest.mark.parametrize("path", ["/s/{id}", "/s/{id}/view", "/s/{id}?token={token}"])
+def test_session_pages_never_carry_the_token(client, path):
+    """/s/ID and /s/ID/view render the same page, which never holds the control token: control
+    comes from the token the presenter's tab keeps in sessionStorage."""
+    created = create(client, preset="default")
+    page = client.get(path.format(id=created["session_id"], token=created["control_token"]))
 
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
-    assert f'data-session="{session_id}"' in page.text
-    assert 'data-can-control="false"' in page.text
-    assert token not in page.text
-
-
-def test_control_page_with_wrong_token_is_read_only(client):
-    """A wrong token on the control page gets the read-only page."""
-    session_id, token = redirect_target(client, "/")
-
-    page = client.get(f"/s/{session_id}", params={"token": "wrong"})
-
-    assert 'data-can-control="false"' in page.text and token not in page.text
+    assert f'data-session="{created["session_id"]}"' in page.text
+    assert created["control_token"] not in page.text

@@ -8,9 +8,10 @@ import json
 import socket
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import urlparse
 
 import pytest
 
@@ -129,9 +130,9 @@ def presenter(server, new_page) -> Page:
 
 # -- reading and driving the page ----------------------------------------------------------
 def session_of(page: Page) -> tuple[str, str]:
-    """(session id, control token) from a presenter page's URL."""
-    url = urlparse(page.url)
-    return url.path.split("/")[2], parse_qs(url.query).get("token", [""])[0]
+    """(session id, control token): the id from the page's URL, the token from the tab's sessionStorage."""
+    session_id = urlparse(page.url).path.split("/")[2]
+    return session_id, page.evaluate("id => sessionStorage.getItem('servescope:token:' + id) || ''", session_id)
 
 
 def shown_step(page: Page) -> int:
@@ -433,9 +434,7 @@ def test_deleted_session_shows_the_no_longer_exists_banner(server, presenter):
 def open_populated(server, new_page, width: int, height: int, theme: str, scale: float = 1) -> Page:
     """A page of a new session, sized, themed, at step 300 with a running request selected."""
     page = new_page(width, height, scale)
-    page.goto(server.url + "/")
-    if theme == "projector":
-        page.goto(page.url + "&theme=projector")
+    page.goto(server.url + ("/?theme=projector" if theme == "projector" else "/"))
     wait_for_dashboard(page)
     advance(page, 300)
     select_running_chip(page)
@@ -490,3 +489,84 @@ def test_kv_grid_painted_from_deltas_equals_a_full_redraw(presenter):
     presenter.wait_for_timeout(300)
     full = presenter.evaluate("document.getElementById('kv-canvas').toDataURL()")
     assert incremental == full
+
+
+# -- presenter safety: sessions made by POST, the token never in the address bar -----------
+def session_count(server: LiveServer) -> int:
+    with urllib.request.urlopen(f"{server.url}/healthz", timeout=5) as response:
+        return json.load(response)["sessions"]
+
+
+def test_opening_the_page_creates_one_session_that_a_reload_reuses(server, new_page):
+    """`/` creates its session by POST; the address bar shows the view link, never the token; a
+    reload keeps the same session and control."""
+    before = session_count(server)
+    page = open_dashboard(new_page(), server.url + "/?scenario=default")
+    session_id, token = session_of(page)
+    assert urlparse(page.url).path == f"/s/{session_id}/view" and token and "token" not in page.url
+    assert page.locator("#role").inner_text() == "presenter"
+    page.reload()
+    wait_for_dashboard(page)
+    page.goto(server.url + "/?scenario=default")  # the same query again, in the same tab
+    wait_for_dashboard(page)
+    assert session_of(page) == (session_id, token)
+    assert page.locator("#role").inner_text() == "presenter" and "token" not in page.url
+    assert session_count(server) == before + 1
+    advance(page, 2)
+
+
+def test_share_copies_the_view_link(presenter):
+    presenter.evaluate("navigator.clipboard.writeText = async (text) => { window.copied = text; }")
+    presenter.click("#share")
+    presenter.wait_for_function("window.copied !== undefined")
+    session_id, token = session_of(presenter)
+    copied = presenter.evaluate("window.copied")
+    assert urlparse(copied).path == f"/s/{session_id}/view" and token not in copied
+
+
+def test_a_token_handed_over_in_a_link_fragment_gives_control_and_leaves_the_address_bar(server, new_page):
+    request = urllib.request.Request(f"{server.url}/api/sessions", data=b'{"preset": "default"}', method="POST",
+                                     headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        created = json.load(response)
+    page = open_dashboard(new_page(), f"{created['control_url']}#token={created['control_token']}")
+    assert page.locator("#role").inner_text() == "presenter"
+    assert created["control_token"] not in page.url
+    advance(page, 1)
+
+
+def test_a_viewer_tab_has_no_end_session_button(viewer):
+    assert viewer.locator("#end-session").is_hidden()
+
+
+def test_the_presenter_ends_the_session_after_confirming(server, presenter):
+    session_id, _ = session_of(presenter)
+    presenter.once("dialog", lambda dialog: dialog.dismiss())
+    presenter.click("#end-session")
+    presenter.wait_for_timeout(300)
+    assert server_session(server, session_id)["session_id"] == session_id
+    presenter.once("dialog", lambda dialog: dialog.accept())
+    presenter.click("#end-session")
+    presenter.get_by_text("This session has ended").wait_for()
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        server_session(server, session_id)
+    assert gone.value.code == 404
+
+
+def test_a_full_server_shows_a_page_with_a_way_out(new_page):
+    """At the session limit the page says so in words, with a button that tries again."""
+    live = LiveServer(create_app(Settings(max_sessions=1)), free_port())
+    live.start()
+    try:
+        first = open_dashboard(new_page(), live.url + "/")
+        second = new_page()
+        second.goto(live.url + "/")
+        second.get_by_text("No session could be started").wait_for()
+        assert "at most 1 sessions" in second.inner_text("body") and "{" not in second.inner_text("body")
+        first.once("dialog", lambda dialog: dialog.accept())
+        first.click("#end-session")
+        first.get_by_text("This session has ended").wait_for()
+        second.click("#start-retry")
+        wait_for_dashboard(second)
+    finally:
+        live.stop()

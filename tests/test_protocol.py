@@ -82,7 +82,7 @@ class Connection:
 
 @pytest.fixture
 def client():
-    with TestClient(create_app(Settings(heartbeat_s=HEARTBEAT_S))) as client:
+    with TestClient(create_app(Settings(heartbeat_s=HEARTBEAT_S, allowed_hosts=("testserver",)))) as client:
         yield client
 
 
@@ -102,10 +102,12 @@ class Opener:
 
     def __call__(self, created: dict, control: bool = True, token: str | None = None) -> Connection:
         token = token if token is not None else (created["control_token"] if control else "")
-        url = f"/ws/{created['session_id']}" + (f"?token={token}" if token else "")
-        context = self.client.websocket_connect(url)
+        context = self.client.websocket_connect(f"/ws/{created['session_id']}")
         self.contexts.append(context)
-        return Connection(context.__enter__())
+        connection = Connection(context.__enter__())
+        if token:
+            connection.send({"type": "auth", "token": token})
+        return connection
 
     def close(self):
         for context in reversed(self.contexts):
@@ -642,7 +644,10 @@ def test_viewer_without_the_token_cannot_control(client, session, connect, token
     created, presenter = session
     presenter.step(12)
     viewer = connect(created, control=False, token=token)
-    viewer.state()
+    seen = []
+    viewer.until(lambda f: seen.append(f["type"]) or ("snapshot" in seen and (not token or "error" in seen)))
+    if token:  # a wrong token is refused as such, and the connection goes on read-only
+        assert seen.count("error") == 1
 
     for command in CONTROL_COMMANDS:
         viewer.send(command)

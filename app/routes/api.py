@@ -10,7 +10,7 @@ from fastapi import APIRouter, Header, HTTPException, Request, Response
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
-from scheduler_core.lessons import evaluate, fill
+from scheduler_core.lessons import evaluate, story
 from scheduler_core.perfetto import PerfettoWriter
 from scheduler_core.scenario import PRESET_SCENARIOS, Scenario
 
@@ -73,7 +73,9 @@ def session_urls(request: Request, live: LiveSession) -> SessionCreated:
     ws_base = base.replace("http", "ws", 1)
     return SessionCreated(
         session_id=sid, control_token=token, view_url=f"{base}/s/{sid}/view",
-        control_url=f"{base}/s/{sid}?token={token}", websocket_url=f"{ws_base}/ws/{sid}",
+        # No token in any URL: URLs reach access logs, history and projected address bars. The
+        # page that created the session keeps the token in its tab's sessionStorage.
+        control_url=f"{base}/s/{sid}", websocket_url=f"{ws_base}/ws/{sid}",
     )
 
 
@@ -98,7 +100,7 @@ def lesson_detail(name: str, request: Request) -> dict:
         results = lesson.run()
         cache[name] = finite({
             "name": lesson.name, "title": lesson.title, "summary": lesson.summary, "arms": list(lesson.arms),
-            "captions": [{"step": c.step, "title": c.title, "text": fill(c.text, results)} for c in lesson.captions],
+            "stories": {arm: story(lesson, arm, results) for arm in lesson.arms},
             "claims": [{"holds": holds, "text": text} for holds, text in evaluate(lesson, results)],
             "table": {"arms": list(results), "rows": [
                 {"label": label, "values": [format(results[arm].get(path), fmt) for arm in results]}
@@ -149,7 +151,7 @@ def get_session(session_id: str, request: Request) -> SessionInfo:
 @router.delete("/sessions/{session_id}", status_code=204)
 async def delete_session(session_id: str, request: Request, x_control_token: str = Header(default="")) -> Response:
     live = live_session(request, session_id)
-    if x_control_token != live.session.control_token:
+    if not live.token_matches(x_control_token):
         raise HTTPException(403, "deleting a session needs its control token (X-Control-Token)")
     await manager_of(request).delete(session_id)
     return Response(status_code=204)
@@ -162,6 +164,16 @@ def get_request(session_id: str, request_id: str, request: Request) -> dict:
     if detail is None:
         raise HTTPException(404, f"no request {request_id!r} has arrived by this step")
     return finite(detail)
+
+
+@router.get("/sessions/{session_id}/steps/{step}/why")
+async def get_step_reasons(session_id: str, step: int, request: Request) -> dict:
+    """The decision trace of one step already taken: its record and the reasons behind it."""
+    live = live_session(request, session_id)
+    answer = await live.session.reasons.of_step(live, step)
+    if answer is None:
+        raise HTTPException(404, f"step {step} has not been taken (the session is at step {live.session.step})")
+    return answer
 
 
 # -- exports: everything up to the session's current step ---------------------------------

@@ -1,11 +1,12 @@
-"""The websocket of a session: a snapshot on connect, then deltas, events, status and errors."""
+"""The websocket of a session: a snapshot on connect, then deltas, events, status and errors.
+
+The presenter proves it holds the control token with its first message, `{"type": "auth",
+"token": ...}`, never in the URL: URLs end up in access logs and browser history."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
-
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from ..live import Viewer, error_frame
@@ -14,7 +15,7 @@ router = APIRouter()
 
 
 @router.websocket("/ws/{session_id}")
-async def session_socket(websocket: WebSocket, session_id: str, token: str = "") -> None:
+async def session_socket(websocket: WebSocket, session_id: str) -> None:
     manager = websocket.app.state.manager
     live = manager.get(session_id)
     await websocket.accept()
@@ -22,9 +23,8 @@ async def session_socket(websocket: WebSocket, session_id: str, token: str = "")
         await websocket.send_json({"v": 1, "type": "error", "code": "no_session", "message": f"no session {session_id!r}"})
         await websocket.close(code=4404)
         return
-    can_control = bool(token) and secrets.compare_digest(token, live.session.control_token)
     settings = manager.settings
-    viewer = Viewer(websocket, can_control, settings.event_backlog)
+    viewer = Viewer(websocket, False, settings.event_backlog)
     live.viewers.add(viewer)
     live.publish_status()
     sender = asyncio.create_task(viewer.send_loop(live, settings.heartbeat_s))

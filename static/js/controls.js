@@ -17,7 +17,17 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
   $("speed").addEventListener("change", (event) => {
     const value = event.target.value;
     send(value.startsWith("x") ? { type: "speed", time_ratio: Number(value.slice(1)) } : { type: "speed", steps_per_s: Number(value) });
+    event.target.blur(); // Space and the arrows drive the session again, not the menu
+    toast(`speed ${event.target.selectedOptions[0].textContent}`);
   });
+  // A control used with the mouse hands the keyboard back to the page, so Space plays again.
+  document.querySelector(".topbar").addEventListener("click", (event) => {
+    const button = event.target.closest("button");
+    if (button && event.detail > 0) button.blur();
+  });
+  for (const dialog of document.querySelectorAll("dialog")) {
+    dialog.addEventListener("close", () => { if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur(); });
+  }
   $("scenario-picker").addEventListener("change", (event) => { if (event.target.value) location.href = `/?${event.target.value}`; });
   $("theme").addEventListener("click", () => onTheme());
   $("help").addEventListener("click", () => $("help-dialog").showModal());
@@ -38,37 +48,67 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
   $("configure").addEventListener("click", () => openConfigForm(store, $("config-dialog")));
   $("breakpoints-button").addEventListener("click", () => openBreakpoints(store, $("breakpoints-dialog"), send));
 
+  let toastTimer = null;
+  function toast(text) {
+    const el = $("toast");
+    el.textContent = text;
+    el.hidden = false;
+    clearTimeout(toastTimer);
+    toastTimer = setTimeout(() => { el.hidden = true; }, 2200);
+  }
   function togglePlay() {
     if (!canControl) return;
+    if (store.done && !store.status.playing) { toast("the run has finished: Home resets it"); return; }
     send({ type: store.status.playing ? "pause" : "play" });
+    toast(store.status.playing ? "paused" : "playing");
   }
+  function runToBreakpoint() {
+    const set = store.status.breakpoints || [];
+    if (!set.length) { toast("B: no breakpoint set. Open Breakpoints to add one"); return; }
+    send({ type: "run_to_breakpoint" });
+    toast(`running to the next breakpoint (${set.map((b) => b.kind).join(", ")})`);
+  }
+  let lesson = null; // next / prev / claims of a guided lesson
   function changeSpeed(direction) {
     const current = store.status.steps_per_s;
     const index = SPEEDS.findIndex((s) => s >= current);
     const next = SPEEDS[Math.max(0, Math.min(SPEEDS.length - 1, (index < 0 ? SPEEDS.length - 1 : index) + direction))];
     send({ type: "speed", steps_per_s: next });
+    toast(`speed ${next}/s`);
   }
+  const stepBy = (n) => { send({ type: n > 0 ? "step" : "step_back", n: Math.abs(n) }); toast(n > 0 ? `step +${n}` : `step −${-n}`); };
 
   document.addEventListener("keydown", (event) => {
     if (event.target.closest("input, select, textarea, dialog") || event.ctrlKey || event.metaKey || event.altKey) return;
+    // A focused button or chip answers Space and Enter itself.
+    if ((event.key === " " || event.key === "Enter") && event.target.closest("button, a, [role=button]")) return;
+    const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
     const control = {
       " ": togglePlay,
-      ArrowRight: () => send({ type: "step", n: event.shiftKey ? 10 : 1 }),
-      ArrowLeft: () => send({ type: "step_back", n: event.shiftKey ? 10 : 1 }),
-      Home: () => send({ type: "reset" }),
+      ArrowRight: () => stepBy(event.shiftKey ? 10 : 1),
+      ArrowLeft: () => stepBy(event.shiftKey ? -10 : -1),
+      Home: () => { send({ type: "reset" }); toast("back to step 0"); },
       "+": () => changeSpeed(1), "=": () => changeSpeed(1), "-": () => changeSpeed(-1),
-      b: () => send({ type: "run_to_breakpoint" }),
+      b: runToBreakpoint,
+      n: () => toast((lesson && lesson.next()) || "N: no lesson in this session"),
+      p: () => toast((lesson && lesson.prev()) || "P: no lesson in this session"),
     };
     const anyone = {
       "?": () => $("help-dialog").showModal(),
-      t: () => onTheme(),
+      t: () => { onTheme(); toast(`${document.documentElement.dataset.theme} theme`); },
+      w: () => { if (!lesson || !lesson.claims()) toast("W: no lesson in this session"); },
       Escape: () => { store.selected = null; store.dirty.add("selection"); },
     };
-    const action = anyone[event.key] || (canControl ? control[event.key] : null);
-    if (action) { event.preventDefault(); action(); }
+    const action = anyone[key] || control[key];
+    if (!action) return;
+    event.preventDefault();
+    if (!anyone[key] && !canControl) { toast("view only: the presenter drives this session"); return; }
+    action();
   });
 
   return {
+    toast,
+    lessonKeys(keys) { lesson = keys; },
     update() {
       const s = store.status;
       play.textContent = s.playing ? "❚❚ Pause" : "▶ Play";
