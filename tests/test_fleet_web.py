@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
+from app.settings import Settings
 from scheduler_core.cluster.scenario import ClusterScenario
 
 SMALL = {"name": "small", "engine": {"num_gpu_blocks": 600, "max_num_batched_tokens": 512},
@@ -21,7 +22,8 @@ SMALL = {"name": "small", "engine": {"num_gpu_blocks": 600, "max_num_batched_tok
 
 @pytest.fixture(scope="module")
 def client():
-    with TestClient(create_app()) as c:
+    # "testserver" is the host name TestClient sends.
+    with TestClient(create_app(Settings(allowed_hosts=("testserver",)))) as c:
         yield c
 
 
@@ -142,6 +144,8 @@ def test_fleet_page_shows_replicas_and_a_click_opens_one(server, new_page):
     page.wait_for_url("**/s/**", timeout=60_000)
     wait_for_dashboard(page)
     assert page.evaluate("window.servescope.store.session.num_requests") == 30
+    # This tab created the session, so it holds the control (the token is not in the address bar).
+    assert page.locator("#play").is_enabled() and "token" not in page.url
     assert page.errors == []
 
 

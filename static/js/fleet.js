@@ -3,6 +3,7 @@
 // and the link's events, the fleet's metrics. Clicking a replica opens the single-engine panels
 // of the requests the router sent it (a new session, created here from the page).
 import { cssVar, fmtInt, fmtSeconds } from "./colors.js";
+import { rememberToken } from "./sessions.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -198,6 +199,8 @@ async function openReplica(name) {
   });
   const data = await response.json();
   if (!response.ok) { showBanner(errorText(data.detail)); return; }
+  // The control token stays in this tab's storage, never in the address bar.
+  rememberToken(data.session_id, data.control_token);
   location.href = data.control_url;
 }
 
