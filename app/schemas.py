@@ -172,6 +172,9 @@ class FleetCreate(Strict):
     scenario: ScenarioModel | None = None
     cluster: ClusterModel = Field(default_factory=ClusterModel)
     seed: int | None = None
+    # A fleet lesson's arm instead (its scenario and cluster are the lesson's).
+    lesson: str | None = None
+    arm: str | None = None
 
 
 class ReplicaSessionCreate(FleetCreate):

@@ -19,6 +19,7 @@ from .metrics import SLO
 from .perfetto import export_perfetto
 from .presets import GPUS, MODELS, resolve_gpu, resolve_model
 from .cluster import ROUTER_POLICIES, fleet_report
+from .cluster.lessons import FLEET_LESSONS, FLEET_LESSONS_BY_NAME
 from .cluster.report import format_fleet_report
 from .cluster.scenario import ClusterScenario, read_scenario_data
 from .cost_model import CostModel
@@ -288,10 +289,13 @@ def cmd_lesson(args: argparse.Namespace) -> int:
     if not args.name:
         for lesson in LESSONS:
             print(f"{lesson.name:<22} {lesson.title}")
+        for lesson in FLEET_LESSONS:
+            print(f"{lesson.name:<22} {lesson.title} (a fleet: {lesson.link})")
         return 0
-    if args.name not in LESSONS_BY_NAME:
-        raise ConfigError("lesson", f"unknown lesson {args.name!r}; expected one of {', '.join(LESSONS_BY_NAME)}")
-    lesson = LESSONS_BY_NAME[args.name]
+    lesson = LESSONS_BY_NAME.get(args.name) or FLEET_LESSONS_BY_NAME.get(args.name)
+    if lesson is None:
+        names = [*LESSONS_BY_NAME, *FLEET_LESSONS_BY_NAME]
+        raise ConfigError("lesson", f"unknown lesson {args.name!r}; expected one of {', '.join(names)}")
     results = lesson.run()
     print(f"{lesson.title}\n{lesson.summary}\n")
     print(comparison_table(lesson, results))

@@ -13,6 +13,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
+from scheduler_core.cluster.lessons import FLEET_LESSONS_BY_NAME
 from scheduler_core.cluster.replica_view import ReplicaScenario
 from scheduler_core.errors import ConfigError
 from scheduler_core.cluster.scenario import ClusterScenario
@@ -41,6 +42,14 @@ def fleet_data(body: FleetCreate) -> dict:
 
 
 def fleet_of(body: FleetCreate) -> ClusterScenario:
+    if body.lesson is not None:
+        lesson = FLEET_LESSONS_BY_NAME.get(body.lesson)
+        if lesson is None:
+            raise HTTPException(422, [{"loc": ["body", "lesson"], "msg": f"unknown fleet lesson {body.lesson!r}"}])
+        arm = body.arm or next(iter(lesson.arms))
+        if arm not in lesson.arms:
+            raise HTTPException(422, [{"loc": ["body", "arm"], "msg": f"lesson {lesson.name} has arms {list(lesson.arms)}"}])
+        return lesson.scenario(arm)
     data = fleet_data(body)
     return ClusterScenario.from_dict(data, data["name"])
 
@@ -49,6 +58,8 @@ def fleet_of(body: FleetCreate) -> ClusterScenario:
 def fleet_page(request: Request) -> HTMLResponse:
     return request.app.state.templates.TemplateResponse(request, "fleet.html", {
         "presets": {name: data["description"] for name, data in PRESET_SCENARIOS.items()},
+        "lessons": {lesson.name: {"title": lesson.title, "summary": lesson.summary, "arms": list(lesson.arms)}
+                    for lesson in FLEET_LESSONS_BY_NAME.values()},
     })
 
 
@@ -58,7 +69,7 @@ def run_fleet(body: FleetCreate) -> dict:
     the link's events, and the fleet's metrics."""
     fleet = fleet_of(body)
     timeline = fleet_timeline(fleet.build())
-    return finite({"scenario": fleet.to_dict(), "num_gpus": fleet.num_gpus, **timeline})
+    return finite({"name": fleet.name, "scenario": fleet.to_dict(), "num_gpus": fleet.num_gpus, **timeline})
 
 
 @router.post("/api/fleet/replica", status_code=201)

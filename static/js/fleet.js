@@ -14,6 +14,10 @@ for (const [key, id] of [["scenario", "preset"], ["router", "router"], ["replica
   ["rate", "rate"], ["requests", "num-requests"]]) {
   if (params.get(key)) $(id).value = params.get(key);
 }
+if (params.get("lesson")) {
+  const lesson = JSON.parse(document.body.dataset.lessons)[params.get("lesson")];
+  if (lesson) $("preset").value = `lesson:${params.get("lesson")}:${params.get("arm") || lesson.arms[0]}`;
+}
 
 let run = null;      // the last fleet run
 let body = null;     // the request that made it (reused to open a replica)
@@ -22,7 +26,14 @@ let timer = null;
 
 let presets = null;  // GET /api/presets: each preset's scenario, for the rate and request overrides
 
+const LESSONS = JSON.parse(document.body.dataset.lessons);
+
 async function fleetBody() {
+  const choice = $("preset").value;
+  if (choice.startsWith("lesson:")) {
+    const [, lesson, arm] = choice.split(":");
+    return { lesson, arm };
+  }
   presets = presets || await (await fetch("/api/presets")).json();
   const split = $("layout").value === "disaggregated";
   const cluster = split
@@ -111,7 +122,7 @@ function buildCards() {
     card.innerHTML = `
       <header><h3>${replica.name}</h3><span class="role ${replica.role}">${replica.role}</span></header>
       <div class="stats">
-        <span>routed</span><b>${fmtInt(decisions[replica.name] || 0)}</b><span>finished</span><b class="finished">0</b>
+        <span>routed</span><b class="routed">${fmtInt(decisions[replica.name] || 0)}</b><span>finished</span><b class="finished">0</b>
         <span>running</span><b class="running-n">0</b><span>waiting</span><b class="waiting-n">0</b>
       </div>
       <div class="queue-bar" aria-hidden="true"><div class="running"></div><div class="waiting"></div></div>
@@ -160,6 +171,18 @@ function drawGrid(canvas, cells) {
   ctx.globalAlpha = 1;
 }
 
+// Requests sent to each replica by time t (a decode replica's are its transfers), when the run
+// kept every event; otherwise the cards keep the whole run's totals.
+function routedBy(t) {
+  if (run.events.length < run.num_events) return null;
+  const counts = {};
+  for (const e of run.events) {
+    if (e.t > t) break;
+    if (e.kind === "route" || e.kind === "transfer") counts[e.replica] = (counts[e.replica] || 0) + 1;
+  }
+  return counts;
+}
+
 function show(index) {
   if (!run) return;
   frame = Math.max(0, Math.min(index, run.frames.length - 1));
@@ -167,8 +190,10 @@ function show(index) {
   const f = run.frames[frame];
   $("clock").textContent = `${f.t.toFixed(2)} s`;
   const scale = queueScale();
+  const routed = routedBy(f.t);
   document.querySelectorAll(".replica").forEach((card) => {
     const r = f.replicas[Number(card.dataset.index)];
+    if (routed) card.querySelector(".routed").textContent = fmtInt(routed[run.replicas[Number(card.dataset.index)].name] || 0);
     card.querySelector(".running-n").textContent = fmtInt(r.running);
     card.querySelector(".waiting-n").textContent = fmtInt(r.waiting);
     card.querySelector(".finished").textContent = fmtInt(r.finished);
@@ -223,12 +248,22 @@ function play() {
 
 function layoutChanged() {
   const split = $("layout").value === "disaggregated";
-  document.querySelectorAll(".split-only").forEach((el) => { el.hidden = !split; });
-  document.querySelectorAll(".colocated-only").forEach((el) => { el.hidden = split; });
+  const lesson = $("preset").value.startsWith("lesson:") ? LESSONS[$("preset").value.split(":")[1]] : null;
+  document.querySelectorAll(".split-only").forEach((el) => { el.hidden = !split || lesson; });
+  document.querySelectorAll(".colocated-only").forEach((el) => { el.hidden = split || lesson; });
+  // A lesson's arm brings its own fleet and workload: only the arm is chosen here.
+  document.querySelectorAll(".own-fleet:not(.split-only):not(.colocated-only)").forEach((el) => { el.hidden = Boolean(lesson); });
+  $("lesson").hidden = !lesson;
+  document.body.classList.toggle("lesson-mode", Boolean(lesson));
+  if (lesson) {
+    $("lesson-title").textContent = `${lesson.title}: ${$("preset").value.split(":")[2]}`;
+    $("lesson-summary").textContent = `${lesson.summary} (servescope lesson ${$("preset").value.split(":")[1]} checks its claims.)`;
+  }
 }
 
 $("fleet-form").addEventListener("submit", (event) => { event.preventDefault(); runFleet(); });
 $("layout").addEventListener("change", layoutChanged);
+$("preset").addEventListener("change", () => { layoutChanged(); if ($("preset").value.startsWith("lesson:")) runFleet(); });
 $("time").addEventListener("input", () => { pause(); show(Number($("time").value)); });
 $("play").addEventListener("click", play);
 $("theme").addEventListener("click", () => {
