@@ -20,6 +20,7 @@ from scheduler_core.cluster.scenario import ClusterScenario
 from scheduler_core.cluster.timeline import fleet_timeline
 from scheduler_core.scenario import PRESET_SCENARIOS
 from scheduler_core.sweep import Sweep, run_serial
+from scheduler_core.sweep.grid import build_run
 
 from ..frames import finite
 from ..schemas import (MAX_FLEET_REPLICAS, MAX_FLEET_REQUESTS, MAX_SWEEP_POINTS, MAX_SWEEP_REQUESTS, SWEEP_FIELDS, FleetCreate,
@@ -39,6 +40,14 @@ def fleet_data(body: FleetCreate) -> dict:
     if scenario.trace:
         raise HTTPException(422, [{"loc": ["body", "preset"], "msg": "a fleet on the web needs a synthetic workload"}])
     return {**scenario.to_dict(), "cluster": body.cluster.to_cluster_dict()}
+
+
+def check_pools(fleet: ClusterScenario, request: Request) -> ClusterScenario:
+    """Every replica within a session's limits (its KV blocks above all: they are memory)."""
+    manager = manager_of(request)
+    for pool in (fleet.prefill, fleet.decode) if fleet.disaggregated else (fleet.scenario,):
+        manager.check_limits(pool)
+    return fleet
 
 
 def fleet_of(body: FleetCreate) -> ClusterScenario:
@@ -64,10 +73,10 @@ def fleet_page(request: Request) -> HTMLResponse:
 
 
 @router.post("/api/fleet")
-def run_fleet(body: FleetCreate) -> dict:
+def run_fleet(body: FleetCreate, request: Request) -> dict:
     """Run a fleet to the end: per-replica frames (queues, KV gauge, small KV grid), the router's and
     the link's events, and the fleet's metrics."""
-    fleet = fleet_of(body)
+    fleet = check_pools(fleet_of(body), request)
     timeline = fleet_timeline(fleet.build())
     return finite({"name": fleet.name, "scenario": fleet.to_dict(), "num_gpus": fleet.num_gpus, **timeline})
 
@@ -75,7 +84,7 @@ def run_fleet(body: FleetCreate) -> dict:
 @router.post("/api/fleet/replica", status_code=201)
 def replica_session(body: ReplicaSessionCreate, request: Request):
     """A single-engine session of one replica: the requests the router sent it, through a lone engine."""
-    scenario = ReplicaScenario.of(fleet_of(body), body.replica)
+    scenario = ReplicaScenario.of(check_pools(fleet_of(body), request), body.replica)
     return session_urls(request, manager_of(request).create(scenario))
 
 
@@ -88,7 +97,7 @@ def sweep_page(request: Request) -> HTMLResponse:
 
 
 @router.post("/api/sweep")
-def run_web_sweep(body: SweepCreate) -> dict:
+def run_web_sweep(body: SweepCreate, request: Request) -> dict:
     """Run a bounded sweep one point after another; its rows in grid order."""
     base = fleet_data(FleetCreate(preset=body.preset, scenario=body.scenario, seed=body.seed,
                                   cluster=body.cluster or {"replicas": 1}))
@@ -119,6 +128,11 @@ def run_web_sweep(body: SweepCreate) -> dict:
             raise HTTPException(422, [{"loc": ["body", "axes", *map(str, err["loc"])], "msg": err["msg"]}
                                       for err in e.errors(include_input=False)]) from None
         total_requests += point.data["workload"]["num_requests"]
+        run = build_run(point.data, sweep.name)
+        try:
+            check_pools(run, request) if isinstance(run, ClusterScenario) else manager_of(request).check_limits(run)
+        except ConfigError as e:
+            raise HTTPException(422, [{"loc": ["body", "axes"], "msg": f"point {point.values}: {e}"}]) from None
     if total_requests > MAX_SWEEP_REQUESTS:
         raise HTTPException(422, [{"loc": ["body", "axes"], "msg": f"the sweep simulates {total_requests} requests "
                                    f"in all; at most {MAX_SWEEP_REQUESTS}"}])
