@@ -19,7 +19,7 @@ from scheduler_core.workload import WorkloadConfig
 
 from .guards import HostPolicy, RequestGuard
 from .live import SessionManager
-from .routes import api, exports, metrics, pages, ws
+from .routes import api, exports, fleet, metrics, pages, ws
 from .routes.exports import stop_worker
 from .settings import Settings
 
@@ -69,7 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.export_workers = set()
     app.state.templates = Jinja2Templates(directory=TEMPLATES_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    for module in (api, exports, ws, metrics, pages):
+    for module in (api, exports, ws, metrics, pages, fleet):
         app.include_router(module.router)
 
     app.add_middleware(RequestGuard, policy=HostPolicy(settings.allowed_hosts, allow_ip_literals=settings.public),

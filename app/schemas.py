@@ -131,3 +131,81 @@ class SessionInfo(BaseModel):
     playing: bool
     viewers: int
     num_requests: int
+
+
+# -- fleets and sweeps ------------------------------------------------------------------------
+from scheduler_core.cluster import LINKS, ROUTER_POLICIES  # noqa: E402
+
+# What one web request may simulate: a fleet runs to the end inside the request.
+MAX_FLEET_REPLICAS = 8
+MAX_FLEET_REQUESTS = 2_000
+MAX_SWEEP_POINTS = 24
+MAX_SWEEP_REQUESTS = 12_000  # summed over the points
+
+
+class PoolModel(Strict):
+    """One side of a disaggregated fleet: its replicas, GPU, TP and token budget."""
+
+    replicas: int = Field(1, ge=1, le=4)
+    gpu: Literal[tuple(GPUS)] | None = None  # type: ignore[valid-type]
+    tp: int | None = Field(None, ge=1, le=8)
+    max_num_seqs: int | None = Field(None, ge=1, le=4096)
+    max_num_batched_tokens: int | None = Field(None, ge=1, le=65_536)
+
+    def to_pool_dict(self) -> dict:
+        pool = {k: v for k, v in self.model_dump(include={"replicas", "gpu", "tp"}).items() if v is not None}
+        engine = self.model_dump(include={"max_num_seqs", "max_num_batched_tokens"}, exclude_none=True)
+        return {**pool, "engine": engine} if engine else pool
+
+
+class ClusterModel(Strict):
+    """Colocated replicas behind a router, or (with `prefill` and `decode`) two pools joined by a link."""
+
+    replicas: int = Field(2, ge=1, le=MAX_FLEET_REPLICAS)
+    router: Literal[ROUTER_POLICIES] = "round-robin"  # type: ignore[valid-type]
+    decode_router: Literal[ROUTER_POLICIES] = "least-requests"  # type: ignore[valid-type]
+    link: Literal[tuple(LINKS)] = "infiniband"  # type: ignore[valid-type]
+    prefill: PoolModel | None = None
+    decode: PoolModel | None = None
+
+    def to_cluster_dict(self) -> dict:
+        if self.prefill is None and self.decode is None:
+            return {"replicas": self.replicas, "router": self.router}
+        return {"router": self.router, "decode_router": self.decode_router, "link": self.link,
+                "prefill": (self.prefill or PoolModel()).to_pool_dict(), "decode": (self.decode or PoolModel()).to_pool_dict()}
+
+
+class FleetCreate(Strict):
+    """A fleet run: a preset or a scenario, a cluster, and optionally the workload's seed."""
+
+    preset: str | None = None
+    scenario: ScenarioModel | None = None
+    cluster: ClusterModel = Field(default_factory=ClusterModel)
+    seed: int | None = None
+    # A fleet lesson's arm instead (its scenario and cluster are the lesson's).
+    lesson: str | None = None
+    arm: str | None = None
+
+
+class ReplicaSessionCreate(FleetCreate):
+    """A single-engine session of one colocated or prefill replica of a fleet."""
+
+    replica: str = Field(pattern=r"^(replica|prefill)-[0-9]{1,2}$")
+
+
+# The scenario fields a web sweep may vary (never a file: no trace, no model file).
+SWEEP_FIELDS = (
+    "engine.max_num_seqs", "engine.max_num_batched_tokens", "engine.num_gpu_blocks", "engine.enable_chunked_prefill",
+    "engine.enable_prefix_caching", "engine.policy", "engine.long_prefill_token_threshold", "workload.arrival_rate",
+    "workload.concurrency", "workload.num_requests", "workload.seed", "gpu", "tp", "cluster.replicas", "cluster.router",
+)
+
+
+class SweepCreate(FleetCreate):
+    """A sweep the sweep page submits: `axes` maps fields of SWEEP_FIELDS to lists of values."""
+
+    cluster: ClusterModel | None = None
+    axes: dict[Literal[SWEEP_FIELDS], list[float | int | bool | str]] = Field(  # type: ignore[valid-type]
+        min_length=1, max_length=3)
+    slo_ttft_ms: float | None = Field(None, gt=0)
+    slo_tpot_ms: float | None = Field(None, gt=0)

@@ -18,12 +18,15 @@ from .lessons import comparison_table, evaluate
 from .metrics import SLO
 from .perfetto import export_perfetto
 from .presets import GPUS, MODELS, resolve_gpu, resolve_model
+from .cluster import ROUTER_POLICIES
+from .cluster.lessons import FLEET_LESSONS, FLEET_LESSONS_BY_NAME
 from .cost_model import CostModel
 from .replay import load_trace, replay, write_log
 from .report import format_comparison, format_report
 from .scenario import PRESET_SCENARIOS, Scenario, apply_assignments, parse_assignment
 from .scheduler import SchedulerError
 from .simulation import Simulation, SimulationStalled
+from .fleet_cli import add_sweep_command, cluster_table, run_fleet
 from .workload import NAMED_LENGTHS
 
 SWITCHES = [f.name for f in fields(VllmCompat)]
@@ -88,8 +91,13 @@ def scenario_data(name_or_path: str) -> tuple[dict, str]:
     if name_or_path in PRESET_SCENARIOS:
         return json.loads(json.dumps(PRESET_SCENARIOS[name_or_path])), name_or_path
     path = Path(name_or_path)
-    Scenario.load(path)  # report a bad file before any override is applied to it
-    return Scenario.read_data(path), path.stem
+    data = Scenario.read_data(path)
+    data.pop("cluster", None)  # a fleet's table; `run` reads it separately
+    try:
+        Scenario.from_dict(data, name=path.stem)  # report a bad file before any override is applied to it
+    except ConfigError as e:
+        raise ConfigError(f"{path}:{e.field}", e.reason) from None
+    return data, path.stem
 
 
 def parse_assignment_arg(text: str) -> tuple[str, object]:
@@ -174,6 +182,9 @@ def print_startup_lines(scenario: Scenario) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     scenario = build_scenario(args, args.scenario)
+    cluster = cluster_table(args)
+    if cluster is not None:
+        return run_fleet(args, scenario, cluster)
     print_startup_lines(scenario)
     sim = scenario.build(keep_finished=False)
     wall_s = run_with_progress(sim, show=args.progress if args.progress is not None else sys.stderr.isatty())
@@ -222,10 +233,13 @@ def cmd_lesson(args: argparse.Namespace) -> int:
     if not args.name:
         for lesson in LESSONS:
             print(f"{lesson.name:<22} {lesson.title}")
+        for lesson in FLEET_LESSONS:
+            print(f"{lesson.name:<22} {lesson.title} (a fleet: {lesson.link})")
         return 0
-    if args.name not in LESSONS_BY_NAME:
-        raise ConfigError("lesson", f"unknown lesson {args.name!r}; expected one of {', '.join(LESSONS_BY_NAME)}")
-    lesson = LESSONS_BY_NAME[args.name]
+    lesson = LESSONS_BY_NAME.get(args.name) or FLEET_LESSONS_BY_NAME.get(args.name)
+    if lesson is None:
+        names = [*LESSONS_BY_NAME, *FLEET_LESSONS_BY_NAME]
+        raise ConfigError("lesson", f"unknown lesson {args.name!r}; expected one of {', '.join(names)}")
     results = lesson.run()
     print(f"{lesson.title}\n{lesson.summary}\n")
     print(comparison_table(lesson, results))
@@ -307,6 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("run", help="run a scenario headless and print its metrics")
     p.add_argument("scenario", nargs="?", default="default", help="preset name or TOML/JSON scenario file")
     p.add_argument("--json", metavar="FILE", help="write every metric as JSON")
+    p.add_argument("--replicas", type=int, help="a fleet of N replicas behind a router (overrides [cluster] replicas)")
+    p.add_argument("--router", choices=ROUTER_POLICIES, help="the fleet's router (overrides [cluster] router)")
     add_scenario_flags(p)
     p.set_defaults(func=cmd_run)
 
@@ -318,6 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE")
     add_scenario_flags(p)
     p.set_defaults(func=cmd_compare)
+
+    add_sweep_command(commands)
 
     p = commands.add_parser("export", help="write a run as a Chrome/Perfetto trace")
     p.add_argument("scenario", nargs="?", default="default")

@@ -88,6 +88,10 @@ class Simulation:
         self._next_release = first
 
     def _validate_workload(self) -> None:
+        self.validate_requests(self.workload.requests)
+
+    def validate_requests(self, specs: Sequence[RequestSpec]) -> None:
+        """Raise ConfigError for a request this engine could never serve (or a duplicate id)."""
         config = self.config
         usable_blocks = config.num_gpu_blocks - 1
         if config.policy == "vllm-v0":
@@ -96,7 +100,7 @@ class Simulation:
         # A synthetic workload numbers its requests, so only other workloads can repeat an id.
         check_ids = not isinstance(self.workload.requests, RequestTable)
         seen = set()
-        for spec in self.workload.requests:
+        for spec in specs:
             where = f"workload[{spec.request_id}]"
             if check_ids:
                 if spec.request_id in seen:
@@ -116,6 +120,22 @@ class Simulation:
                     "num_gpu_blocks",
                     f"request {spec.request_id} needs {needed} blocks at its longest but the pool has {usable_blocks}",
                 )
+
+    # -- fed from outside (a cluster's router) -------------------------------------------------
+    def submit(self, spec: RequestSpec, order: int) -> None:
+        """Hand this engine one more request; it arrives at `spec.arrival_time` (order breaks ties)."""
+        heapq.heappush(self._pending, (spec.arrival_time, order, spec))
+
+    @property
+    def num_pending(self) -> int:
+        """Requests handed to this engine that have not arrived yet."""
+        return len(self._pending)
+
+    def next_step_time(self) -> float | None:
+        """When the next step would start, or None while there is nothing to do or to wait for."""
+        if self.scheduler.has_unfinished_requests():
+            return self.clock_s
+        return max(self.clock_s, self._pending[0][0]) if self._pending else None
 
     # -- stepping ---------------------------------------------------------------------------
     @property

@@ -16,6 +16,11 @@ export function forget(sessionId) {
   }
 }
 
+// A session created elsewhere on this page (the fleet view opening a replica): keep its token.
+export function rememberToken(sessionId, token) {
+  sessionStorage.setItem(tokenKey(sessionId), token);
+}
+
 // A token handed over in a link (`#token=...`, or an old `?token=...`) moves into sessionStorage
 // and out of the address bar before anything else runs.
 export function adoptTokenFromUrl(sessionId) {
