@@ -92,7 +92,8 @@ def scenario_data(name_or_path: str) -> tuple[dict, str]:
         return json.loads(json.dumps(PRESET_SCENARIOS[name_or_path])), name_or_path
     path = Path(name_or_path)
     data = Scenario.read_data(path)
-    data.pop("cluster", None)  # a fleet's table; `run` reads it separately
+    if isinstance(data, dict):
+        data.pop("cluster", None)  # a fleet's table; `run` reads it separately
     try:
         Scenario.from_dict(data, name=path.stem)  # report a bad file before any override is applied to it
     except ConfigError as e:

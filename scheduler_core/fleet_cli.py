@@ -49,10 +49,10 @@ def run_fleet(args: argparse.Namespace, scenario: Scenario, cluster: dict) -> in
     if show and wall_s > 0.25:
         print(file=sys.stderr)
     report = fleet_report(fleet, wall_s)
-    shape = (f"{fleet_scenario.prefill_replicas} prefill x {fleet_scenario.prefill.tp} {fleet_scenario.prefill.gpu} + "
-             f"{fleet_scenario.decode_replicas} decode x {fleet_scenario.decode.tp} {fleet_scenario.decode.gpu} over "
+    shape = (f"{fleet_scenario.prefill_replicas} prefill x {fleet_scenario.prefill.tensor_parallel_size} {fleet_scenario.prefill.gpu} + "
+             f"{fleet_scenario.decode_replicas} decode x {fleet_scenario.decode.tensor_parallel_size} {fleet_scenario.decode.gpu} over "
              f"{fleet_scenario.link}" if fleet_scenario.disaggregated
-             else f"{fleet_scenario.replicas} replicas of {scenario.tp} x {scenario.gpu}")
+             else f"{fleet_scenario.replicas} replicas of {scenario.tensor_parallel_size} x {scenario.gpu}")
     print(format_fleet_report(report, title=f"{scenario.name}: {scenario.model}, {shape}, router {fleet_scenario.router}"))
     if args.json:
         from .cli import write_json  # the one JSON writer of the command line

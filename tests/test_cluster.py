@@ -153,7 +153,7 @@ def test_cluster_settings_are_checked_by_name():
     base = {"engine": {"num_gpu_blocks": 600}, "workload": {"num_requests": 4}}
     for cluster, field in (({"replicas": 0}, "cluster.replicas"), ({"router": "random"}, "cluster.router"),
                            ({"replica": 2}, "cluster.replica"), ({"prefill": {}}, "cluster.decode"),
-                           ({"prefill": {"tp": 0}, "decode": {}}, "cluster.prefill.tp"),
+                           ({"prefill": {"tp": 0}, "decode": {}}, "cluster.prefill.tensor_parallel_size"),
                            ({"prefill": {}, "decode": {}, "link": "pigeon"}, "cluster.link")):
         with pytest.raises(ConfigError) as error:
             ClusterScenario.from_dict({**base, "cluster": cluster})

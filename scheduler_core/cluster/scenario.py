@@ -34,7 +34,7 @@ from .router import ROUTER_POLICIES, Router
 # A fleet is simulated in one process: this many replicas at most.
 MAX_REPLICAS = 64
 CLUSTER_KEYS = {"replicas", "router", "decode_router", "link", "prefill", "decode"}
-POOL_KEYS = {"replicas", "gpu", "tp", "gpu_memory_utilization", "engine"}
+POOL_KEYS = {"replicas", "gpu", "tensor_parallel_size", "tp", "gpu_memory_utilization", "engine"}
 
 
 def _replica_count(value, where: str) -> int:
@@ -52,9 +52,9 @@ def _pool_scenario(base: dict, pool: dict, where: str, name: str) -> Scenario:
             raise ConfigError(f"{where}.{key}", f"unknown pool setting; expected one of {', '.join(sorted(POOL_KEYS))}")
     data = copy.deepcopy(base)
     engine = data.setdefault("engine", {})
-    for key in ("gpu", "tp", "gpu_memory_utilization"):
+    for key in ("gpu", "tensor_parallel_size", "tp", "gpu_memory_utilization"):
         if key in pool:
-            data[key] = pool[key]
+            data["tensor_parallel_size" if key == "tp" else key] = pool[key]  # tp: vLLM's older name
             engine.pop("num_gpu_blocks", None)  # the pool's own memory sizes its KV cache
     engine.update(pool.get("engine", {}))
     try:
@@ -88,8 +88,8 @@ class ClusterScenario:
     @property
     def num_gpus(self) -> int:
         if self.disaggregated:
-            return self.prefill_replicas * self.prefill.tp + self.decode_replicas * self.decode.tp
-        return self.replicas * self.scenario.tp
+            return self.prefill_replicas * self.prefill.tensor_parallel_size + self.decode_replicas * self.decode.tensor_parallel_size
+        return self.replicas * self.scenario.tensor_parallel_size
 
     @classmethod
     def from_dict(cls, data: dict, name: str = "custom") -> "ClusterScenario":
@@ -131,7 +131,7 @@ class ClusterScenario:
         if self.disaggregated:
             for role in ("prefill", "decode"):
                 pool = getattr(self, role)
-                cluster[role] = {"replicas": getattr(self, f"{role}_replicas"), "gpu": pool.gpu, "tp": pool.tp,
+                cluster[role] = {"replicas": getattr(self, f"{role}_replicas"), "gpu": pool.gpu, "tp": pool.tensor_parallel_size,
                                  "gpu_memory_utilization": pool.gpu_memory_utilization, "engine": pool.engine.to_dict()}
             cluster.update(decode_router=self.decode_router, link=self.link)
         else:

@@ -44,7 +44,7 @@ def build_run(data: dict, name: str) -> Scenario | ClusterScenario:
 
 
 def num_gpus(run: Scenario | ClusterScenario) -> int:
-    return run.num_gpus if isinstance(run, ClusterScenario) else run.tp
+    return run.num_gpus if isinstance(run, ClusterScenario) else run.tensor_parallel_size
 
 
 @dataclass(frozen=True)
