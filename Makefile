@@ -25,9 +25,12 @@ bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/bench_cost_model.py
 	$(BIN)/python benchmarks/bench_stream.py
 	$(BIN)/python benchmarks/bench_ui.py
+	$(BIN)/python benchmarks/bench_classroom.py
+	$(BIN)/python benchmarks/bench_sweep.py
 
 screenshots: $(BIN)/.installed
 	$(BIN)/python benchmarks/screenshots.py
+	$(BIN)/python benchmarks/screenshots_cluster.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,111 +1,39 @@
-"""Sessions served live: viewers with their own send tasks, commands, playback, expiry.
+"""Sessions served live: their viewers (`viewer.py`), commands, playback, expiry.
 
-Each viewer has a mailbox holding the state it has not seen yet: the deltas while it keeps up
-(a few at most), and a "send a snapshot" mark once it has fallen further behind, so a slow or
-stalled viewer costs the others and the simulation nothing. Events (the log) queue losslessly up
-to a bound. Long runs of steps give the event loop a turn every few steps, so a presenter's
-"step 10000" never stalls the viewers.
+Long runs of steps give the event loop a turn every few milliseconds, so a presenter's
+"step 10000" never stalls the viewers, and a cancel lands at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import time
 import uuid
-from collections import deque
-
-from fastapi import WebSocket
 
 from scheduler_core.errors import ConfigError
 from scheduler_core.scenario import Scenario
 
 from .session import Breakpoint, Session
 from .settings import Settings
+from .viewer import Viewer, error_frame
 
 # More steps than this in one go reach viewers as a snapshot rather than a long delta.
 MAX_DELTA_STEPS = 200
-# Steps simulated between turns of the event loop during a long step, seek or run to breakpoint.
-ADVANCE_CHUNK = 50
+# Stepping time between turns of the event loop during a long step, seek or run to breakpoint:
+# short, so viewers keep their frames and a cancel (DELETE, presenter gone, SIGTERM) lands at once
+# however slow a step is.
+ADVANCE_SLICE_S = 0.005
 
 
-# Deltas a viewer may fall behind by before the next thing it gets is one snapshot instead: a
-# brief stall costs a few small frames, a long one never more than the current state.
-MAX_PENDING_DELTAS = 6
+# Play ticks a busy event loop or machine may owe and still make up (sent as frames in quick
+# succession), before play lets them go and slows down instead.
+CATCH_UP_TICKS = 5
 
-
-class Viewer:
-    def __init__(self, websocket: WebSocket, can_control: bool, event_backlog: int):
-        self.websocket = websocket
-        self.can_control = can_control
-        self.needs_snapshot = True
-        self.pending_deltas: deque[tuple[int, str]] = deque()  # (seq, frame)
-        self.replies: deque[str] = deque(maxlen=64)
-        self.events: deque[dict] = deque(maxlen=event_backlog)
-        self.dropped_events = 0
-        self.wakeup = asyncio.Event()
-        self.wakeup.set()
-
-    def offer_delta(self, seq: int, text: str) -> None:
-        if self.needs_snapshot or len(self.pending_deltas) >= MAX_PENDING_DELTAS:
-            # Too far behind: the next thing it gets is the whole current state (latest wins).
-            self.needs_snapshot = True
-            self.pending_deltas.clear()
-        else:
-            self.pending_deltas.append((seq, text))
-        self.wakeup.set()
-
-    def offer_snapshot(self) -> None:
-        self.needs_snapshot = True
-        self.pending_deltas.clear()
-        self.wakeup.set()
-
-    def offer_events(self, events: list[dict]) -> None:
-        for event in events:
-            if len(self.events) == self.events.maxlen:
-                self.dropped_events += 1
-            self.events.append(event)
-        if events:
-            self.wakeup.set()
-
-    def reply(self, text: str) -> None:
-        self.replies.append(text)
-        self.wakeup.set()
-
-    async def send_loop(self, live: "LiveSession", heartbeat_s: float) -> None:
-        """This viewer's own sender: replies, then the latest state, then queued events."""
-        ws = self.websocket
-        while True:
-            try:
-                await asyncio.wait_for(self.wakeup.wait(), heartbeat_s)
-            except TimeoutError:
-                await ws.send_text(json.dumps({"v": 1, "type": "heartbeat", "step": live.session.step}))
-                continue
-            self.wakeup.clear()
-            while self.replies:
-                await ws.send_text(self.replies.popleft())
-            if self.needs_snapshot:
-                self.needs_snapshot = False
-                # Under the session's lock: never the half-done state of a long command.
-                async with live.lock:
-                    seq, text = live.session.seq, live.session.snapshot_frame()
-                # Deltas offered while waiting for the lock are already in the snapshot.
-                while self.pending_deltas and self.pending_deltas[0][0] <= seq:
-                    self.pending_deltas.popleft()
-                await ws.send_text(text)
-            while self.pending_deltas and not self.needs_snapshot:
-                await ws.send_text(self.pending_deltas.popleft()[1])
-            if self.events:
-                batch = list(self.events)
-                self.events.clear()
-                dropped, self.dropped_events = self.dropped_events, 0
-                await ws.send_text(json.dumps({"v": 1, "type": "events", "events": batch, "dropped": dropped}))
-
-
-def error_frame(code: str, message: str) -> str:
-    return json.dumps({"v": 1, "type": "error", "code": code, "message": message})
-
+# Joins and leaves within this long reach the viewers as one status frame.
+VIEWER_STATUS_DELAY_S = 0.25
 
 class CommandError(Exception):
     def __init__(self, code: str, message: str):
@@ -116,12 +44,21 @@ class CommandError(Exception):
 class LiveSession:
     """A session with its viewers and playback task."""
 
-    def __init__(self, session: Session, settings: Settings):
+    def __init__(self, session: Session, settings: Settings, owner: str = ""):
         self.session = session
         self.settings = settings
+        # The client address that created it, for per-client quotas on a public server.
+        self.owner = owner
+        self._viewer_status: asyncio.TimerHandle | None = None
         self.viewers: set[Viewer] = set()
         self.lock = asyncio.Lock()
         self.playback: asyncio.Task | None = None
+        # Control commands running now (each in its viewer's message task), cancelled on close.
+        self.commands: set[asyncio.Task] = set()
+
+    def token_matches(self, token: object) -> bool:
+        """Whether `token` is this session's control token, compared in constant time."""
+        return isinstance(token, str) and hmac.compare_digest(token.encode(), self.session.control_token.encode())
 
     # -- publishing -------------------------------------------------------------------------
     def publish_steps(self, records) -> None:
@@ -144,6 +81,16 @@ class LiveSession:
     def publish_snapshot(self) -> None:
         for viewer in self.viewers:
             viewer.offer_snapshot()
+
+    def viewers_changed(self) -> None:
+        """Viewers come and go in bursts (a class opening the link at once): one status frame per
+        burst, not one to every viewer per join, so a join costs O(1) rather than O(viewers)."""
+        if self._viewer_status is None:
+            self._viewer_status = asyncio.get_running_loop().call_later(VIEWER_STATUS_DELAY_S, self._publish_viewers)
+
+    def _publish_viewers(self) -> None:
+        self._viewer_status = None
+        self.publish_status()
 
     def publish_status(self, note: str | None = None) -> None:
         text = self.session.status_frame(len(self.viewers), note)
@@ -172,17 +119,38 @@ class LiveSession:
         try:
             if kind == "snapshot":
                 viewer.offer_snapshot()
+            elif kind == "auth":
+                if not self.token_matches(message.get("token")):
+                    raise CommandError("bad_token", "that is not this session's control token")
+                viewer.can_control = True
+                viewer.reply(json.dumps({"v": 1, "type": "auth", "control": True}))
             elif kind == "ping":
                 viewer.reply(json.dumps({"v": 1, "type": "pong", "step": self.session.step}))
             elif kind in CONTROL_COMMANDS:
                 if not viewer.can_control:
                     raise CommandError("read_only", "this is a view-only link: only the presenter controls the session")
-                async with self.lock:
-                    await CONTROL_COMMANDS[kind](self, message)
+                await self.run_command(CONTROL_COMMANDS[kind], message)
             else:
                 raise CommandError("unknown_type", f"unknown message type {kind!r}")
         except CommandError as e:
             viewer.reply(error_frame(e.code, str(e)))
+
+    async def run_command(self, command, message: dict) -> None:
+        """One control command, cancellable: deleting the session or the presenter leaving stops
+        a long step, seek or run to breakpoint at its next turn of the event loop."""
+        task = asyncio.current_task()
+        self.commands.add(task)
+        try:
+            async with self.lock:
+                await command(self, message)
+        except asyncio.CancelledError:
+            # The steps taken so far stand; viewers get them as one snapshot.
+            self.session.playing = False
+            self.publish_steps(None)
+            self.publish_status(note="command cancelled")
+            raise
+        finally:
+            self.commands.discard(task)
 
     def _int(self, message: dict, key: str, default: int, low: int, high: int) -> int:
         value = message.get(key, default)
@@ -205,13 +173,14 @@ class LiveSession:
         self.publish_status()
 
     async def _advance(self, num_steps: int, stop_at_breakpoints: bool = False):
-        """Up to `num_steps` steps, yielding to the event loop every ADVANCE_CHUNK steps so the
+        """Up to `num_steps` steps, yielding to the event loop every ADVANCE_SLICE_S so the
         viewers' senders keep running. Returns (records, or None once too many for one delta; the
         breakpoint hit, if any)."""
         records: list | None = []
         remaining = num_steps
+        slice_end = time.monotonic() + ADVANCE_SLICE_S
         while remaining > 0 and not self.session.done:
-            chunk, hit = self.session.advance(min(ADVANCE_CHUNK, remaining), stop_at_breakpoints)
+            chunk, hit = self.session.advance(1, stop_at_breakpoints)
             remaining -= len(chunk)
             if records is not None:
                 records += chunk
@@ -219,7 +188,9 @@ class LiveSession:
                     records = None
             if hit:
                 return records, hit
-            await asyncio.sleep(0)
+            if time.monotonic() > slice_end:
+                await asyncio.sleep(0)
+                slice_end = time.monotonic() + ADVANCE_SLICE_S
         return records, None
 
     async def cmd_step(self, message: dict) -> None:
@@ -299,10 +270,13 @@ class LiveSession:
                 if not session.playing:
                     break
                 if session.time_ratio is None:
-                    # At most one tick's worth: if stepping falls behind, play slows down rather
-                    # than sending ever larger frames.
-                    owed = min(owed + elapsed * session.steps_per_s, max(1.0, session.steps_per_s * frame_s), max_per_tick)
-                    due, owed = int(owed), owed - int(owed)
+                    # One tick's worth, counted by ticks rather than by the wall time between
+                    # them (whose jitter left some ticks with no step: a frame lost): the tick
+                    # schedule keeps the rate, and when stepping falls behind it play slows down
+                    # rather than sending ever larger frames.
+                    owed += session.steps_per_s * max(frame_s, 1.0 / session.steps_per_s)
+                    due = min(int(owed + 1e-9), max_per_tick)
+                    owed = min(owed - due, 1.0)
                     records, hit = session.advance(due, stop_at_breakpoints=True)
                 else:
                     target_clock = session.sim.clock_s + session.time_ratio * elapsed
@@ -312,17 +286,23 @@ class LiveSession:
                     session.playing = False
                     self.publish_status(note=f"breakpoint: {hit.kind}" if hit else "finished")
                     break
-            # Sleep until the next tick is due, not a whole tick after this one's work.
+            # Sleep until the next tick is due, not a whole tick after this one's work; ticks a
+            # busy machine made late are made up, up to CATCH_UP_TICKS, and beyond that let go.
             tick_s = frame_s if session.time_ratio else max(frame_s, 1.0 / session.steps_per_s)
-            next_tick = max(next_tick + tick_s, time.monotonic())
+            next_tick += tick_s
+            if next_tick < time.monotonic() - CATCH_UP_TICKS * tick_s:
+                next_tick = time.monotonic()
             await asyncio.sleep(next_tick - time.monotonic())
 
     async def close(self) -> None:
         self.session.playing = False
-        if self.playback:
-            self.playback.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.playback
+        if self._viewer_status is not None:
+            self._viewer_status.cancel()
+        for task in [self.playback, *self.commands]:
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
 
 CONTROL_COMMANDS = {
@@ -352,13 +332,17 @@ class SessionManager:
         if scenario.engine.num_gpu_blocks > limits.max_blocks_per_session:
             raise ConfigError("engine.num_gpu_blocks", f"at most {limits.max_blocks_per_session} per session")
 
-    def create(self, scenario: Scenario, lesson: tuple[str, str] | None = None, origin: str = "") -> LiveSession:
+    def create(self, scenario: Scenario, lesson: tuple[str, str] | None = None, origin: str = "",
+               owner: str = "") -> LiveSession:
         limits = self.settings
         if len(self.sessions) >= limits.max_sessions:
             raise ConfigError("session", f"the server holds at most {limits.max_sessions} sessions; delete one")
+        quota = limits.max_sessions_per_client
+        if quota and sum(live.owner == owner for live in self.sessions.values()) >= quota:
+            raise ConfigError("session", f"each client may hold {quota} sessions at once on this server; end one first")
         self.check_limits(scenario)
         session_id = uuid.uuid4().hex[:12]
-        live = LiveSession(Session(session_id, scenario, limits, lesson, origin), limits)
+        live = LiveSession(Session(session_id, scenario, limits, lesson, origin), limits, owner)
         self.sessions[session_id] = live
         return live
 
@@ -376,10 +360,11 @@ class SessionManager:
         return True
 
     async def expire_idle(self) -> list[str]:
+        """Sessions nobody has used for `idle_timeout_s`: no command and no message from any of
+        its pages (open pages ping), so a connection that never reads or writes keeps nothing alive."""
         now = time.monotonic()
         expired = [sid for sid, live in self.sessions.items()
-                   if not live.viewers and not live.session.playing
-                   and now - live.session.last_activity > self.settings.idle_timeout_s]
+                   if now - live.session.last_activity > self.settings.idle_timeout_s]
         for sid in expired:
             await self.delete(sid)
         return expired

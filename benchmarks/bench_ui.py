@@ -72,7 +72,7 @@ def main() -> None:
         context.set_default_timeout(60_000)
         page = context.new_page()
         page.add_init_script(COUNT_FRAMES)
-        page.goto(session["control_url"])
+        page.goto(f"{session['control_url']}#token={session['control_token']}")  # the fragment hands over control
         page.wait_for_function("window.servescope && window.servescope.store.session !== null")
         page.evaluate("n => window.servescope.send({type: 'step', n})", WARMUP_STEPS)
         page.wait_for_function("n => window.servescope.store.step === n", arg=WARMUP_STEPS)

@@ -11,12 +11,15 @@ from dataclasses import fields
 from pathlib import Path
 
 from .config import VLLM_PROFILES, VllmCompat
+from .engine_args import add_engine_args, apply_settings, check_like_vllm, normalize_aliases, parse_vllm_command, settings_from_args
 from .errors import ConfigError
 from .lesson_catalog import LESSONS, LESSONS_BY_NAME
 from .lessons import comparison_table, evaluate
 from .metrics import SLO
 from .perfetto import export_perfetto
 from .presets import GPUS, MODELS, resolve_gpu, resolve_model
+from .cluster import ROUTER_POLICIES
+from .cluster.lessons import FLEET_LESSONS, FLEET_LESSONS_BY_NAME
 from .cost_model import CostModel
 from .replay import load_trace, replay, write_log
 from .report import format_comparison, format_report
@@ -24,6 +27,7 @@ from .scenario import PRESET_SCENARIOS, Scenario, apply_assignments, parse_assig
 from .scheduler import SchedulerError
 from .simulation import Simulation, SimulationStalled
 from .spec_decode import SpeculativeConfig
+from .fleet_cli import add_sweep_command, cluster_table, run_fleet
 from .workload import NAMED_LENGTHS
 
 SWITCHES = [f.name for f in fields(VllmCompat)]
@@ -81,13 +85,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 # -- scenarios with overrides ---------------------------------------------------------------
-ENGINE_FLAGS = {
-    "policy": "policy", "num_gpu_blocks": "num_gpu_blocks", "max_num_seqs": "max_num_seqs",
-    "max_num_batched_tokens": "max_num_batched_tokens", "max_model_len": "max_model_len",
-    "chunked_prefill": "enable_chunked_prefill", "prefix_caching": "enable_prefix_caching",
-    "preemption_mode": "preemption_mode", "num_cpu_blocks": "num_cpu_blocks", "kv_allocator": "kv_allocator",
-    "scheduling_order": "scheduling_order",
-}
+# servescope's own settings (vLLM's engine arguments are in engine_args.ENGINE_ARGS).
+ENGINE_FLAGS = {"policy": "policy", "num_cpu_blocks": "num_cpu_blocks", "kv_allocator": "kv_allocator"}
 WORKLOAD_FLAGS = {"num_requests": "num_requests", "arrival_rate": "arrival_rate", "concurrency": "concurrency",
                   "seed": "seed"}
 
@@ -96,7 +95,14 @@ def scenario_data(name_or_path: str) -> tuple[dict, str]:
     if name_or_path in PRESET_SCENARIOS:
         return json.loads(json.dumps(PRESET_SCENARIOS[name_or_path])), name_or_path
     path = Path(name_or_path)
-    return Scenario.load(path).to_dict(), path.stem
+    data = Scenario.read_data(path)
+    if isinstance(data, dict):
+        data.pop("cluster", None)  # a fleet's table; `run` reads it separately
+    try:
+        Scenario.from_dict(data, name=path.stem)  # report a bad file before any override is applied to it
+    except ConfigError as e:
+        raise ConfigError(f"{path}:{e.field}", e.reason) from None
+    return data, path.stem
 
 
 def parse_assignment_arg(text: str) -> tuple[str, object]:
@@ -107,13 +113,18 @@ def parse_assignment_arg(text: str) -> tuple[str, object]:
 
 
 def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) -> Scenario:
-    """A scenario (preset name or file) with the command line's overrides applied."""
+    """A scenario (preset name or file) with the command line's overrides applied: first a whole
+    `--vllm` command line, then servescope's flags (which win where both speak)."""
     data, name = scenario_data(name_or_path)
+    data = normalize_aliases(data)
+    if args.vllm is not None:
+        command = parse_vllm_command(args.vllm)
+        apply_settings(data, ({"model": command.model} if command.model else {}) | command.settings)
+        if command.ignored:
+            print(f"servescope: warning: not simulated, ignored: {' '.join(command.ignored)}", file=sys.stderr)
+    apply_settings(data, {flag: getattr(args, flag) for flag in ("model", "gpu") if getattr(args, flag) is not None})
+    apply_settings(data, settings_from_args(args))
     engine, workload = data.setdefault("engine", {}), data.setdefault("workload", {})
-    for flag in ("model", "gpu", "tp"):
-        if getattr(args, flag) is not None:
-            data[flag] = getattr(args, flag)
-            engine.pop("num_gpu_blocks", None)  # resize the pool for the new model / GPU
     for flag, key in ENGINE_FLAGS.items():
         if getattr(args, flag) is not None:
             engine[key] = getattr(args, flag)
@@ -134,11 +145,8 @@ def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) 
         data["slo_ttft_s"] = args.slo_ttft_ms / 1e3
     if args.slo_tpot_ms is not None:
         data["slo_tpot_s"] = args.slo_tpot_ms / 1e3
-    if args.async_scheduling is not None:
-        engine["async_scheduling"] = args.async_scheduling
-    if args.speculative_config is not None:
-        engine["speculative_config"] = json.loads(json.dumps(SpeculativeConfig.from_json(args.speculative_config).__dict__))
     apply_assignments(data, assignments)
+    check_like_vllm(data.get("engine", {}))
     return Scenario.from_dict(with_vllm_defaults(data), name=name)
 
 
@@ -169,15 +177,27 @@ def write_json(path: str, payload: dict) -> None:
     Path(path).write_text(json.dumps(clean(payload), indent=2) + "\n")
 
 
+def print_startup_lines(scenario: Scenario) -> None:
+    """What vLLM would log about memory while starting this configuration."""
+    plan = scenario.memory_plan()
+    print(f"vLLM startup, per GPU ({scenario.tensor_parallel_size} x {scenario.gpu}):")
+    for line in plan.startup_lines():
+        print(f"  {line}")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     scenario = build_scenario(args, args.scenario)
+    cluster = cluster_table(args)
+    if cluster is not None:
+        return run_fleet(args, scenario, cluster)
+    print_startup_lines(scenario)
     sim = scenario.build(keep_finished=False)
     wall_s = run_with_progress(sim, show=args.progress if args.progress is not None else sys.stderr.isatty())
     report = sim.metrics.report(wall_s)
-    print(format_report(report, title=f"{scenario.name}: {scenario.model} on {scenario.tp} x {scenario.gpu}, "
+    print(format_report(report, title=f"{scenario.name}: {scenario.model} on {scenario.tensor_parallel_size} x {scenario.gpu}, "
                                       f"policy {scenario.engine.policy}, {scenario.engine.num_gpu_blocks} KV blocks"))
     if args.json:
-        write_json(args.json, {"scenario": scenario.to_dict(), **report})
+        write_json(args.json, {"scenario": scenario.to_dict(), "memory": scenario.memory_plan().to_dict(), **report})
     return 0
 
 
@@ -218,10 +238,13 @@ def cmd_lesson(args: argparse.Namespace) -> int:
     if not args.name:
         for lesson in LESSONS:
             print(f"{lesson.name:<22} {lesson.title}")
+        for lesson in FLEET_LESSONS:
+            print(f"{lesson.name:<22} {lesson.title} (a fleet: {lesson.link})")
         return 0
-    if args.name not in LESSONS_BY_NAME:
-        raise ConfigError("lesson", f"unknown lesson {args.name!r}; expected one of {', '.join(LESSONS_BY_NAME)}")
-    lesson = LESSONS_BY_NAME[args.name]
+    lesson = LESSONS_BY_NAME.get(args.name) or FLEET_LESSONS_BY_NAME.get(args.name)
+    if lesson is None:
+        names = [*LESSONS_BY_NAME, *FLEET_LESSONS_BY_NAME]
+        raise ConfigError("lesson", f"unknown lesson {args.name!r}; expected one of {', '.join(names)}")
     results = lesson.run()
     print(f"{lesson.title}\n{lesson.summary}\n")
     print(comparison_table(lesson, results))
@@ -274,29 +297,21 @@ def cmd_step_time(args: argparse.Namespace) -> int:
 # -- the parser -----------------------------------------------------------------------------
 def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("overrides of the scenario's fields")
-    group.add_argument("--model", help=f"preset ({', '.join(MODELS)}) or a JSON file with the calibration config fields")
+    group.add_argument("--vllm", metavar='"vllm serve MODEL ..."',
+                       help="a whole vLLM command line: the engine arguments servescope models are applied (flags "
+                            "given here win); the others are listed in a warning")
+    group.add_argument("--model", help=f"preset ({', '.join(MODELS)}), its Hugging Face id, or a local config.json "
+                                       "(or its folder)")
     group.add_argument("--gpu", choices=list(GPUS))
-    group.add_argument("--tp", type=int, help="tensor-parallel GPUs")
     group.add_argument("--policy", choices=["static", "vllm-v0", "vllm-v1"])
     group.add_argument("--workload", help=f"a named length distribution ({', '.join(NAMED_LENGTHS)}) or a trace file (CSV, JSONL)")
     group.add_argument("--num-requests", type=int)
     group.add_argument("--arrival-rate", type=parse_rate, help="requests/s; inf = all at once")
     group.add_argument("--concurrency", type=int, help="closed loop: N clients, each sends its next request when its last finishes")
-    group.add_argument("--num-gpu-blocks", type=int, help="KV blocks (default: sized from GPU memory)")
-    group.add_argument("--max-num-seqs", type=int)
-    group.add_argument("--max-num-batched-tokens", type=int)
-    group.add_argument("--max-model-len", type=int)
-    group.add_argument("--chunked-prefill", action=argparse.BooleanOptionalAction, default=None)
-    group.add_argument("--prefix-caching", action=argparse.BooleanOptionalAction, default=None)
-    group.add_argument("--preemption-mode", choices=["recompute", "swap"])
-    group.add_argument("--num-cpu-blocks", type=int, help="swap space in blocks")
+    add_engine_args(group)
+    group.add_argument("--num-cpu-blocks", type=int, help="swap space in blocks (or --swap-space in GiB)")
     group.add_argument("--kv-allocator", choices=["paged", "contiguous"])
-    group.add_argument("--scheduling-order", choices=["fcfs", "priority"])
     group.add_argument("--vllm-version", choices=sorted(VLLM_PROFILES))
-    group.add_argument("--async-scheduling", action=argparse.BooleanOptionalAction, default=None,
-                       help="vLLM's async scheduling (default: vLLM's own for the version: on for 0.33.0)")
-    group.add_argument("--speculative-config", metavar="JSON",
-                       help='speculative decoding as vLLM spells it, e.g. \'{"method": "eagle", "num_speculative_tokens": 3}\'')
     group.add_argument("--seed", type=int, help="workload seed")
     group.add_argument("--slo-ttft-ms", type=float, help="TTFT objective for goodput")
     group.add_argument("--slo-tpot-ms", type=float, help="TPOT objective for goodput")
@@ -311,6 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("run", help="run a scenario headless and print its metrics")
     p.add_argument("scenario", nargs="?", default="default", help="preset name or TOML/JSON scenario file")
     p.add_argument("--json", metavar="FILE", help="write every metric as JSON")
+    p.add_argument("--replicas", type=int, help="a fleet of N replicas behind a router (overrides [cluster] replicas)")
+    p.add_argument("--router", choices=ROUTER_POLICIES, help="the fleet's router (overrides [cluster] router)")
     add_scenario_flags(p)
     p.set_defaults(func=cmd_run)
 
@@ -322,6 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE")
     add_scenario_flags(p)
     p.set_defaults(func=cmd_compare)
+
+    add_sweep_command(commands)
 
     p = commands.add_parser("export", help="write a run as a Chrome/Perfetto trace")
     p.add_argument("scenario", nargs="?", default="default")

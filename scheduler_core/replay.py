@@ -11,11 +11,14 @@ from __future__ import annotations
 import gzip
 import json
 import math
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
 from .config import EngineConfig, VllmCompat
+from .decision_trace import DecisionTrace
 from .errors import ConfigError
+from .files import MAX_TRACE_BYTES, read_text
 from .policies.vllm_v1 import VllmV1Scheduler
 from .engine_loop import BatchQueueLoop
 from .spec_decode import SpeculativeConfig
@@ -38,12 +41,14 @@ TRACE_CONFIG_KEYS = {
 
 def load_trace(path: str | Path) -> dict:
     path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
+    if not path.exists():
+        raise ConfigError(str(path), "no such trace file")
     try:
-        with opener(path, "rt") as f:
-            return json.load(f)
+        return json.loads(read_text(path, MAX_TRACE_BYTES))
     except json.JSONDecodeError as e:
         raise ConfigError(str(path), f"not valid JSON ({e.msg} at line {e.lineno})") from None
+    except RecursionError:
+        raise ConfigError(str(path), "JSON nested too deeply") from None
 
 
 def engine_config_from_trace(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None = None) -> EngineConfig:
@@ -80,8 +85,11 @@ def requests_from_trace(trace: dict) -> list[tuple[int, dict]]:
             raise ConfigError(f"{where}.arrival_step", "must be a non-negative integer")
         if not isinstance(entry["max_tokens"], int) or entry["max_tokens"] <= 0:
             raise ConfigError(f"{where}.max_tokens", "must be a positive integer")
-        if not entry["prompt_token_ids"]:
-            raise ConfigError(f"{where}.prompt_token_ids", "must not be empty")
+        tokens = entry["prompt_token_ids"]
+        if not isinstance(tokens, list) or not tokens:
+            raise ConfigError(f"{where}.prompt_token_ids", "must be a non-empty list of token ids")
+        if not all(type(token) is int and 0 <= token < 1 << 31 for token in tokens):
+            raise ConfigError(f"{where}.prompt_token_ids", "token ids are integers from 0 to 2^31 - 1")
         out.append((entry["arrival_step"], entry))
     return out
 
@@ -100,7 +108,7 @@ def workload_from_trace(trace: dict) -> Workload:
     """The trace's requests as a step-indexed workload, so a Simulation (with its clock and
     metrics) makes exactly the decisions `replay` does."""
     requests = [
-        RequestSpec(entry["id"], step, tuple(entry["prompt_token_ids"]), entry["max_tokens"], entry.get("priority", 0))
+        RequestSpec(entry["id"], step, array("i", entry["prompt_token_ids"]), entry["max_tokens"], entry.get("priority", 0))
         for step, entry in requests_from_trace(trace)
     ]
     return Workload(requests, description=f"{len(requests)} requests of a recorded vLLM trace", arrivals_by_step=True)
@@ -113,6 +121,7 @@ def replay(
     max_steps: int | None = None,
     async_scheduling: bool = False,
     speculative_config: SpeculativeConfig | None = None,
+    decision_trace: DecisionTrace | None = None,
 ) -> Iterator[dict]:
     """Yield one log line (a dict in the oracle's field order) per step until every request finishes.
 
@@ -121,7 +130,9 @@ def replay(
     `num_batches_in_flight` after the oldest of today's fields. Like vLLM's loop, at least one step
     runs, even with no requests. A replay that could never
     end stops with `SimulationStalled`: at once when a step changes nothing and nothing is left
-    to arrive, otherwise after `max_steps` (default: `default_step_limit`).
+    to arrive, otherwise after `max_steps` (default: `default_step_limit`). With a `decision_trace`,
+    the reasons behind each yielded line (a whole pass, when async) are in its `last` (the line
+    itself stays vLLM's).
     """
     config = engine_config_from_trace(trace, vllm_version, compat).replace(
         async_scheduling=async_scheduling, speculative_config=speculative_config
@@ -135,6 +146,7 @@ def replay(
     pending = sorted(entries, key=lambda item: item[0])
     scheduler = VllmV1Scheduler(config)
     loop = BatchQueueLoop(scheduler) if config.async_scheduling else None
+    why = scheduler.enable_decision_trace(decision_trace) if decision_trace is not None else None
     next_pending = 0
     arrival_index = 0
     step = 0
@@ -157,10 +169,14 @@ def replay(
             )
             arrivals.append(entry["id"])
             arrival_index += 1
+        if why is not None:
+            why.start_step(scheduler)
         if loop is None:
             output = scheduler.schedule(now=float(step))
             free_after_schedule = output.num_free_blocks_after_schedule
             result = scheduler.update_from_output(output, now=float(step))
+            if why is not None:
+                why.end_step(output.preempted_reqs)
             line = log_line(step, arrivals, output, result, free_after_schedule, scheduler)
             if speculative_config:
                 # Added after today's fields: drafts verified this step, and how many were accepted.
@@ -170,6 +186,8 @@ def replay(
         else:
             engine_pass = loop.step(now=float(step))
             output = engine_pass.scheduled
+            if why is not None:
+                why.end_step(output.preempted_reqs if output else [])
             free_after_schedule = scheduler.kv_cache_manager.num_free_blocks if output is None \
                 else output.num_free_blocks_after_schedule
             line = log_line(step, arrivals, output, engine_pass.update, free_after_schedule, scheduler)

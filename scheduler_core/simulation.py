@@ -25,7 +25,19 @@ from .engine_loop import BatchQueueLoop
 from .request import Request
 from .scheduler import SchedulerOutput, UpdateResult
 from .step_record import ScheduledChunk, StepRecord
-from .workload import RequestSpec, Workload
+from .workload import RequestSpec, RequestTable, Workload
+
+
+def arrival_order(workload: Workload) -> Sequence[int]:
+    """Open loop: workload indices by arrival time, ties in workload order (a `range` when the
+    workload is already in order, as synthetic workloads and loaded traces are)."""
+    if workload.concurrency:
+        return range(0)
+    requests = workload.requests
+    times = requests.arrival_time if isinstance(requests, RequestTable) else [spec.arrival_time for spec in requests]
+    if all(a <= b for a, b in zip(times, times[1:])):
+        return range(len(times))
+    return sorted(range(len(times)), key=times.__getitem__)
 
 
 class SimulationStalled(RuntimeError):
@@ -38,6 +50,7 @@ class SimulationState:
 
     step_index: int
     clock_s: float
+    next_arrival: int
     pending: list
     next_release: int
     scheduler: object
@@ -74,26 +87,34 @@ class Simulation:
             self.metrics.spec_decode = self.scheduler.spec_stats
         self.step_index = 0
         self.clock_s = 0.0
-        # Requests not yet at the engine, as a heap of (arrival_time, order, spec). Closed-loop
-        # workloads release the first `concurrency` at once and one more per finish.
-        specs = workload.requests
-        first = len(specs) if not workload.concurrency else min(workload.concurrency, len(specs))
-        self._pending = [(spec.arrival_time if not workload.concurrency else 0.0, i, spec) for i, spec in enumerate(specs[:first])]
-        heapq.heapify(self._pending)
+        # Open loop: requests reach the engine in arrival order (ties in workload order), read
+        # from the workload one at a time so a long run holds only those in flight. Closed loop:
+        # a heap of (release time, order, spec), the first `concurrency` at once, one more per finish.
+        self._arrival_order = arrival_order(workload)
+        self._next_arrival = 0
+        first = min(workload.concurrency, len(workload.requests))
+        self._pending = [(0.0, i, workload.requests[i]) for i in range(first)]
         self._next_release = first
 
     def _validate_workload(self) -> None:
+        self.validate_requests(self.workload.requests)
+
+    def validate_requests(self, specs: Sequence[RequestSpec]) -> None:
+        """Raise ConfigError for a request this engine could never serve (or a duplicate id)."""
         config = self.config
         usable_blocks = config.num_gpu_blocks - 1
         if config.policy == "vllm-v0":
             # V0 admits only above its watermark (vLLM V0 would mark such a request ignored).
             usable_blocks -= watermark_blocks(config.num_gpu_blocks)
+        # A synthetic workload numbers its requests, so only other workloads can repeat an id.
+        check_ids = not isinstance(self.workload.requests, RequestTable)
         seen = set()
-        for spec in self.workload.requests:
+        for spec in specs:
             where = f"workload[{spec.request_id}]"
-            if spec.request_id in seen:
-                raise ConfigError(f"{where}.request_id", "duplicate request id")
-            seen.add(spec.request_id)
+            if check_ids:
+                if spec.request_id in seen:
+                    raise ConfigError(f"{where}.request_id", "duplicate request id")
+                seen.add(spec.request_id)
             if len(spec.prompt_token_ids) > config.max_model_len:
                 raise ConfigError(
                     f"{where}.prompt_token_ids",
@@ -109,10 +130,39 @@ class Simulation:
                     f"request {spec.request_id} needs {needed} blocks at its longest but the pool has {usable_blocks}",
                 )
 
+    # -- fed from outside (a cluster's router) -------------------------------------------------
+    def submit(self, spec: RequestSpec, order: int) -> None:
+        """Hand this engine one more request; it arrives at `spec.arrival_time` (order breaks ties)."""
+        heapq.heappush(self._pending, (spec.arrival_time, order, spec))
+
+    @property
+    def num_pending(self) -> int:
+        """Requests handed to this engine that have not arrived yet."""
+        return len(self._pending)
+
+    def next_step_time(self) -> float | None:
+        """When the next step would start, or None while there is nothing to do or to wait for."""
+        if self.scheduler.has_unfinished_requests():
+            return self.clock_s
+        return max(self.clock_s, self._pending[0][0]) if self._pending else None
+
     # -- stepping ---------------------------------------------------------------------------
     @property
+    def num_pending(self) -> int:
+        """Requests of the workload that have not reached the engine yet."""
+        unreleased = len(self.workload.requests) - self._next_release if self.workload.concurrency else 0
+        return len(self._arrival_order) - self._next_arrival + len(self._pending) + unreleased
+
+    def _next_arrival_time(self) -> float | None:
+        if self._pending:
+            return self._pending[0][0]
+        if self._next_arrival < len(self._arrival_order):
+            return self.workload.requests[self._arrival_order[self._next_arrival]].arrival_time
+        return None
+
+    @property
     def done(self) -> bool:
-        return not self._pending and not self.scheduler.has_unfinished_requests()
+        return self._next_arrival_time() is None and not self.scheduler.has_unfinished_requests()
 
     @property
     def num_requests(self) -> int:
@@ -124,10 +174,14 @@ class Simulation:
 
     def _add_arrivals(self) -> list[str]:
         arrived = []
-        pending = self._pending
         now = self._now()
-        while pending and pending[0][0] <= now:
-            arrival_time, order, spec = heapq.heappop(pending)
+        while (arrival_time := self._next_arrival_time()) is not None and arrival_time <= now:
+            if self._pending:
+                _, order, spec = heapq.heappop(self._pending)
+            else:
+                order = self._arrival_order[self._next_arrival]
+                spec = self.workload.requests[order]
+                self._next_arrival += 1
             request = Request(
                 spec.request_id,
                 spec.prompt_token_ids,
@@ -154,10 +208,13 @@ class Simulation:
         scheduler, kv = self.scheduler, self.scheduler.kv_cache_manager
         if not scheduler.has_unfinished_requests() and not self.workload.arrivals_by_step:
             # An idle engine waits for the next request; the clock jumps to its arrival.
-            self.clock_s = max(self.clock_s, self._pending[0][0])
+            self.clock_s = max(self.clock_s, self._next_arrival_time())
         clock_before = self.clock_s
         arrived = self._add_arrivals()
         allocated, freed, evicted, hit = kv.counters()
+        trace = scheduler.decision_trace
+        if trace is not None:
+            trace.start_step(scheduler)
 
         requests = scheduler.requests
         if self.engine_loop is None:
@@ -168,14 +225,14 @@ class Simulation:
             output = engine_pass.scheduled or SchedulerOutput()
             scheduled = self._chunks(output)
         if not scheduled and not scheduler.running and not output.preempted_reqs and not self._batches_in_flight:
-            if not self._pending:
+            if self._next_arrival_time() is None:
                 raise SimulationStalled(
                     f"step {self.step_index}: nothing can be scheduled and no request will arrive "
                     f"({len(scheduler.waiting)} waiting, {kv.num_free_blocks} free blocks)"
                 )
             # Blocked until the next arrival changes something.
             if not self.workload.arrivals_by_step:
-                self.clock_s = max(self.clock_s, self._pending[0][0])
+                self.clock_s = max(self.clock_s, self._next_arrival_time())
 
         if self.engine_loop is None:
             step_s, breakdown = self._batch_time(output)
@@ -229,6 +286,7 @@ class Simulation:
             num_free_blocks=kv.num_free_blocks,
             kv_usage=kv.usage,
             cost_breakdown=breakdown,
+            decisions=trace.end_step(output.preempted_reqs) if trace is not None else None,
         )
         tokens_in_cache = sum(r.num_computed_tokens for r in scheduler.running) - kv.num_shared_slots
         metrics.observe_step(record, kv.num_used_blocks, tokens_in_cache)
@@ -300,6 +358,7 @@ class Simulation:
         return SimulationState(
             self.step_index,
             self.clock_s,
+            self._next_arrival,
             list(self._pending),
             self._next_release,
             scheduler,
@@ -313,6 +372,7 @@ class Simulation:
         """Return to a snapshot; the snapshot stays valid for further restores."""
         self.step_index = state.step_index
         self.clock_s = state.clock_s
+        self._next_arrival = state.next_arrival
         self._pending = list(state.pending)
         self._next_release = state.next_release
         self.scheduler, self.engine_loop = copy.deepcopy((state.scheduler, state.engine_loop))

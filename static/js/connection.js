@@ -5,7 +5,8 @@ import { applyDelta, applyEvents, applySnapshot } from "./store.js";
 
 export function connect(store, { sessionId, token, onError, onStatus }) {
   const banner = document.getElementById("banner");
-  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws/${sessionId}` + (token ? `?token=${encodeURIComponent(token)}` : "");
+  // The control token goes in the first message, never in the URL (URLs reach access logs).
+  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws/${sessionId}`;
   let socket = null;
   let retryMs = 500;
   let everConnected = false;
@@ -19,6 +20,7 @@ export function connect(store, { sessionId, token, onError, onStatus }) {
   function open() {
     socket = new WebSocket(url);
     socket.addEventListener("open", () => {
+      if (token) socket.send(JSON.stringify({ type: "auth", token }));
       retryMs = 500;
       everConnected = true;
       showBanner("");
@@ -53,6 +55,8 @@ export function connect(store, { sessionId, token, onError, onStatus }) {
     if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(command));
   }
 
+  // An open page says so now and then: a session nobody's page pings expires when idle.
+  setInterval(() => send({ type: "ping" }), 30_000);
   open();
   return { send };
 }

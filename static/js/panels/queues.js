@@ -25,7 +25,13 @@ export function mount(el, store, { onSelect }) {
   return { update: () => render(el, store) };
 }
 
-function chip(request, selected) {
+// A request the frame names without its details (beyond the head of a long queue): its id only.
+function bareChip(id, selected) {
+  const label = id.replace(/^req-0*(?=\d)/, "#");
+  return `<button class="chip bare${selected ? " selected" : ""}" data-id="${id}" title="${id}: waiting" aria-label="${label}: ${id}, waiting">${label}</button>`;
+}
+
+function chip(request, selected, showPriority) {
   const prompt = Math.min(1, request.computed / request.prompt);
   const out = request.output / request.max_tokens;
   const preempted = request.status === "preempted";
@@ -33,9 +39,12 @@ function chip(request, selected) {
   const title = `${request.id}: ${request.status}, prompt ${Math.min(request.computed, request.prompt)}/${request.prompt}, ` +
     `output ${request.output}/${request.max_tokens}` + (request.preemptions ? `, preempted ${request.preemptions}×` : "") +
     (request.cached ? `, ${request.cached} prompt tokens from the prefix cache` : "");
-  return `<button class="chip${selected ? " selected" : ""}${preempted ? " preempted" : ""}" data-id="${request.id}" ` +
-    `style="--c:${requestColor(request.color)}" title="${title}" aria-label="${title}">${label}` +
-    (request.preemptions ? `<span class="badge" aria-hidden="true">↺${request.preemptions}</span>` : "") +
+  const priority = showPriority ? `P${request.priority}` : "";
+  const visible = `${label}${priority ? ` ${priority}` : ""}${request.preemptions ? ` ↺${request.preemptions}` : ""}`;
+  return `<button class="chip${selected ? " selected" : ""}${preempted ? " preempted" : ""}${showPriority && request.priority === 0 ? " urgent" : ""}" data-id="${request.id}" ` +
+    `style="--c:${requestColor(request.color)}" title="${title}" aria-label="${visible}: ${title}${priority ? `, priority ${request.priority}` : ""}">${label}` +
+    (priority ? ` <span class="prio">${priority}</span>` : "") +
+    (request.preemptions ? ` <span class="badge">↺${request.preemptions}</span>` : "") +
     `<span class="bar"><i class="prompt" style="width:${(prompt * 50).toFixed(1)}%"></i>` +
     `<i class="out" style="left:50%;width:${(out * 50).toFixed(1)}%"></i></span></button>`;
 }
@@ -58,12 +67,18 @@ function render(el, store) {
   const signature = `${store.step}/${store.seq}/${store.selected}`;
   if (el.dataset.key === signature) return; // nothing this panel shows has changed
   el.dataset.key = signature;
+  // Priority matters when the engine schedules by it or the workload mixes priorities.
+  const scenario = store.session ? store.session.scenario : null;
+  const showPriority = Boolean(scenario && (scenario.engine.scheduling_order === "priority" || scenario.workload.high_priority_fraction > 0));
   let html = "";
   for (const [key, title, colour] of LANES) {
     if ((key === "swapped" || key === "preempted") && !counts[key]) continue;
     const ids = lanes[key];
     const shown = ids.slice(0, MAX_CHIPS);
-    const chips = shown.map((id) => store.requests.get(id)).filter(Boolean).map((r) => chip(r, r.id === store.selected)).join("");
+    const chips = shown.map((id) => {
+      const request = store.requests.get(id);
+      return request ? chip(request, id === store.selected, showPriority) : bareChip(id, id === store.selected);
+    }).join("");
     const extra = counts[key] - shown.length;
     const note = key === "waiting" && q.num_pending ? ` · ${q.num_pending} not yet arrived` : "";
     html += `<div class="lane ${key}" style="--lane:var(${colour})"><header><span>${title}${note}</span><b>${counts[key]}</b></header>` +

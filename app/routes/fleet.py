@@ -1,0 +1,141 @@
+"""Fleet and sweep pages and their API. A fleet or a sweep runs to the end inside its POST, within
+fixed bounds (replicas, requests, points), and returns data: it keeps nothing on the server. The
+one exception is opening a replica's single-engine panels, which creates a session like any other.
+Nothing here names a file: sweep results come from a sweep the page submits, or from a file the
+browser reads itself."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse
+from pydantic import ValidationError
+
+from scheduler_core.cluster.lessons import FLEET_LESSONS_BY_NAME
+from scheduler_core.cluster.replica_view import ReplicaScenario
+from scheduler_core.errors import ConfigError
+from scheduler_core.cluster.scenario import ClusterScenario
+from scheduler_core.cluster.timeline import fleet_timeline
+from scheduler_core.scenario import PRESET_SCENARIOS
+from scheduler_core.sweep import Sweep, run_serial
+from scheduler_core.sweep.grid import build_run
+
+from ..frames import finite
+from ..schemas import (MAX_FLEET_REPLICAS, MAX_FLEET_REQUESTS, MAX_SWEEP_POINTS, MAX_SWEEP_REQUESTS, SWEEP_FIELDS, FleetCreate,
+                       ReplicaSessionCreate, ScenarioModel, SessionCreate, SweepCreate)
+from .api import manager_of, scenario_from, session_urls
+
+router = APIRouter()
+
+
+def fleet_data(body: FleetCreate) -> dict:
+    """The fleet's scenario data, checked by the same path as every web scenario, within bounds."""
+    scenario = scenario_from(SessionCreate(preset=body.preset, scenario=body.scenario, seed=body.seed)
+                             if body.preset or body.scenario else SessionCreate(seed=body.seed))
+    if scenario.workload.num_requests > MAX_FLEET_REQUESTS:
+        raise HTTPException(422, [{"loc": ["body", "scenario", "workload", "num_requests"],
+                                   "msg": f"a fleet on the web runs at most {MAX_FLEET_REQUESTS} requests"}])
+    if scenario.trace:
+        raise HTTPException(422, [{"loc": ["body", "preset"], "msg": "a fleet on the web needs a synthetic workload"}])
+    return {**scenario.to_dict(), "cluster": body.cluster.to_cluster_dict()}
+
+
+def check_pools(fleet: ClusterScenario, request: Request) -> ClusterScenario:
+    """Every replica within a session's limits (its KV blocks above all: they are memory)."""
+    manager = manager_of(request)
+    for pool in (fleet.prefill, fleet.decode) if fleet.disaggregated else (fleet.scenario,):
+        manager.check_limits(pool)
+    return fleet
+
+
+def fleet_of(body: FleetCreate) -> ClusterScenario:
+    if body.lesson is not None:
+        lesson = FLEET_LESSONS_BY_NAME.get(body.lesson)
+        if lesson is None:
+            raise HTTPException(422, [{"loc": ["body", "lesson"], "msg": f"unknown fleet lesson {body.lesson!r}"}])
+        arm = body.arm or next(iter(lesson.arms))
+        if arm not in lesson.arms:
+            raise HTTPException(422, [{"loc": ["body", "arm"], "msg": f"lesson {lesson.name} has arms {list(lesson.arms)}"}])
+        return lesson.scenario(arm)
+    data = fleet_data(body)
+    return ClusterScenario.from_dict(data, data["name"])
+
+
+@router.get("/fleet", include_in_schema=False)
+def fleet_page(request: Request) -> HTMLResponse:
+    return request.app.state.templates.TemplateResponse(request, "fleet.html", {
+        "presets": {name: data["description"] for name, data in PRESET_SCENARIOS.items()},
+        "lessons": {lesson.name: {"title": lesson.title, "summary": lesson.summary, "arms": list(lesson.arms)}
+                    for lesson in FLEET_LESSONS_BY_NAME.values()},
+    })
+
+
+@router.post("/api/fleet")
+def run_fleet(body: FleetCreate, request: Request) -> dict:
+    """Run a fleet to the end: per-replica frames (queues, KV gauge, small KV grid), the router's and
+    the link's events, and the fleet's metrics."""
+    fleet = check_pools(fleet_of(body), request)
+    timeline = fleet_timeline(fleet.build())
+    return finite({"name": fleet.name, "scenario": fleet.to_dict(), "num_gpus": fleet.num_gpus, **timeline})
+
+
+@router.post("/api/fleet/replica", status_code=201)
+def replica_session(body: ReplicaSessionCreate, request: Request):
+    """A single-engine session of one replica: the requests the router sent it, through a lone engine."""
+    scenario = ReplicaScenario.of(check_pools(fleet_of(body), request), body.replica)
+    return session_urls(request, manager_of(request).create(scenario))
+
+
+@router.get("/sweep", include_in_schema=False)
+def sweep_page(request: Request) -> HTMLResponse:
+    return request.app.state.templates.TemplateResponse(request, "sweep.html", {
+        "presets": {name: data["description"] for name, data in PRESET_SCENARIOS.items()},
+        "fields": SWEEP_FIELDS, "max_points": MAX_SWEEP_POINTS,
+    })
+
+
+@router.post("/api/sweep")
+def run_web_sweep(body: SweepCreate, request: Request) -> dict:
+    """Run a bounded sweep one point after another; its rows in grid order."""
+    base = fleet_data(FleetCreate(preset=body.preset, scenario=body.scenario, seed=body.seed,
+                                  cluster=body.cluster or {"replicas": 1}))
+    if body.cluster is None:
+        del base["cluster"]
+    if body.slo_ttft_ms:
+        base["slo_ttft_s"] = body.slo_ttft_ms / 1e3
+    if body.slo_tpot_ms:
+        base["slo_tpot_s"] = body.slo_tpot_ms / 1e3
+    for value in body.axes.get("cluster.replicas", []):
+        if not (isinstance(value, int) and 1 <= value <= MAX_FLEET_REPLICAS):
+            raise HTTPException(422, [{"loc": ["body", "axes", "cluster.replicas"],
+                                       "msg": f"replicas are integers from 1 to {MAX_FLEET_REPLICAS}"}])
+    num_points = math.prod(len(values) for values in body.axes.values())
+    if num_points > MAX_SWEEP_POINTS:
+        raise HTTPException(422, [{"loc": ["body", "axes"], "msg": f"the grid has {num_points} points; at most {MAX_SWEEP_POINTS}"}])
+    try:
+        sweep = Sweep.from_dict({**base, "sweep": dict(body.axes)}, name=base["name"], max_points=MAX_SWEEP_POINTS)
+    except ConfigError as e:  # a swept value the core refuses: point at the axis that holds it
+        raise HTTPException(422, [{"loc": ["body", "axes", e.field.removeprefix("sweep.")], "msg": e.reason}]) from None
+    total_requests = 0
+    for point in sweep.points():
+        # Every point again through the web schema: a swept value is checked like a typed one.
+        data = {k: v for k, v in point.data.items() if k not in ("cluster", "trace")}
+        try:
+            ScenarioModel.model_validate(json.loads(json.dumps(data)))
+        except ValidationError as e:
+            raise HTTPException(422, [{"loc": ["body", "axes", *map(str, err["loc"])], "msg": err["msg"]}
+                                      for err in e.errors(include_input=False)]) from None
+        total_requests += point.data["workload"]["num_requests"]
+        run = build_run(point.data, sweep.name)
+        try:
+            check_pools(run, request) if isinstance(run, ClusterScenario) else manager_of(request).check_limits(run)
+        except ConfigError as e:
+            raise HTTPException(422, [{"loc": ["body", "axes"], "msg": f"point {point.values}: {e}"}]) from None
+    if total_requests > MAX_SWEEP_REQUESTS:
+        raise HTTPException(422, [{"loc": ["body", "axes"], "msg": f"the sweep simulates {total_requests} requests "
+                                   f"in all; at most {MAX_SWEEP_REQUESTS}"}])
+    rows = sorted(run_serial(sweep.points(), sweep.name), key=lambda row: row["point"])
+    return finite({"keys": sweep.keys, "rows": rows, "slo_ttft_s": base.get("slo_ttft_s"),
+                   "slo_tpot_s": base.get("slo_tpot_s")})

@@ -1,0 +1,80 @@
+"""A fleet's run as frames for the fleet view: every replica's queues, KV usage and a small KV grid,
+sampled over simulated time, with the router's and the link's events.
+
+Frames are taken every `interval` of simulated time; when there would be more than `max_frames`,
+every other frame is dropped and the interval doubles, so any run fits the same budget.
+"""
+
+from __future__ import annotations
+
+from ..kv_cache_manager import cdiv
+from .cluster import Cluster
+from .fleet_metrics import fleet_report
+from .replica import Replica
+
+# A small grid's cells: free, cached but evictable, and in use by tenths ("1" to "9", "#" full).
+FREE, CACHED = ".", "c"
+
+
+def kv_cells(replica: Replica, num_cells: int) -> str:
+    """The replica's KV blocks folded into at most `num_cells` cells, one character each."""
+    kv = replica.sim.scheduler.kv_cache_manager
+    pool = getattr(kv, "block_pool", None)
+    if pool is None:  # the contiguous allocator has no per-block state to show
+        used = round(kv.usage * num_cells)
+        return "#" * used + FREE * (num_cells - used)
+    ref_cnt, block_hash = pool.ref_cnt, pool.block_hash
+    total = len(ref_cnt) - 1  # block 0 is the null block
+    per_cell = cdiv(total, num_cells)
+    cells = []
+    for start in range(1, total + 1, per_cell):
+        blocks = range(start, min(start + per_cell, total + 1))
+        used = sum(1 for b in blocks if ref_cnt[b])
+        if used:
+            tenths = min(9, max(1, used * 10 // len(blocks)))
+            cells.append("#" if used == len(blocks) else str(tenths))
+        else:
+            cells.append(CACHED if any(block_hash[b] is not None for b in blocks) else FREE)
+    return "".join(cells)
+
+
+def replica_frame(replica: Replica, num_cells: int) -> dict:
+    scheduler = replica.sim.scheduler
+    return {
+        "waiting": len(scheduler.waiting) + replica.sim.num_pending + len(replica.awaiting_blocks),
+        "running": len(scheduler.running),
+        "kv": round(replica.kv_usage, 4),
+        "finished": replica.sim.metrics.num_finished,
+        "grid": kv_cells(replica, num_cells),
+    }
+
+
+def fleet_timeline(cluster: Cluster, max_frames: int = 240, num_cells: int = 160, max_events: int = 2000,
+                   interval_s: float = 0.05) -> dict:
+    """Run the fleet to the end; its frames, its first `max_events` routing and transfer events, and
+    its report."""
+    frames, events = [], []
+    num_events = 0
+    next_frame_s = 0.0
+    for event in cluster.events():
+        if event.kind != "step":
+            num_events += 1
+            if len(events) < max_events:
+                events.append({"t": event.time_s, "kind": event.kind, "replica": event.replica,
+                               "request": event.request_id, "detail": event.detail})
+            continue
+        while event.time_s >= next_frame_s:
+            frames.append({"t": next_frame_s, "replicas": [replica_frame(r, num_cells) for r in cluster.replicas]})
+            next_frame_s += interval_s
+            if len(frames) > max_frames:
+                frames = frames[::2]
+                interval_s *= 2
+                next_frame_s = frames[-1]["t"] + interval_s
+    frames.append({"t": cluster.clock_s, "replicas": [replica_frame(r, num_cells) for r in cluster.replicas]})
+    return {
+        "replicas": [{"name": r.name, "role": r.role, "num_blocks": r.sim.config.num_gpu_blocks} for r in cluster.replicas],
+        "frames": frames,
+        "events": events,
+        "num_events": num_events,
+        "report": fleet_report(cluster, wall_s=0.0),
+    }

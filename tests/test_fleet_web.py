@@ -1,0 +1,173 @@
+"""The fleet and sweep pages and their API: bounded runs that keep nothing on the server, inputs
+through the web schema (a 422 names the field), nothing that could name a file, and in a real
+browser: replicas side by side, a click opening one replica's engine panels, the sweep's charts."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from scheduler_core.cluster.scenario import ClusterScenario
+
+SMALL = {"name": "small", "engine": {"num_gpu_blocks": 600, "max_num_batched_tokens": 512},
+         "workload": {"num_requests": 60, "arrival_rate": 20.0, "lengths": "fixed", "prompt_len": 200, "output_len": 16,
+                      "shared_prefix_len": 64, "num_shared_prefixes": 4}}
+
+
+@pytest.fixture(scope="module")
+def client():
+    # "testserver" is the host name TestClient sends.
+    with TestClient(create_app(Settings(allowed_hosts=("testserver",)))) as c:
+        yield c
+
+
+def locations(response) -> list[list]:
+    return [error["loc"] for error in response.json()["detail"]]
+
+
+def test_a_fleet_run_returns_frames_and_metrics_and_keeps_no_state(client):
+    response = client.post("/api/fleet", json={"scenario": SMALL, "cluster": {"replicas": 3, "router": "prefix-aware"}})
+    assert response.status_code == 200
+    run = response.json()
+    assert [r["name"] for r in run["replicas"]] == ["replica-0", "replica-1", "replica-2"]
+    assert run["frames"] and all(len(f["replicas"]) == 3 for f in run["frames"])
+    assert run["report"]["num_requests"] == 60 and sum(run["report"]["router"]["decisions"].values()) == 60
+    assert run["num_gpus"] == 3
+    # The numbers are the core's: the same fleet run headless gives the same report.
+    data = {k: v for k, v in run["scenario"].items() if v is not None}  # JSON has no infinite SLO
+    fleet = ClusterScenario.from_dict(data).build()
+    fleet.run()
+    from scheduler_core.cluster import fleet_report
+    assert run["report"]["ttft_s"]["p99"] == pytest.approx(fleet_report(fleet)["ttft_s"]["p99"])
+    assert client.get("/api/sessions").json() == []
+    assert client.get("/fleet").status_code == 200 and client.get("/sweep").status_code == 200
+    assert client.get("/api/sessions").json() == []
+
+
+def test_a_split_fleet_reports_its_transfers(client):
+    response = client.post("/api/fleet", json={"scenario": SMALL, "cluster": {
+        "link": "ethernet", "prefill": {"replicas": 1, "tp": 2}, "decode": {"replicas": 2, "max_num_seqs": 32}}})
+    assert response.status_code == 200
+    run = response.json()
+    assert [r["role"] for r in run["replicas"]] == ["prefill", "decode", "decode"]
+    assert run["report"]["kv_transfer"]["num_transfers"] == 60 and run["report"]["kv_transfer"]["link"] == "ethernet"
+    assert {e["kind"] for e in run["events"]} == {"route", "transfer", "landed"}
+    assert run["num_gpus"] == 4
+
+
+@pytest.mark.parametrize("body, location", [
+    ({"cluster": {"replicas": 9}}, ["body", "cluster", "replicas"]),
+    ({"cluster": {"router": "random"}}, ["body", "cluster", "router"]),
+    ({"cluster": {"prefill": {"replicas": 5}, "decode": {}}}, ["body", "cluster", "prefill", "replicas"]),
+    ({"scenario": {**SMALL, "workload": {"num_requests": 5000}}}, ["body", "scenario", "workload", "num_requests"]),
+    ({"scenario": {**SMALL, "trace": "/etc/passwd"}}, ["body", "scenario", "trace"]),
+    ({"scenario": {**SMALL, "engine": {"num_gpu_blocks": 10**8}}}, ["engine", "num_gpu_blocks"]),
+])
+def test_bad_fleets_are_422_naming_the_field(client, body, location):
+    response = client.post("/api/fleet", json=body)
+    assert response.status_code == 422
+    assert location in locations(response)
+
+
+def test_a_replica_opens_as_a_single_engine_session(client):
+    body = {"scenario": SMALL, "cluster": {"replicas": 2, "router": "round-robin"}}
+    response = client.post("/api/fleet/replica", json={**body, "replica": "replica-1"})
+    assert response.status_code == 201
+    created = response.json()
+    info = client.get(f"/api/sessions/{created['session_id']}").json()
+    assert info["num_requests"] == 30  # round-robin: every other request
+    assert info["scenario"]["fleet"]["cluster"]["replicas"] == 2
+    client.delete(f"/api/sessions/{created['session_id']}", headers={"X-Control-Token": created["control_token"]})
+    for replica, code in (("replica-5", 422), ("decode-0", 422), ("../../etc/passwd", 422)):
+        assert client.post("/api/fleet/replica", json={**body, "replica": replica}).status_code == code
+
+
+def test_the_page_sweep_runs_a_bounded_grid(client):
+    response = client.post("/api/sweep", json={
+        "scenario": SMALL, "cluster": {"replicas": 1, "router": "least-requests"},
+        "axes": {"cluster.replicas": [1, 2], "workload.arrival_rate": [10, 40]}, "slo_ttft_ms": 200})
+    assert response.status_code == 200
+    result = response.json()
+    assert result["keys"] == ["cluster.replicas", "workload.arrival_rate"] and result["slo_ttft_s"] == 0.2
+    assert [r["point"] for r in result["rows"]] == [0, 1, 2, 3]
+    assert [r["num_gpus"] for r in result["rows"]] == [1, 1, 2, 2]
+    assert result["rows"][3]["ttft_s.p99"] < result["rows"][1]["ttft_s.p99"]
+
+
+@pytest.mark.parametrize("axes, location", [
+    ({"trace": ["/etc/passwd"]}, ["body", "axes", "trace", "[key]"]),
+    ({"model": ["/etc/passwd"]}, ["body", "axes", "model", "[key]"]),
+    ({"cluster.replicas": [1, 20]}, ["body", "axes", "cluster.replicas"]),
+    ({"engine.max_num_seqs": list(range(1, 6)), "tp": [1, 2, 3, 4, 5]}, ["body", "axes"]),
+    ({"workload.num_requests": [2000, 2001, 4000, 4001, 4002, 4003]}, ["body", "axes"]),
+    ({"workload.num_requests": [10, 20.5]}, ["body", "axes", "workload.num_requests"]),
+    ({"engine.max_num_seqs": [0]}, ["body", "axes", "engine.max_num_seqs"]),
+    ({"gpu": ["tpu"]}, ["body", "axes", "gpu"]),
+    ({"engine.num_gpu_blocks": [600, 10**8]}, ["body", "axes"]),
+])
+def test_bad_page_sweeps_are_422_naming_the_field(client, axes, location):
+    response = client.post("/api/sweep", json={"scenario": SMALL, "axes": axes})
+    assert response.status_code == 422, response.json()
+    assert location in locations(response)
+
+
+# -- in a real browser ------------------------------------------------------------------------
+CHROMIUM = Path("/usr/bin/chromium")
+browser_only = pytest.mark.skipif(not CHROMIUM.exists(), reason="browser tests need Debian's chromium at /usr/bin/chromium")
+
+if CHROMIUM.exists():
+    from test_dashboard_e2e import browser, new_page, server, wait_for_dashboard  # noqa: F401
+
+
+@browser_only
+def test_fleet_page_shows_replicas_and_a_click_opens_one(server, new_page):
+    page = new_page(1280, 720)
+    page.goto(f"{server.url}/fleet?replicas=3&requests=90&rate=12")
+    page.wait_for_selector(".replica canvas", timeout=60_000)
+    assert page.locator(".replica").count() == 3
+    assert page.locator("#summary").inner_text().count("requests") == 1
+    def finished_at(where: str) -> int:
+        page.evaluate(f"() => {{ const t = document.getElementById('time'); t.value = {where}; "
+                      "t.dispatchEvent(new Event('input')); }")
+        return sum(int(text) for text in page.locator(".replica .finished").all_inner_texts())
+
+    # The page opens at the end of the run; the time slider goes back to its start.
+    assert finished_at("t.max") == 90
+    assert finished_at("0") == 0 and page.locator("#clock").inner_text() == "0.00 s"
+    assert 0 < finished_at("Math.round(t.max / 2)") < 90
+    assert page.locator("#events li").count() > 0
+    page.locator(".replica").nth(1).click()
+    page.wait_for_url("**/s/**", timeout=60_000)
+    wait_for_dashboard(page)
+    assert page.evaluate("window.servescope.store.session.num_requests") == 30
+    # This tab created the session, so it holds the control (the token is not in the address bar).
+    assert page.locator("#play").is_enabled() and "token" not in page.url
+    assert page.errors == []
+
+
+@browser_only
+def test_sweep_page_plots_an_uploaded_results_file(server, new_page, tmp_path):
+    rows = [{"point": i, "cluster.replicas": r, "workload.arrival_rate": rate, "num_gpus": r, "requests_per_s": rate * 0.9,
+             "ttft_s.p99": 0.05 * rate / r, "tpot_s.p99": 0.01, "goodput_requests_per_s": rate * 0.8}
+            for i, (r, rate) in enumerate((r, rate) for r in (1, 2) for rate in (5, 10))]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    path = tmp_path / "results.csv"
+    path.write_text(out.getvalue())
+    page = new_page(1920, 1080)
+    page.goto(f"{server.url}/sweep")
+    page.set_input_files("#upload", str(path))
+    page.wait_for_selector("#table tbody tr")
+    assert page.locator("#table tbody tr").count() == 4
+    assert page.locator("#legend").inner_text().count("replicas=") == 2
+    # SLO 300 ms: every point meets it; at each rate the one-GPU configuration is the cheapest.
+    assert page.locator("#table tr.cheapest").count() == 2
+    assert page.errors == []
