@@ -20,7 +20,8 @@ from scheduler_core.workload import WorkloadConfig
 
 @pytest.fixture(scope="module")
 def client():
-    with TestClient(create_app(Settings(heartbeat_s=0.2))) as client:
+    # "testserver" is the host name TestClient sends.
+    with TestClient(create_app(Settings(heartbeat_s=0.2, allowed_hosts=("testserver",)))) as client:
         yield client
 
 
