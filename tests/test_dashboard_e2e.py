@@ -349,11 +349,12 @@ def test_config_form_shows_vllms_startup_lines_and_updates_them(presenter):
     """The form previews vLLM's KV cache size and maximum concurrency; an fp8 KV cache doubles them."""
     presenter.click("#configure")
     startup = presenter.locator("#cfg-startup")
-    presenter.wait_for_function("document.querySelector('#cfg-startup').textContent.includes('GPU KV cache size')",
+    # The dialog is built after the schema arrives: wait for it before reading it.
+    presenter.wait_for_function("document.querySelector('#cfg-startup')?.textContent.includes('GPU KV cache size')",
                                 timeout=WAIT_MS)
     presenter.select_option("#cfg-top-kv_cache_dtype", "fp8")
     presenter.wait_for_function("document.querySelector('#cfg-engine-num_gpu_blocks').value === ''", timeout=WAIT_MS)
-    presenter.wait_for_function("!document.querySelector('#cfg-startup').textContent.includes('Overriding')",
+    presenter.wait_for_function("!document.querySelector('#cfg-startup')?.textContent.includes('Overriding')",
                                 timeout=WAIT_MS)
     text = startup.text_content()
     tokens = int(text.split("GPU KV cache size: ")[1].split(" tokens")[0].replace(",", ""))

@@ -67,7 +67,7 @@ def test_a_split_fleet_reports_its_transfers(client):
     ({"cluster": {"prefill": {"replicas": 5}, "decode": {}}}, ["body", "cluster", "prefill", "replicas"]),
     ({"scenario": {**SMALL, "workload": {"num_requests": 5000}}}, ["body", "scenario", "workload", "num_requests"]),
     ({"scenario": {**SMALL, "trace": "/etc/passwd"}}, ["body", "scenario", "trace"]),
-    ({"scenario": {**SMALL, "engine": {"num_gpu_blocks": 10**8}}}, ["engine", "num_gpu_blocks"]),
+    ({"scenario": {**SMALL, "engine": {"num_gpu_blocks": 10**8}}}, ["body", "scenario", "engine", "num_gpu_blocks"]),
 ])
 def test_bad_fleets_are_422_naming_the_field(client, body, location):
     response = client.post("/api/fleet", json=body)
@@ -109,7 +109,7 @@ def test_the_page_sweep_runs_a_bounded_grid(client):
     ({"workload.num_requests": [10, 20.5]}, ["body", "axes", "workload.num_requests"]),
     ({"engine.max_num_seqs": [0]}, ["body", "axes", "engine.max_num_seqs"]),
     ({"gpu": ["tpu"]}, ["body", "axes", "gpu"]),
-    ({"engine.num_gpu_blocks": [600, 10**8]}, ["body", "axes"]),
+    ({"engine.num_gpu_blocks": [600, 10**8]}, ["body", "axes", "engine.num_gpu_blocks"]),
 ])
 def test_bad_page_sweeps_are_422_naming_the_field(client, axes, location):
     response = client.post("/api/sweep", json={"scenario": SMALL, "axes": axes})

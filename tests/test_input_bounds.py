@@ -20,7 +20,8 @@ from scheduler_core.workload import WorkloadConfig
 
 @pytest.fixture(scope="module")
 def client():
-    with TestClient(create_app(Settings(heartbeat_s=0.2))) as client:
+    # "testserver" is the host name TestClient sends.
+    with TestClient(create_app(Settings(heartbeat_s=0.2, allowed_hosts=("testserver",)))) as client:
         yield client
 
 
@@ -142,7 +143,7 @@ def test_core_engine_checks_bound_sizes_and_switch_types():
     ({"slo_ttft_s": -1}, "slo_ttft_s"),
     ({"slo_tpot_s": math.nan}, "slo_tpot_s"),
     ({"name": "x" * 10_000}, "name"),
-    ({"tp": "2"}, "tp"),
+    ({"tp": "2"}, "tensor_parallel_size"),  # tp is vLLM's older name for it
 ])
 def test_core_scenario_checks_name_the_field(data, field):
     with pytest.raises(ConfigError) as error:

@@ -121,7 +121,10 @@ def run_web_sweep(body: SweepCreate, request: Request) -> dict:
     total_requests = 0
     for point in sweep.points():
         # Every point again through the web schema: a swept value is checked like a typed one.
-        data = {k: v for k, v in point.data.items() if k not in ("cluster", "trace")}
+        # Only what the web form can set: the base's other fields (no SLO is inf, defaults the
+        # schema does not offer) were made by the server, not typed.
+        data = {k: v for k, v in point.data.items() if k in ScenarioModel.model_fields
+                and not (k.startswith("slo_") and not math.isfinite(v))}
         try:
             ScenarioModel.model_validate(json.loads(json.dumps(data)))
         except ValidationError as e:
