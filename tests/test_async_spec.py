@@ -89,3 +89,13 @@ def test_the_cli_reports_a_bad_speculative_config_without_a_traceback(capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "argument --speculative-config: speculative_config.method" in err and "Traceback" not in err
+
+
+def test_lessons_pin_the_synchronous_loop_their_beats_and_claims_were_written_for():
+    """vLLM's async default applies to `run`, `compare` and the dashboard's own scenarios; a lesson's
+    arms (CLI, API and dashboard alike) run exactly as written, so its step counts do not move."""
+    from scheduler_core.lesson_catalog import LESSONS
+
+    for lesson in LESSONS:
+        for arm in lesson.arms:
+            assert lesson.scenario(arm).engine.async_scheduling is False, f"{lesson.name}:{arm}"
