@@ -141,7 +141,7 @@ async function openConfigForm(store, dialog) {
     const choices = spec.enum || (spec.anyOf && spec.anyOf.find((s) => s.enum) || {}).enum;
     let input;
     if (choices) input = `<select id="${id}" data-path="${path}" data-name="${name}">${choices.map((c) => `<option ${c === value ? "selected" : ""}>${c}</option>`).join("")}</select>`;
-    else if (spec.type === "boolean") input = `<input type="checkbox" id="${id}" data-path="${path}" data-name="${name}" data-type="boolean" ${value ? "checked" : ""}>`;
+    else if (spec.type === "boolean" || (spec.anyOf && spec.anyOf.some((s) => s.type === "boolean"))) input = `<input type="checkbox" id="${id}" data-path="${path}" data-name="${name}" data-type="boolean" ${value ? "checked" : ""}>`;
     else if (spec.type === "integer" || spec.type === "number" || (spec.anyOf && spec.anyOf.some((s) => s.type === "integer" || s.type === "number")))
       input = `<input type="number" step="any" id="${id}" data-path="${path}" data-name="${name}" data-type="number" value="${value ?? ""}">`;
     else input = `<input type="text" id="${id}" data-path="${path}" data-name="${name}" value="${value ?? ""}">`;
@@ -150,7 +150,8 @@ async function openConfigForm(store, dialog) {
   const section = (path, refName, values) => {
     const props = defs[refName].properties;
     return `<fieldset><legend>${path}</legend><div class="form-grid">` +
-      Object.entries(props).filter(([n]) => n !== "compat").map(([n, spec]) => field(path, n, spec, values[n])).join("") + "</div></fieldset>";
+      // Nested tables (compat, speculative_config) are not form fields: the session's values are kept.
+      Object.entries(props).filter(([, spec]) => !spec.$ref && !(spec.anyOf || []).some((s) => s.$ref)).map(([n, spec]) => field(path, n, spec, values[n])).join("") + "</div></fieldset>";
   };
   const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "tensor_parallel_size", "gpu_memory_utilization", "kv_cache_dtype"].includes(n))
     .map(([n, spec]) => field("top", n, spec, current[n])).join("");
