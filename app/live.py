@@ -21,6 +21,7 @@ from fastapi import WebSocket
 from scheduler_core.errors import ConfigError
 from scheduler_core.scenario import Scenario
 
+from .frames import PROTOCOL_VERSION, Delta
 from .session import Breakpoint, Session
 from .settings import Settings
 
@@ -28,37 +29,55 @@ from .settings import Settings
 MAX_DELTA_STEPS = 200
 # Steps simulated between turns of the event loop during a long step, seek or run to breakpoint.
 ADVANCE_CHUNK = 50
+# The share of each playback tick spent stepping; the rest is the viewers' senders' (and, on a
+# small machine, the browser's).
+STEPPING_SHARE = 0.5
 
 
-# Deltas a viewer may fall behind by before the next thing it gets is one snapshot instead: a
-# brief stall costs a few small frames, a long one never more than the current state.
-MAX_PENDING_DELTAS = 6
+# Frames a page that acknowledges what it drew ("ack") may have in flight: one being drawn, one
+# on its way, so the next is ready when a frame is drawn but none piles up behind a slow page.
+MAX_UNACKED_FRAMES = 2
 
 
 class Viewer:
+    """One websocket's mailbox and sender. The state it has not been sent yet is one delta (later
+    ones merge into it) or a "send a snapshot" mark once that delta would span too many steps."""
+
     def __init__(self, websocket: WebSocket, can_control: bool, event_backlog: int):
         self.websocket = websocket
         self.can_control = can_control
         self.needs_snapshot = True
-        self.pending_deltas: deque[tuple[int, str]] = deque()  # (seq, frame)
+        self.pending_delta: Delta | None = None
+        # Sequence numbers of the state frames sent and not yet acknowledged; a viewer that never
+        # acknowledges (a script) is sent frames as fast as its socket takes them.
+        self.acknowledges = False
+        self.unacked: deque[int] = deque()
         self.replies: deque[str] = deque(maxlen=64)
         self.events: deque[dict] = deque(maxlen=event_backlog)
         self.dropped_events = 0
         self.wakeup = asyncio.Event()
         self.wakeup.set()
 
-    def offer_delta(self, seq: int, text: str) -> None:
-        if self.needs_snapshot or len(self.pending_deltas) >= MAX_PENDING_DELTAS:
-            # Too far behind: the next thing it gets is the whole current state (latest wins).
-            self.needs_snapshot = True
-            self.pending_deltas.clear()
-        else:
-            self.pending_deltas.append((seq, text))
+    def offer_delta(self, delta: Delta) -> None:
+        if not self.needs_snapshot:
+            pending = self.pending_delta
+            merged = delta if pending is None else pending.merged(delta)
+            if merged.num_steps > MAX_DELTA_STEPS:  # too far behind: the whole current state (latest wins)
+                self.offer_snapshot()
+                return
+            self.pending_delta = merged
         self.wakeup.set()
 
     def offer_snapshot(self) -> None:
         self.needs_snapshot = True
-        self.pending_deltas.clear()
+        self.pending_delta = None
+        self.wakeup.set()
+
+    def acknowledge(self, seq: int) -> None:
+        """The page has drawn the state up to `seq`."""
+        self.acknowledges = True
+        while self.unacked and self.unacked[0] <= seq:
+            self.unacked.popleft()
         self.wakeup.set()
 
     def offer_events(self, events: list[dict]) -> None:
@@ -73,38 +92,49 @@ class Viewer:
         self.replies.append(text)
         self.wakeup.set()
 
+    def _window_open(self) -> bool:
+        return not self.acknowledges or len(self.unacked) < MAX_UNACKED_FRAMES
+
     async def send_loop(self, live: "LiveSession", heartbeat_s: float) -> None:
-        """This viewer's own sender: replies, then the latest state, then queued events."""
+        """This viewer's own sender: replies, then the latest state and the queued events while
+        the page keeps up with what it was sent."""
         ws = self.websocket
         while True:
             try:
                 await asyncio.wait_for(self.wakeup.wait(), heartbeat_s)
             except TimeoutError:
-                await ws.send_text(json.dumps({"v": 1, "type": "heartbeat", "step": live.session.step}))
+                await ws.send_text(json.dumps({"v": PROTOCOL_VERSION, "type": "heartbeat", "step": live.session.step}))
                 continue
             self.wakeup.clear()
             while self.replies:
                 await ws.send_text(self.replies.popleft())
+            if not self._window_open():
+                continue  # the next acknowledgement wakes this loop up again
             if self.needs_snapshot:
                 self.needs_snapshot = False
                 # Under the session's lock: never the half-done state of a long command.
                 async with live.lock:
-                    seq, text = live.session.seq, live.session.snapshot_frame()
+                    seq, data = live.session.seq, live.session.snapshot_frame()
                 # Deltas offered while waiting for the lock are already in the snapshot.
-                while self.pending_deltas and self.pending_deltas[0][0] <= seq:
-                    self.pending_deltas.popleft()
-                await ws.send_text(text)
-            while self.pending_deltas and not self.needs_snapshot:
-                await ws.send_text(self.pending_deltas.popleft()[1])
+                if self.pending_delta is not None and self.pending_delta.seq <= seq:
+                    self.pending_delta = None
+                self.unacked.append(seq)
+                await ws.send_bytes(data)
+            elif self.pending_delta is not None:
+                delta, self.pending_delta = self.pending_delta, None
+                self.unacked.append(delta.seq)
+                await ws.send_bytes(delta.encode())
+            if self.pending_delta is not None or self.needs_snapshot:
+                self.wakeup.set()  # more to send once the window allows
             if self.events:
                 batch = list(self.events)
                 self.events.clear()
                 dropped, self.dropped_events = self.dropped_events, 0
-                await ws.send_text(json.dumps({"v": 1, "type": "events", "events": batch, "dropped": dropped}))
+                await ws.send_text(json.dumps({"v": PROTOCOL_VERSION, "type": "events", "events": batch, "dropped": dropped}))
 
 
 def error_frame(code: str, message: str) -> str:
-    return json.dumps({"v": 1, "type": "error", "code": code, "message": message})
+    return json.dumps({"v": PROTOCOL_VERSION, "type": "error", "code": code, "message": message})
 
 
 class CommandError(Exception):
@@ -132,13 +162,13 @@ class LiveSession:
         if records is None or len(records) > MAX_DELTA_STEPS:
             self.session.jump()
             self.publish_snapshot()
-            text = None
+            delta = None
         else:
-            text = self.session.delta_frame(records)
+            delta = self.session.delta_frame(records)
         events = self.session.take_events()
         for viewer in self.viewers:
-            if text is not None:
-                viewer.offer_delta(self.session.seq, text)
+            if delta is not None:
+                viewer.offer_delta(delta)
             viewer.offer_events(events)
 
     def publish_snapshot(self) -> None:
@@ -173,7 +203,9 @@ class LiveSession:
             if kind == "snapshot":
                 viewer.offer_snapshot()
             elif kind == "ping":
-                viewer.reply(json.dumps({"v": 1, "type": "pong", "step": self.session.step}))
+                viewer.reply(json.dumps({"v": PROTOCOL_VERSION, "type": "pong", "step": self.session.step}))
+            elif kind == "ack":
+                viewer.acknowledge(self._int(message, "seq", 0, 0, 2**53))
             elif kind in CONTROL_COMMANDS:
                 if not viewer.can_control:
                     raise CommandError("read_only", "this is a view-only link: only the presenter controls the session")
@@ -285,7 +317,9 @@ class LiveSession:
         """Step at the chosen speed, one frame per tick, until paused, a breakpoint, or the end.
 
         By steps per second, or (with `time_ratio`) as many steps as keep simulated time at that
-        multiple of wall time; either way at most max_steps_per_s, so viewers are never flooded.
+        multiple of wall time; either way at most max_steps_per_s, so viewers are never flooded,
+        and for at most a share of each tick, so the viewers' senders always get their turn: when
+        the simulation cannot keep up, play slows down and frames keep coming.
         """
         frame_s = 1.0 / self.settings.max_frames_per_s
         max_per_tick = max(1, int(self.settings.max_steps_per_s * frame_s))
@@ -298,15 +332,16 @@ class LiveSession:
             async with self.lock:
                 if not session.playing:
                     break
+                deadline = now + frame_s * STEPPING_SHARE
                 if session.time_ratio is None:
                     # At most one tick's worth: if stepping falls behind, play slows down rather
                     # than sending ever larger frames.
                     owed = min(owed + elapsed * session.steps_per_s, max(1.0, session.steps_per_s * frame_s), max_per_tick)
                     due, owed = int(owed), owed - int(owed)
-                    records, hit = session.advance(due, stop_at_breakpoints=True)
+                    records, hit = session.advance(due, stop_at_breakpoints=True, deadline=deadline)
                 else:
                     target_clock = session.sim.clock_s + session.time_ratio * elapsed
-                    records, hit = session.advance_until(target_clock, max_per_tick)
+                    records, hit = session.advance_until(target_clock, max_per_tick, deadline)
                 self.publish_steps(records)
                 if hit or session.done:
                     session.playing = False

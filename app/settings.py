@@ -13,8 +13,9 @@ class Settings:
     max_requests_per_session: int = 20_000
     max_blocks_per_session: int = 131_072
     max_steps_per_s: float = 2_000.0
-    # Frames per second a playing session sends; faster play puts several steps in one frame.
-    max_frames_per_s: float = 30.0
+    # Playback ticks per second (each one delta); faster play puts several steps in one tick, and
+    # a viewer that draws slower gets the ticks merged.
+    max_frames_per_s: float = 60.0
     max_message_bytes: int = 64 * 1024
     idle_timeout_s: float = 15 * 60
     heartbeat_s: float = 5.0

@@ -8,6 +8,7 @@ import secrets
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
+from ..frames import PROTOCOL_VERSION
 from ..live import Viewer, error_frame
 
 router = APIRouter()
@@ -19,7 +20,7 @@ async def session_socket(websocket: WebSocket, session_id: str, token: str = "")
     live = manager.get(session_id)
     await websocket.accept()
     if live is None:
-        await websocket.send_json({"v": 1, "type": "error", "code": "no_session", "message": f"no session {session_id!r}"})
+        await websocket.send_json({"v": PROTOCOL_VERSION, "type": "error", "code": "no_session", "message": f"no session {session_id!r}"})
         await websocket.close(code=4404)
         return
     can_control = bool(token) and secrets.compare_digest(token, live.session.control_token)

@@ -24,9 +24,13 @@ if (params.get("theme") === "projector" || localStorage.getItem("servescope-them
   document.documentElement.dataset.theme = "projector";
 }
 
+// Frames per second actually drawn, and what receiving the state costs, for benchmarks and for
+// the curious (window.servescope).
+const stats = { frames: 0, longestFrameMs: 0, panelMs: {}, states: 0, decodeMs: 0, applyMs: 0 };
 const { send } = connect(store, {
   sessionId,
   token,
+  stats,
   onError: (frame) => console.warn(`servescope: ${frame.code}: ${frame.message}`),
   onStatus: (frame) => { if (frame.note) showNote(frame.note); },
 });
@@ -92,8 +96,6 @@ function toggleTheme() {
   store.dirty.add("all");
 }
 
-// Frames per second actually drawn, for benchmarks and for the curious (window.servescope).
-const stats = { frames: 0, longestFrameMs: 0, panelMs: {} };
 function timed(name, draw) {
   const start = performance.now();
   draw();
