@@ -1,6 +1,7 @@
 // Request lanes: waiting, running, swapped, finished. Each request is a chip in its own colour
 // with its prompt progress (orange) and output progress (blue), and a label, so colour is never
-// the only thing that tells requests apart.
+// the only thing that tells requests apart. Chips are kept per request and only what changed is
+// written: a step that advances 256 decodes moves 256 bars, it does not rebuild the lanes.
 
 import { requestColor } from "../colors.js";
 
@@ -22,29 +23,70 @@ export function mount(el, store, { onSelect }) {
     const chip = event.target.closest(".chip");
     if (chip && (event.key === "Enter" || event.key === " ")) { event.preventDefault(); event.stopPropagation(); onSelect(chip.dataset.id); }
   });
-  return { update: () => render(el, store) };
+  const lanes = new Map(LANES.map(([key, title, colour]) => [key, createLane(el, key, colour)]));
+  const chips = new Map(); // request id -> its chip, wherever it is shown
+  let shownKey = "";
+  return {
+    update() {
+      const key = `${store.step}/${store.seq}/${store.selected}`;
+      if (key === shownKey) return; // nothing this panel shows has changed
+      shownKey = key;
+      render(store, lanes, chips);
+    },
+  };
 }
 
-function chip(request, selected) {
+function createLane(el, key, colour) {
+  const lane = document.createElement("div");
+  lane.className = `lane ${key}`;
+  lane.style.setProperty("--lane", `var(${colour})`);
+  lane.innerHTML = `<header><span></span><b></b></header><div class="chips"><span class="more"></span></div>`;
+  el.append(lane);
+  return { lane, title: lane.querySelector("header span"), count: lane.querySelector("header b"),
+    chips: lane.querySelector(".chips"), more: lane.querySelector(".more"), text: {} };
+}
+
+// Writes a lane's text only when it differs, so an unchanged lane costs no style recalculation.
+function setText(lane, part, text) {
+  if (lane.text[part] !== text) { lane.text[part] = text; lane[part].textContent = text; }
+}
+
+function createChip(request) {
+  const chip = document.createElement("button");
+  chip.className = "chip";
+  chip.dataset.id = request.id;
+  chip.style.setProperty("--c", requestColor(request.color));
+  chip.innerHTML = `${request.id.replace(/^req-0*(?=\d)/, "#")}<span class="badge" aria-hidden="true" hidden></span>` +
+    `<span class="bar"><i class="prompt"></i><i class="out" style="left:50%"></i></span>`;
+  chip.parts = { badge: chip.querySelector(".badge"), prompt: chip.querySelector(".prompt"), out: chip.querySelector(".out") };
+  chip.shown = "";
+  return chip;
+}
+
+function updateChip(chip, request, selected) {
+  const shown = `${request.status}/${request.computed}/${request.output}/${request.preemptions}/${request.cached}/${selected}`;
+  if (chip.shown === shown) return;
+  chip.shown = shown;
   const prompt = Math.min(1, request.computed / request.prompt);
   const out = request.output / request.max_tokens;
-  const preempted = request.status === "preempted";
-  const label = request.id.replace(/^req-0*(?=\d)/, "#");
   const title = `${request.id}: ${request.status}, prompt ${Math.min(request.computed, request.prompt)}/${request.prompt}, ` +
     `output ${request.output}/${request.max_tokens}` + (request.preemptions ? `, preempted ${request.preemptions}×` : "") +
     (request.cached ? `, ${request.cached} prompt tokens from the prefix cache` : "");
-  return `<button class="chip${selected ? " selected" : ""}${preempted ? " preempted" : ""}" data-id="${request.id}" ` +
-    `style="--c:${requestColor(request.color)}" title="${title}" aria-label="${title}">${label}` +
-    (request.preemptions ? `<span class="badge" aria-hidden="true">↺${request.preemptions}</span>` : "") +
-    `<span class="bar"><i class="prompt" style="width:${(prompt * 50).toFixed(1)}%"></i>` +
-    `<i class="out" style="left:50%;width:${(out * 50).toFixed(1)}%"></i></span></button>`;
+  chip.classList.toggle("selected", selected);
+  chip.classList.toggle("preempted", request.status === "preempted");
+  chip.title = title;
+  chip.setAttribute("aria-label", title);
+  chip.parts.badge.hidden = !request.preemptions;
+  chip.parts.badge.textContent = request.preemptions ? `↺${request.preemptions}` : "";
+  chip.parts.prompt.style.width = `${(prompt * 50).toFixed(1)}%`;
+  chip.parts.out.style.width = `${(out * 50).toFixed(1)}%`;
 }
 
-function render(el, store) {
+function render(store, lanes, chips) {
   const q = store.queues;
   // Preempted requests wait at the head of the waiting queue; they get a lane of their own.
   const isPreempted = (id) => store.requests.get(id)?.status === "preempted";
-  const lanes = {
+  const ids = {
     running: q.running,
     preempted: q.waiting.filter(isPreempted),
     waiting: q.waiting.filter((id) => !isPreempted(id)),
@@ -52,23 +94,34 @@ function render(el, store) {
     finished: q.finished.slice().reverse(),
   };
   const counts = {
-    running: q.running.length, preempted: lanes.preempted.length, waiting: q.num_waiting - lanes.preempted.length,
+    running: q.running.length, preempted: ids.preempted.length, waiting: q.num_waiting - ids.preempted.length,
     swapped: q.swapped.length, finished: q.num_finished,
   };
-  const signature = `${store.step}/${store.seq}/${store.selected}`;
-  if (el.dataset.key === signature) return; // nothing this panel shows has changed
-  el.dataset.key = signature;
-  let html = "";
-  for (const [key, title, colour] of LANES) {
-    if ((key === "swapped" || key === "preempted") && !counts[key]) continue;
-    const ids = lanes[key];
-    const shown = ids.slice(0, MAX_CHIPS);
-    const chips = shown.map((id) => store.requests.get(id)).filter(Boolean).map((r) => chip(r, r.id === store.selected)).join("");
-    const extra = counts[key] - shown.length;
+  const used = new Set();
+  for (const [key, title] of LANES) {
+    const lane = lanes.get(key);
+    lane.lane.hidden = (key === "swapped" || key === "preempted") && !counts[key];
     const note = key === "waiting" && q.num_pending ? ` · ${q.num_pending} not yet arrived` : "";
-    html += `<div class="lane ${key}" style="--lane:var(${colour})"><header><span>${title}${note}</span><b>${counts[key]}</b></header>` +
-      `<div class="chips">${chips}${extra > 0 ? `<span class="more">+${extra} more</span>` : ""}` +
-      `${!counts[key] ? '<span class="more">none</span>' : ""}</div></div>`;
+    setText(lane, "title", title + note);
+    setText(lane, "count", String(counts[key]));
+    // Place the shown chips in order before the lane's closing note, moving only those out of place.
+    const wanted = ids[key].slice(0, MAX_CHIPS).filter((id) => store.requests.has(id));
+    const wantedSet = new Set(wanted);
+    let cursor = lane.chips.firstChild;
+    for (const id of wanted) {
+      while (cursor !== lane.more && !wantedSet.has(cursor.dataset.id)) { const next = cursor.nextSibling; cursor.remove(); cursor = next; }
+      const request = store.requests.get(id);
+      let chip = chips.get(id);
+      if (!chip) { chip = createChip(request); chips.set(id, chip); }
+      updateChip(chip, request, id === store.selected);
+      used.add(id);
+      if (chip === cursor) cursor = cursor.nextSibling;
+      else lane.chips.insertBefore(chip, cursor);
+    }
+    while (cursor !== lane.more) { const next = cursor.nextSibling; cursor.remove(); cursor = next; }
+    const extra = counts[key] - wanted.length;
+    setText(lane, "more", extra > 0 ? `+${extra} more` : !counts[key] ? "none" : "");
+    lane.more.hidden = !lane.text.more;
   }
-  el.innerHTML = html;
+  for (const [id, chip] of chips) if (!used.has(id)) { chip.remove(); chips.delete(id); }
 }
