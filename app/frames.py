@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable
+from itertools import islice
 
 from scheduler_core.request import Request
 from scheduler_core.simulation import Simulation
@@ -88,7 +89,8 @@ def queues_view(sim: Simulation) -> dict:
         if len(waiting) == MAX_QUEUE_IDS:
             break
         waiting.append(request.request_id)
-    finished = list(sim.finished_requests)[-MAX_RECENT_FINISHED:]
+    # The latest finished, without listing all of them (the dict keeps finishing order).
+    finished = list(islice(reversed(sim.finished_requests), MAX_RECENT_FINISHED))[::-1]
     return {
         "waiting": waiting,
         "num_waiting": len(scheduler.waiting),
@@ -137,7 +139,12 @@ def changed_blocks_view(sim: Simulation, block_ids: Iterable[int]) -> dict[int, 
     if not block_ids:
         return {}
     kv = sim.scheduler.kv_cache_manager
-    owners = block_owners(sim)
+    # The first table holding each block, as block_owners() finds it, for these blocks only: a
+    # set intersection per table instead of a Python loop over every block of every table.
+    owners: dict[int, str] = {}
+    for rid, table in kv.req_to_blocks.items():
+        for block_id in block_ids.intersection(table):
+            owners.setdefault(block_id, rid)
     pool = getattr(kv, "block_pool", None)
     return {
         b: (owners.get(b), pool.ref_cnt[b] if pool else int(b in owners), int(pool is not None and pool.block_hash[b] is not None))

@@ -110,10 +110,14 @@ class Viewer:
                 await ws.send_text(self.replies.popleft())
             if not self._window_open():
                 continue  # the next acknowledgement wakes this loop up again
+            if live.unpublished and not self.needs_snapshot:
+                async with live.lock:  # never the half-done state of a long command
+                    live.flush()
             if self.needs_snapshot:
                 self.needs_snapshot = False
                 # Under the session's lock: never the half-done state of a long command.
                 async with live.lock:
+                    live.flush()  # steps taken since the last delta: the others need them as one
                     seq, data = live.session.seq, live.session.snapshot_frame()
                 # Deltas offered while waiting for the lock are already in the snapshot.
                 if self.pending_delta is not None and self.pending_delta.seq <= seq:
@@ -152,26 +156,36 @@ class LiveSession:
         self.viewers: set[Viewer] = set()
         self.lock = asyncio.Lock()
         self.playback: asyncio.Task | None = None
+        self.unpublished: list = []  # step records not in a delta yet
 
     # -- publishing -------------------------------------------------------------------------
     def publish_steps(self, records) -> None:
-        """The steps just taken, as one delta; a long jump (`records` None or long) goes out as a
-        snapshot instead."""
+        """The steps just taken, kept until a viewer can take a delta (`flush`); a long jump
+        (`records` None, or more than a delta spans) goes out as a snapshot instead."""
         if records is not None and not records:
             return
-        if records is None or len(records) > MAX_DELTA_STEPS:
+        if records is None or len(self.unpublished) + len(records) > MAX_DELTA_STEPS:
             self.session.jump()
             self.publish_snapshot()
-            delta = None
         else:
-            delta = self.session.delta_frame(records)
+            self.unpublished += records
         events = self.session.take_events()
         for viewer in self.viewers:
-            if delta is not None:
-                viewer.offer_delta(delta)
             viewer.offer_events(events)
+            viewer.wakeup.set()
+
+    def flush(self) -> None:
+        """The steps no viewer has been offered yet, as one delta to every viewer. Called by a
+        sender that can send, under the lock: a delta is built only as often as some page can
+        take one, however fast the session steps."""
+        if self.unpublished:
+            delta = self.session.delta_frame(self.unpublished)
+            self.unpublished = []
+            for viewer in self.viewers:
+                viewer.offer_delta(delta)
 
     def publish_snapshot(self) -> None:
+        self.unpublished = []  # a snapshot holds them
         for viewer in self.viewers:
             viewer.offer_snapshot()
 

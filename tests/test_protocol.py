@@ -394,6 +394,25 @@ def test_merged_deltas_longer_than_200_steps_become_one_snapshot(client, connect
     assert frame["type"] == "snapshot" and frame["step"] == 480 and frame["seq"] == 4
 
 
+def test_no_delta_is_built_while_no_page_can_take_one(client, connect):
+    """A playing session whose only viewer stopped acknowledging keeps stepping, but builds no
+    deltas for it: the sequence number stays where the viewer's window closed."""
+    created = create(client)
+    presenter = connect(created)
+    state = ClientState(presenter.state())
+    presenter.send({"type": "ack", "seq": state.seq})
+    presenter.ping()
+
+    presenter.send({"type": "play", "steps_per_s": 200})
+    second = presenter.until(lambda f: f["type"] == "delta" and f["seq"] == 2)[-1]
+    time.sleep(0.5)
+    presenter.send({"type": "pause"})
+    paused = presenter.until(lambda f: f["type"] == "status" and not f["playing"])[-1]
+
+    assert paused["step"] > second["step"]
+    assert paused["seq"] == 2
+
+
 # -- stepping back -------------------------------------------------------------------------
 
 COMPARED = ("step", "clock_s", "done", "queues", "requests", "tables", "blocks", "points", "metrics")
