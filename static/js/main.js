@@ -24,9 +24,9 @@ if (params.get("theme") === "projector" || localStorage.getItem("servescope-them
   document.documentElement.dataset.theme = "projector";
 }
 
-// Frames per second actually drawn, and what receiving the state costs, for benchmarks and for
-// the curious (window.servescope).
-const stats = { frames: 0, longestFrameMs: 0, panelMs: {}, states: 0, decodeMs: 0, applyMs: 0 };
+// Frames actually drawn (all, and those that showed a new state), and what receiving the state
+// costs, for benchmarks and for the curious (window.servescope).
+const stats = { frames: 0, stateFrames: 0, longestFrameMs: 0, panelMs: {}, states: 0, decodeMs: 0, applyMs: 0 };
 const { send } = connect(store, {
   sessionId,
   token,
@@ -103,21 +103,29 @@ function timed(name, draw) {
 }
 window.servescope = { store, send, stats };
 
-function frame() {
+// The charts show the whole run over simulated time: while playing, two redraws a second keep
+// them current at a fraction of the cost of redrawing four plots every frame.
+const CHARTS_EVERY_MS = 500;
+let chartsDue = false, chartsDrawnAt = -Infinity;
+
+function frame(now) {
   const d = store.dirty;
-  if (d.size) {
+  chartsDue = chartsDue || d.has("all") || d.has("state") || d.has("charts");
+  const chartsNow = chartsDue && (d.has("all") || d.has("charts") || !store.status.playing || now - chartsDrawnAt >= CHARTS_EVERY_MS);
+  if (d.size || chartsNow) {
     const start = performance.now();
     const all = d.has("all"), state = all || d.has("state");
     if (all || state || d.has("status")) timed("controls", controls.update);
     if (state || d.has("selection")) { timed("queues", queues.update); timed("batch", batch.update); }
     if (state || d.has("selection") || d.has("kv")) timed("kv", () => kv.update(all || d.has("selection") || d.has("kv")));
-    if (state || d.has("charts")) timed("charts", charts.update);
+    if (chartsNow) { chartsDue = false; chartsDrawnAt = now; timed("charts", charts.update); }
     if (all || d.has("events")) timed("events", events.update);
     if (all || state) timed("narration", narration.update);
     if (all) writeUrl();
     if (!$("inspector").hidden && (state || d.has("selection") || d.has("inspector"))) inspector.update();
     d.clear();
     stats.frames += 1;
+    if (state) stats.stateFrames += 1;
     stats.longestFrameMs = Math.max(stats.longestFrameMs, performance.now() - start);
   }
   requestAnimationFrame(frame);

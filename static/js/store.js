@@ -27,6 +27,15 @@ export function createStore() {
 const MAX_POINTS = 6000;
 const MAX_EVENTS = 1500;
 
+// The cells a request's progress repaints: its last filled block before and after, and those it
+// filled in between (the grid draws a request's last block filled to its height).
+function markProgress(store, table, before, after) {
+  const bs = store.session.block_size;
+  const held = (computed) => Math.max(1, Math.min(table.length, Math.ceil(computed / bs)));
+  const from = held(Math.min(before, after)) - 1, to = held(Math.max(before, after));
+  for (let j = from; j < to; j++) store.kvDirty.add(table[j]);
+}
+
 // Block tables arrive as ids, each table's length and one flat array of their blocks.
 function* tablesOf(frame) {
   let at = 0;
@@ -66,18 +75,25 @@ export function applyDelta(store, frame) {
   store.step = frame.step;
   store.clock = frame.clock_s;
   store.done = frame.done;
-  for (const [id, view] of Object.entries(frame.requests)) store.requests.set(id, view);
+  for (const [id, view] of Object.entries(frame.requests)) {
+    const before = store.requests.get(id), table = store.tables.get(id);
+    if (before && table) markProgress(store, table, before.computed, view.computed);
+    store.requests.set(id, view);
+  }
   const progress = frame.progress;
   frame.progress_ids.forEach((id, i) => {
-    const view = store.requests.get(id);
+    const view = store.requests.get(id), table = store.tables.get(id);
+    if (view && table) markProgress(store, table, view.computed, progress[2 * i]);
     if (view) { view.computed = progress[2 * i]; view.output = progress[2 * i + 1]; }
-    // Its last block fills up, and the one before it may have just become full.
-    const table = store.tables.get(id);
-    if (table) for (let j = Math.max(0, table.length - 2); j < table.length; j++) store.kvDirty.add(table[j]);
   });
   for (const [id, table] of tablesOf(frame)) {
+    // Repaint the blocks that joined or left the table, and the last one kept (it may be full now).
+    const old = store.tables.get(id) || [];
+    let same = 0;
+    while (same < old.length && same < table.length && old[same] === table[same]) same += 1;
+    for (let j = Math.max(0, same - 1); j < table.length; j++) store.kvDirty.add(table[j]);
+    for (let j = same; j < old.length; j++) store.kvDirty.add(old[j]);
     if (table.length) store.tables.set(id, table); else store.tables.delete(id);
-    for (const block of table) store.kvDirty.add(block);
   }
   const b = store.blocks;
   frame.block_ids.forEach((block, i) => {

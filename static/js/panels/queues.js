@@ -57,7 +57,8 @@ function createChip(request) {
   chip.dataset.id = request.id;
   chip.style.setProperty("--c", requestColor(request.color));
   chip.innerHTML = `${request.id.replace(/^req-0*(?=\d)/, "#")}<span class="badge" aria-hidden="true" hidden></span>` +
-    `<span class="bar"><i class="prompt"></i><i class="out" style="left:50%"></i></span>`;
+    // Fixed widths scaled by a transform: a bar that grows every step then costs no layout.
+    `<span class="bar"><i class="prompt" style="width:50%;transform-origin:0 0"></i><i class="out" style="left:50%;width:50%;transform-origin:0 0"></i></span>`;
   chip.parts = { badge: chip.querySelector(".badge"), prompt: chip.querySelector(".prompt"), out: chip.querySelector(".out") };
   chip.shown = "";
   return chip;
@@ -78,8 +79,8 @@ function updateChip(chip, request, selected) {
   chip.setAttribute("aria-label", title);
   chip.parts.badge.hidden = !request.preemptions;
   chip.parts.badge.textContent = request.preemptions ? `↺${request.preemptions}` : "";
-  chip.parts.prompt.style.width = `${(prompt * 50).toFixed(1)}%`;
-  chip.parts.out.style.width = `${(out * 50).toFixed(1)}%`;
+  chip.parts.prompt.style.transform = `scaleX(${prompt.toFixed(3)})`;
+  chip.parts.out.style.transform = `scaleX(${out.toFixed(3)})`;
 }
 
 function render(store, lanes, chips) {
