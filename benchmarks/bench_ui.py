@@ -5,14 +5,17 @@ steps the batch stays at max_num_seqs = 256 and every step touches 256 block tab
 page plays in headless Chromium at each asked speed and window size while the page itself measures,
 with requestAnimationFrame and a PerformanceObserver for long tasks:
 
-- frames drawn per second (animation frames in which the dashboard drew a new state) and the
+- frames drawn per second (animation frames in which the dashboard drew a new state; a page
+  without that counter, such as the version before it, counts every frame it drew) and the
   interval between them (p50 / p99 / max); display frames per second (every animation frame, drawn
   or not) and their longest interval, which any stall of the main thread shows up in;
 - long tasks (over 50 ms): count, share of the time, the longest. Receiving, parsing and applying
   the websocket's frames runs on the page's main thread unless the page moves it elsewhere, so
   these count the cost of the data as well as the drawing;
 - bytes per update (state frames only: snapshots and deltas) and the bytes per second;
-- the JS heap of the page after a forced garbage collection, at the start and at the end.
+- the JS heap of the page after a forced garbage collection, at the start and at the end;
+- CPU time, which a busy machine stretches less than wall time: the page's renderer process per
+  frame drawn, and this process (the server: the simulation and its frames) per step.
 
 Each configuration runs `--runs` times on a fresh session and the table shows the median of each
 figure. Numbers depend on the machine (and on whatever else runs on it): compare runs on one
@@ -50,7 +53,7 @@ MEASURE = """
   let previousT = null, previousDrawn = 0;
   function tick(t) {
     const stats = window.servescope && window.servescope.stats;
-    const drawn = stats ? stats.frames : 0;
+    const drawn = stats ? (stats.stateFrames ?? stats.frames) : 0;
     if (bench.recording) {
       bench.display.push(t);
       if (drawn !== previousDrawn && previousT !== null) bench.drawn.push(previousT);
@@ -84,6 +87,11 @@ MEASURE = """
 """
 
 
+# The page's own cost of receiving state frames, where it counts it (states, worker decoding ms,
+# main-thread applying ms); the version before it parsed and applied on the main thread uncounted.
+RECEIVE = "[window.servescope.stats.states || 0, window.servescope.stats.decodeMs || 0, window.servescope.stats.applyMs || 0]"
+
+
 def create_session(base_url: str) -> dict:
     request = urllib.request.Request(f"{base_url}/api/sessions", data=json.dumps({"scenario": SCENARIO}).encode(),
                                      headers={"content-type": "application/json"}, method="POST")
@@ -95,6 +103,11 @@ def heap_mb(cdp) -> float:
     """The page's JS heap in use after a full garbage collection, in MB."""
     cdp.send("HeapProfiler.collectGarbage")
     return cdp.send("Runtime.getHeapUsage")["usedSize"] / 1e6
+
+
+def renderer_cpu_s(cdp) -> float:
+    """CPU seconds the page's renderer process has used."""
+    return next(m["value"] for m in cdp.send("Performance.getMetrics")["metrics"] if m["name"] == "ProcessTime")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -135,8 +148,11 @@ def measure(browser, base_url: str, width: int, height: int, speed: float, secon
     session, context, page = open_playing_page(browser, base_url, width, height, speed)
     cdp = context.new_cdp_session(page)
     heap_start = heap_mb(cdp)
-    step_start, frames_start, panel_start = page.evaluate(
-        "[window.servescope.store.step, window.servescope.stats.frames, {...window.servescope.stats.panelMs}]")
+    cdp.send("Performance.enable")
+    renderer_start, server_start = renderer_cpu_s(cdp), time.process_time()
+    step_start, frames_start, panel_start, receive_start = page.evaluate(
+        "[window.servescope.store.step, window.servescope.stats.frames, {...window.servescope.stats.panelMs}, RECEIVE]"
+        .replace("RECEIVE", RECEIVE))
     page.evaluate("window.bench.recording = true; window.servescope.send({type: 'play'})")
     started_at = time.monotonic()
     running = []
@@ -146,8 +162,10 @@ def measure(browser, base_url: str, width: int, height: int, speed: float, secon
     bench = page.evaluate("""() => { window.bench.recording = false; const b = window.bench;
         return { display: b.display, drawn: b.drawn, longtasks: b.longtasks, bytes: b.bytes, updates: b.updates,
                  step: window.servescope.store.step, playing: window.servescope.store.status.playing,
-                 frames: window.servescope.stats.frames, panelMs: window.servescope.stats.panelMs }; }""")
+                 frames: window.servescope.stats.frames, panelMs: window.servescope.stats.panelMs, receive: RECEIVE }; }"""
+        .replace("RECEIVE", RECEIVE))
     elapsed = time.monotonic() - started_at
+    renderer_s, server_s = renderer_cpu_s(cdp) - renderer_start, time.process_time() - server_start
     page.evaluate("window.servescope.send({type: 'pause'})")
     page.wait_for_timeout(300)
     heap_end = heap_mb(cdp)
@@ -164,7 +182,13 @@ def measure(browser, base_url: str, width: int, height: int, speed: float, secon
     # Where the drawing time goes: each panel's milliseconds per drawn frame (the page's own timers).
     frames = max(1, bench["frames"] - frames_start)
     panels = {name: (ms - panel_start.get(name, 0)) / frames for name, ms in bench["panelMs"].items()}
+    states = bench["receive"][0] - receive_start[0]
+    steps = bench["step"] - step_start
     return {
+        "renderer_ms_per_frame": renderer_s * 1000 / max(1, len(drawn)),
+        "server_ms_per_step": server_s * 1000 / max(1, steps),
+        "decode_ms": (bench["receive"][1] - receive_start[1]) / states if states else float("nan"),
+        "apply_ms": (bench["receive"][2] - receive_start[2]) / states if states else float("nan"),
         "panels": " ".join(f"{name}:{ms:.1f}" for name, ms in sorted(panels.items(), key=lambda kv: -kv[1])[:4]),
         "steps_per_s": (bench["step"] - step_start) / elapsed,
         "running": f"{min(running)}-{max(running)}",
@@ -200,6 +224,10 @@ ROWS = [
     ("state updates received per second", "updates_per_s", "{:.1f}"),
     ("kB per update", "kb_per_update", "{:.1f}"),
     ("kB per second", "kb_per_s", "{:.0f}"),
+    ("decoding ms per update (worker)", "decode_ms", "{:.2f}"),
+    ("applying ms per update (main thread)", "apply_ms", "{:.2f}"),
+    ("renderer CPU ms per frame drawn", "renderer_ms_per_frame", "{:.1f}"),
+    ("server CPU ms per step", "server_ms_per_step", "{:.1f}"),
     ("JS heap at start (MB, after GC)", "heap_start", "{:.1f}"),
     ("JS heap at end (MB, after GC)", "heap_end", "{:.1f}"),
 ]
