@@ -12,6 +12,10 @@ export function mount(el, store, { onSelect }) {
     const row = event.target.closest(".batch-row");
     if (row) onSelect(row.dataset.id);
   });
+  el.addEventListener("pointerover", (event) => {
+    const row = event.target.closest(".batch-row");
+    if (row && row.fullTitle) row.title = row.fullTitle;
+  });
   el.parts = null; // the panel's parts and the HTML each shows, once a step has been drawn
   return { update: () => render(el, store) };
 }
@@ -73,17 +77,18 @@ function render(el, store) {
 }
 
 // One element per row position, rewritten only where its request, kind or size changed: in a
-// run of decode steps only the titles (tokens cached so far) change.
+// run of decode steps, nothing.
 function renderRows(rows, wanted, more) {
   wanted.forEach((row, i) => {
     let shown = rows.shown[i];
     if (!shown) {
-      shown = { el: document.createElement("div"), body: null, title: null, id: null, selected: null };
+      shown = { el: document.createElement("div"), body: null, id: null, selected: null };
       rows.box.insertBefore(shown.el, rows.more);
       rows.shown.push(shown);
     }
     if (shown.body !== row.body) { shown.body = row.body; shown.el.innerHTML = row.body; }
-    if (shown.title !== row.title) { shown.title = row.title; shown.el.title = row.title; }
+    // The title (tokens cached so far) changes every step: written when the pointer reaches it.
+    shown.el.fullTitle = row.title;
     if (shown.id !== row.id || shown.selected !== row.selected) {
       shown.id = row.id; shown.selected = row.selected;
       shown.el.className = `batch-row${row.selected ? " selected" : ""}`;

@@ -19,6 +19,15 @@ export function mount(el, store, { onSelect }) {
     const chip = event.target.closest(".chip");
     if (chip) onSelect(chip.dataset.id);
   });
+  // The detailed tooltip changes every step; it is written when a pointer or the focus reaches
+  // a chip, not for every chip in every frame.
+  const describe = (event) => {
+    const chip = event.target.closest(".chip");
+    const request = chip && store.requests.get(chip.dataset.id);
+    if (request) { chip.title = title(request); chip.setAttribute("aria-label", chip.title); }
+  };
+  el.addEventListener("pointerover", describe);
+  el.addEventListener("focusin", describe);
   el.addEventListener("keydown", (event) => {
     const chip = event.target.closest(".chip");
     if (chip && (event.key === "Enter" || event.key === " ")) { event.preventDefault(); event.stopPropagation(); onSelect(chip.dataset.id); }
@@ -64,23 +73,28 @@ function createChip(request) {
   return chip;
 }
 
-function updateChip(chip, request, selected) {
-  const shown = `${request.status}/${request.computed}/${request.output}/${request.preemptions}/${request.cached}/${selected}`;
-  if (chip.shown === shown) return;
-  chip.shown = shown;
-  const prompt = Math.min(1, request.computed / request.prompt);
-  const out = request.output / request.max_tokens;
-  const title = `${request.id}: ${request.status}, prompt ${Math.min(request.computed, request.prompt)}/${request.prompt}, ` +
+function title(request) {
+  return `${request.id}: ${request.status}, prompt ${Math.min(request.computed, request.prompt)}/${request.prompt}, ` +
     `output ${request.output}/${request.max_tokens}` + (request.preemptions ? `, preempted ${request.preemptions}×` : "") +
     (request.cached ? `, ${request.cached} prompt tokens from the prefix cache` : "");
+}
+
+// A chip is rewritten when what it shows changes: its status, its bars by a visible step (a
+// hundredth of their length), its preemptions or selection.
+function updateChip(chip, request, selected) {
+  const prompt = Math.min(1, request.computed / request.prompt);
+  const out = request.output / request.max_tokens;
+  const shown = `${request.status}/${prompt.toFixed(2)}/${out.toFixed(2)}/${request.preemptions}/${selected}`;
+  if (chip.shown === shown) return;
+  const statusChanged = !chip.shown.startsWith(`${request.status}/`);
+  chip.shown = shown;
   chip.classList.toggle("selected", selected);
   chip.classList.toggle("preempted", request.status === "preempted");
-  chip.title = title;
-  chip.setAttribute("aria-label", title);
+  if (statusChanged) { chip.title = title(request); chip.setAttribute("aria-label", chip.title); }
   chip.parts.badge.hidden = !request.preemptions;
   chip.parts.badge.textContent = request.preemptions ? `↺${request.preemptions}` : "";
-  chip.parts.prompt.style.transform = `scaleX(${prompt.toFixed(3)})`;
-  chip.parts.out.style.transform = `scaleX(${out.toFixed(3)})`;
+  chip.parts.prompt.style.transform = `scaleX(${prompt.toFixed(2)})`;
+  chip.parts.out.style.transform = `scaleX(${out.toFixed(2)})`;
 }
 
 function render(store, lanes, chips) {
