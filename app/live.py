@@ -92,6 +92,10 @@ class Viewer:
         self.replies.append(text)
         self.wakeup.set()
 
+    def _sent(self, seq: int) -> None:
+        if self.acknowledges:
+            self.unacked.append(seq)
+
     def _window_open(self) -> bool:
         return not self.acknowledges or len(self.unacked) < MAX_UNACKED_FRAMES
 
@@ -122,11 +126,11 @@ class Viewer:
                 # Deltas offered while waiting for the lock are already in the snapshot.
                 if self.pending_delta is not None and self.pending_delta.seq <= seq:
                     self.pending_delta = None
-                self.unacked.append(seq)
+                self._sent(seq)
                 await ws.send_bytes(data)
             elif self.pending_delta is not None:
                 delta, self.pending_delta = self.pending_delta, None
-                self.unacked.append(delta.seq)
+                self._sent(delta.seq)
                 await ws.send_bytes(delta.encode())
             if self.pending_delta is not None or self.needs_snapshot:
                 self.wakeup.set()  # more to send once the window allows
