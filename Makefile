@@ -25,6 +25,7 @@ bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/bench_cost_model.py
 	$(BIN)/python benchmarks/bench_stream.py
 	$(BIN)/python benchmarks/bench_ui.py
+	$(BIN)/python benchmarks/bench_classroom.py
 
 screenshots: $(BIN)/.installed
 	$(BIN)/python benchmarks/screenshots.py

@@ -14,12 +14,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .main import create_app
     from .settings import Settings
 
-    settings = Settings.from_env(default_scenario=args.scenario)
-    print(f"servescope dashboard: http://{args.host}:{args.port}/", flush=True)
+    settings = Settings.from_env(default_scenario=args.scenario, allowed_hosts=tuple(args.allowed_host) or None,
+                                 public=args.public or None)
+    host = args.host or ("0.0.0.0" if args.public else "127.0.0.1")
+    print(f"servescope dashboard: http://{host}:{args.port}/", flush=True)
+    if args.public:
+        print(f"public: any address of this machine, at most {settings.max_sessions_per_client} sessions per client, "
+              f"idle sessions end after {settings.idle_timeout_s / 60:g} min", flush=True)
     # No per-message deflate: it compresses every frame again for every viewer on the one event
     # loop, which at a lecture hall's hundred viewers costs more than the simulation.
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level,
-                ws_max_size=16 * settings.max_message_bytes, ws_per_message_deflate=False)
+    uvicorn.run(create_app(settings), host=host, port=args.port, log_level=args.log_level,
+                ws_max_size=16 * settings.max_message_bytes, ws_per_message_deflate=False,
+                # SIGTERM: connections get half a second to close before their tasks are cancelled.
+                timeout_graceful_shutdown=0.5)
     return 0
 
 
@@ -27,9 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     serve = commands.add_parser("serve", help="start the dashboard (the web app) on a local port")
-    serve.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)")
+    serve.add_argument("--host", default=None, help="bind address (default: loopback only; 0.0.0.0 with --public)")
+    serve.add_argument("--public", action="store_true",
+                       help="a classroom server: every interface, IP-address hosts allowed, per-client session quotas")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--scenario", default="default", help="scenario the dashboard opens on")
+    serve.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                       help="also answer to this host name (repeatable; default: loopback names only)")
     serve.add_argument("--log-level", default="warning")
     serve.set_defaults(func=cmd_serve)
     return core_main(argv, parser)

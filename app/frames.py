@@ -98,7 +98,7 @@ def queues_view(sim: Simulation) -> dict:
         "swapped": [r.request_id for r in scheduler.swapped],
         "finished": finished,
         "num_finished": len(sim.finished_requests),
-        "num_pending": len(sim._pending),
+        "num_pending": sim.num_pending,
     }
 
 

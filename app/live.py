@@ -1,22 +1,17 @@
-"""Sessions served live: viewers with their own send tasks, commands, playback, expiry.
+"""Sessions served live: their viewers (`viewer.py`), commands, playback, expiry.
 
-Each viewer has a mailbox holding the state it has not seen yet: the deltas while it keeps up
-(a few at most), and a "send a snapshot" mark once it has fallen further behind, so a slow or
-stalled viewer costs the others and the simulation nothing. Events (the log) queue losslessly up
-to a bound. Long runs of steps give the event loop a turn every few steps, so a presenter's
-"step 10000" never stalls the viewers.
+Long runs of steps give the event loop a turn every few milliseconds, so a presenter's
+"step 10000" never stalls the viewers, and a cancel lands at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import time
 import uuid
-from collections import deque
-
-from fastapi import WebSocket
 
 from scheduler_core.errors import ConfigError
 from scheduler_core.scenario import Scenario
@@ -24,126 +19,21 @@ from scheduler_core.scenario import Scenario
 from .frames import PROTOCOL_VERSION, Delta
 from .session import Breakpoint, Session
 from .settings import Settings
+from .viewer import MAX_DELTA_STEPS, Viewer, error_frame
 
-# More steps than this in one go reach viewers as a snapshot rather than a long delta.
-MAX_DELTA_STEPS = 200
-# Steps simulated between turns of the event loop during a long step, seek or run to breakpoint.
-ADVANCE_CHUNK = 50
+# Stepping time between turns of the event loop during a long step, seek or run to breakpoint:
+# short, so viewers keep their frames and a cancel (DELETE, presenter gone, SIGTERM) lands at once
+# however slow a step is. `Session.advance`'s deadline is the one mechanism, for these and for play.
+ADVANCE_SLICE_S = 0.005
 # The share of each playback tick spent stepping; the rest is the viewers' senders' (and, on a
 # small machine, the browser's).
 STEPPING_SHARE = 0.5
+# Play ticks a busy event loop or machine may owe and still make up (sent as frames in quick
+# succession), before play lets them go and slows down instead.
+CATCH_UP_TICKS = 5
 
-
-# Frames a page that acknowledges what it drew ("ack") may have in flight: one being drawn, one
-# on its way, so the next is ready when a frame is drawn but none piles up behind a slow page.
-MAX_UNACKED_FRAMES = 2
-
-
-class Viewer:
-    """One websocket's mailbox and sender. The state it has not been sent yet is one delta (later
-    ones merge into it) or a "send a snapshot" mark once that delta would span too many steps."""
-
-    def __init__(self, websocket: WebSocket, can_control: bool, event_backlog: int):
-        self.websocket = websocket
-        self.can_control = can_control
-        self.needs_snapshot = True
-        self.pending_delta: Delta | None = None
-        # Sequence numbers of the state frames sent and not yet acknowledged; a viewer that never
-        # acknowledges (a script) is sent frames as fast as its socket takes them.
-        self.acknowledges = False
-        self.unacked: deque[int] = deque()
-        self.replies: deque[str] = deque(maxlen=64)
-        self.events: deque[dict] = deque(maxlen=event_backlog)
-        self.dropped_events = 0
-        self.wakeup = asyncio.Event()
-        self.wakeup.set()
-
-    def offer_delta(self, delta: Delta) -> None:
-        if not self.needs_snapshot:
-            pending = self.pending_delta
-            merged = delta if pending is None else pending.merged(delta)
-            if merged.num_steps > MAX_DELTA_STEPS:  # too far behind: the whole current state (latest wins)
-                self.offer_snapshot()
-                return
-            self.pending_delta = merged
-        self.wakeup.set()
-
-    def offer_snapshot(self) -> None:
-        self.needs_snapshot = True
-        self.pending_delta = None
-        self.wakeup.set()
-
-    def acknowledge(self, seq: int) -> None:
-        """The page has drawn the state up to `seq`."""
-        self.acknowledges = True
-        while self.unacked and self.unacked[0] <= seq:
-            self.unacked.popleft()
-        self.wakeup.set()
-
-    def offer_events(self, events: list[dict]) -> None:
-        for event in events:
-            if len(self.events) == self.events.maxlen:
-                self.dropped_events += 1
-            self.events.append(event)
-        if events:
-            self.wakeup.set()
-
-    def reply(self, text: str) -> None:
-        self.replies.append(text)
-        self.wakeup.set()
-
-    def _sent(self, seq: int) -> None:
-        if self.acknowledges:
-            self.unacked.append(seq)
-
-    def _window_open(self) -> bool:
-        return not self.acknowledges or len(self.unacked) < MAX_UNACKED_FRAMES
-
-    async def send_loop(self, live: "LiveSession", heartbeat_s: float) -> None:
-        """This viewer's own sender: replies, then the latest state and the queued events while
-        the page keeps up with what it was sent."""
-        ws = self.websocket
-        while True:
-            try:
-                await asyncio.wait_for(self.wakeup.wait(), heartbeat_s)
-            except TimeoutError:
-                await ws.send_text(json.dumps({"v": PROTOCOL_VERSION, "type": "heartbeat", "step": live.session.step}))
-                continue
-            self.wakeup.clear()
-            while self.replies:
-                await ws.send_text(self.replies.popleft())
-            if not self._window_open():
-                continue  # the next acknowledgement wakes this loop up again
-            if live.unpublished and not self.needs_snapshot:
-                async with live.lock:  # never the half-done state of a long command
-                    live.flush()
-            if self.needs_snapshot:
-                self.needs_snapshot = False
-                # Under the session's lock: never the half-done state of a long command.
-                async with live.lock:
-                    live.flush()  # steps taken since the last delta: the others need them as one
-                    seq, data = live.session.seq, live.session.snapshot_frame()
-                # Deltas offered while waiting for the lock are already in the snapshot.
-                if self.pending_delta is not None and self.pending_delta.seq <= seq:
-                    self.pending_delta = None
-                self._sent(seq)
-                await ws.send_bytes(data)
-            elif self.pending_delta is not None:
-                delta, self.pending_delta = self.pending_delta, None
-                self._sent(delta.seq)
-                await ws.send_bytes(delta.encode())
-            if self.pending_delta is not None or self.needs_snapshot:
-                self.wakeup.set()  # more to send once the window allows
-            if self.events:
-                batch = list(self.events)
-                self.events.clear()
-                dropped, self.dropped_events = self.dropped_events, 0
-                await ws.send_text(json.dumps({"v": PROTOCOL_VERSION, "type": "events", "events": batch, "dropped": dropped}))
-
-
-def error_frame(code: str, message: str) -> str:
-    return json.dumps({"v": PROTOCOL_VERSION, "type": "error", "code": code, "message": message})
-
+# Joins and leaves within this long reach the viewers as one status frame.
+VIEWER_STATUS_DELAY_S = 0.25
 
 class CommandError(Exception):
     def __init__(self, code: str, message: str):
@@ -154,13 +44,22 @@ class CommandError(Exception):
 class LiveSession:
     """A session with its viewers and playback task."""
 
-    def __init__(self, session: Session, settings: Settings):
+    def __init__(self, session: Session, settings: Settings, owner: str = ""):
         self.session = session
         self.settings = settings
+        # The client address that created it, for per-client quotas on a public server.
+        self.owner = owner
+        self._viewer_status: asyncio.TimerHandle | None = None
         self.viewers: set[Viewer] = set()
         self.lock = asyncio.Lock()
         self.playback: asyncio.Task | None = None
         self.unpublished: list = []  # step records not in a delta yet
+        # Control commands running now (each in its viewer's message task), cancelled on close.
+        self.commands: set[asyncio.Task] = set()
+
+    def token_matches(self, token: object) -> bool:
+        """Whether `token` is this session's control token, compared in constant time."""
+        return isinstance(token, str) and hmac.compare_digest(token.encode(), self.session.control_token.encode())
 
     # -- publishing -------------------------------------------------------------------------
     def publish_steps(self, records) -> None:
@@ -193,6 +92,16 @@ class LiveSession:
         for viewer in self.viewers:
             viewer.offer_snapshot()
 
+    def viewers_changed(self) -> None:
+        """Viewers come and go in bursts (a class opening the link at once): one status frame per
+        burst, not one to every viewer per join, so a join costs O(1) rather than O(viewers)."""
+        if self._viewer_status is None:
+            self._viewer_status = asyncio.get_running_loop().call_later(VIEWER_STATUS_DELAY_S, self._publish_viewers)
+
+    def _publish_viewers(self) -> None:
+        self._viewer_status = None
+        self.publish_status()
+
     def publish_status(self, note: str | None = None) -> None:
         text = self.session.status_frame(len(self.viewers), note)
         for viewer in self.viewers:
@@ -220,6 +129,11 @@ class LiveSession:
         try:
             if kind == "snapshot":
                 viewer.offer_snapshot()
+            elif kind == "auth":
+                if not self.token_matches(message.get("token")):
+                    raise CommandError("bad_token", "that is not this session's control token")
+                viewer.can_control = True
+                viewer.reply(json.dumps({"v": PROTOCOL_VERSION, "type": "auth", "control": True}))
             elif kind == "ping":
                 viewer.reply(json.dumps({"v": PROTOCOL_VERSION, "type": "pong", "step": self.session.step}))
             elif kind == "ack":
@@ -227,12 +141,28 @@ class LiveSession:
             elif kind in CONTROL_COMMANDS:
                 if not viewer.can_control:
                     raise CommandError("read_only", "this is a view-only link: only the presenter controls the session")
-                async with self.lock:
-                    await CONTROL_COMMANDS[kind](self, message)
+                await self.run_command(CONTROL_COMMANDS[kind], message)
             else:
                 raise CommandError("unknown_type", f"unknown message type {kind!r}")
         except CommandError as e:
             viewer.reply(error_frame(e.code, str(e)))
+
+    async def run_command(self, command, message: dict) -> None:
+        """One control command, cancellable: deleting the session or the presenter leaving stops
+        a long step, seek or run to breakpoint at its next turn of the event loop."""
+        task = asyncio.current_task()
+        self.commands.add(task)
+        try:
+            async with self.lock:
+                await command(self, message)
+        except asyncio.CancelledError:
+            # The steps taken so far stand; viewers get them as one snapshot.
+            self.session.playing = False
+            self.publish_steps(None)
+            self.publish_status(note="command cancelled")
+            raise
+        finally:
+            self.commands.discard(task)
 
     def _int(self, message: dict, key: str, default: int, low: int, high: int) -> int:
         value = message.get(key, default)
@@ -255,13 +185,14 @@ class LiveSession:
         self.publish_status()
 
     async def _advance(self, num_steps: int, stop_at_breakpoints: bool = False):
-        """Up to `num_steps` steps, yielding to the event loop every ADVANCE_CHUNK steps so the
-        viewers' senders keep running. Returns (records, or None once too many for one delta; the
-        breakpoint hit, if any)."""
+        """Up to `num_steps` steps, yielding to the event loop every ADVANCE_SLICE_S so the
+        viewers' senders keep running and a cancel lands. Returns (records, or None once too many
+        for one delta; the breakpoint hit, if any)."""
         records: list | None = []
         remaining = num_steps
         while remaining > 0 and not self.session.done:
-            chunk, hit = self.session.advance(min(ADVANCE_CHUNK, remaining), stop_at_breakpoints)
+            chunk, hit = self.session.advance(remaining, stop_at_breakpoints,
+                                              deadline=time.monotonic() + ADVANCE_SLICE_S)
             remaining -= len(chunk)
             if records is not None:
                 records += chunk
@@ -352,10 +283,13 @@ class LiveSession:
                     break
                 deadline = now + frame_s * STEPPING_SHARE
                 if session.time_ratio is None:
-                    # At most one tick's worth: if stepping falls behind, play slows down rather
-                    # than sending ever larger frames.
-                    owed = min(owed + elapsed * session.steps_per_s, max(1.0, session.steps_per_s * frame_s), max_per_tick)
-                    due, owed = int(owed), owed - int(owed)
+                    # One tick's worth, counted by ticks rather than by the wall time between
+                    # them (whose jitter left some ticks with no step: a frame lost): the tick
+                    # schedule keeps the rate, and when stepping falls behind it (or past the
+                    # tick's deadline) play slows down rather than sending ever larger frames.
+                    owed += session.steps_per_s * max(frame_s, 1.0 / session.steps_per_s)
+                    due = min(int(owed + 1e-9), max_per_tick)
+                    owed = min(owed - due, 1.0)
                     records, hit = session.advance(due, stop_at_breakpoints=True, deadline=deadline)
                 else:
                     target_clock = session.sim.clock_s + session.time_ratio * elapsed
@@ -365,17 +299,23 @@ class LiveSession:
                     session.playing = False
                     self.publish_status(note=f"breakpoint: {hit.kind}" if hit else "finished")
                     break
-            # Sleep until the next tick is due, not a whole tick after this one's work.
+            # Sleep until the next tick is due, not a whole tick after this one's work; ticks a
+            # busy machine made late are made up, up to CATCH_UP_TICKS, and beyond that let go.
             tick_s = frame_s if session.time_ratio else max(frame_s, 1.0 / session.steps_per_s)
-            next_tick = max(next_tick + tick_s, time.monotonic())
+            next_tick += tick_s
+            if next_tick < time.monotonic() - CATCH_UP_TICKS * tick_s:
+                next_tick = time.monotonic()
             await asyncio.sleep(next_tick - time.monotonic())
 
     async def close(self) -> None:
         self.session.playing = False
-        if self.playback:
-            self.playback.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.playback
+        if self._viewer_status is not None:
+            self._viewer_status.cancel()
+        for task in [self.playback, *self.commands]:
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
 
 CONTROL_COMMANDS = {
@@ -405,13 +345,17 @@ class SessionManager:
         if scenario.engine.num_gpu_blocks > limits.max_blocks_per_session:
             raise ConfigError("engine.num_gpu_blocks", f"at most {limits.max_blocks_per_session} per session")
 
-    def create(self, scenario: Scenario, lesson: tuple[str, str] | None = None, origin: str = "") -> LiveSession:
+    def create(self, scenario: Scenario, lesson: tuple[str, str] | None = None, origin: str = "",
+               owner: str = "") -> LiveSession:
         limits = self.settings
         if len(self.sessions) >= limits.max_sessions:
             raise ConfigError("session", f"the server holds at most {limits.max_sessions} sessions; delete one")
+        quota = limits.max_sessions_per_client
+        if quota and sum(live.owner == owner for live in self.sessions.values()) >= quota:
+            raise ConfigError("session", f"each client may hold {quota} sessions at once on this server; end one first")
         self.check_limits(scenario)
         session_id = uuid.uuid4().hex[:12]
-        live = LiveSession(Session(session_id, scenario, limits, lesson, origin), limits)
+        live = LiveSession(Session(session_id, scenario, limits, lesson, origin), limits, owner)
         self.sessions[session_id] = live
         return live
 
@@ -429,10 +373,11 @@ class SessionManager:
         return True
 
     async def expire_idle(self) -> list[str]:
+        """Sessions nobody has used for `idle_timeout_s`: no command and no message from any of
+        its pages (open pages ping), so a connection that never reads or writes keeps nothing alive."""
         now = time.monotonic()
         expired = [sid for sid, live in self.sessions.items()
-                   if not live.viewers and not live.session.playing
-                   and now - live.session.last_activity > self.settings.idle_timeout_s]
+                   if now - live.session.last_activity > self.settings.idle_timeout_s]
         for sid in expired:
             await self.delete(sid)
         return expired

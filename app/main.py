@@ -17,8 +17,10 @@ from scheduler_core.config import EngineConfig
 from scheduler_core.errors import ConfigError
 from scheduler_core.workload import WorkloadConfig
 
+from .guards import HostPolicy, RequestGuard
 from .live import SessionManager
-from .routes import api, metrics, pages, ws
+from .routes import api, exports, metrics, pages, ws
+from .routes.exports import stop_worker
 from .settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,15 +59,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         with contextlib.suppress(asyncio.CancelledError):
             await janitor
         await app.state.manager.close_all()
+        for process in list(app.state.export_workers):
+            await stop_worker(process, app.state.export_workers)
 
     app = FastAPI(title="servescope", description="A live, step-controlled simulation of a vLLM-style serving engine.",
                   version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
     app.state.lesson_cache = {}
+    app.state.export_workers = set()
     app.state.templates = Jinja2Templates(directory=TEMPLATES_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    for module in (api, ws, metrics, pages):
+    for module in (api, exports, ws, metrics, pages):
         app.include_router(module.router)
+
+    app.add_middleware(RequestGuard, policy=HostPolicy(settings.allowed_hosts, allow_ip_literals=settings.public),
+                       max_body_bytes=settings.max_body_bytes)
 
     @app.exception_handler(ConfigError)
     async def config_error(request: Request, error: ConfigError) -> JSONResponse:

@@ -8,11 +8,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from scheduler_core.bounds import ENGINE_BOUNDS, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SCENARIO_BOUNDS, WORKLOAD_BOUNDS
+from scheduler_core.engine_args import KV_CACHE_DTYPES
 from scheduler_core.presets import GPUS, MODELS
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Unknown fields are errors; numbers are finite (the web has no use for inf or NaN)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class CompatModel(Strict):
@@ -28,54 +32,60 @@ class CompatModel(Strict):
 
 
 class EngineModel(Strict):
-    block_size: int = Field(16, ge=1, le=256, description="Tokens per KV block")
-    num_gpu_blocks: int | None = Field(None, ge=2, description="KV blocks (empty: sized from GPU memory)")
-    max_num_seqs: int = Field(256, ge=1, description="Most requests running at once")
-    max_num_batched_tokens: int = Field(2048, ge=1, description="Token budget of one step")
-    max_model_len: int = Field(4096, ge=1, description="Longest context (prompt + output)")
+    block_size: int = Field(16, **ENGINE_BOUNDS["block_size"].field_constraints(), description="Tokens per KV block")
+    num_gpu_blocks: int | None = Field(None, **ENGINE_BOUNDS["num_gpu_blocks"].field_constraints(), description="KV blocks (empty: sized from GPU memory)")
+    max_num_seqs: int = Field(256, **ENGINE_BOUNDS["max_num_seqs"].field_constraints(), description="Most requests running at once")
+    max_num_batched_tokens: int = Field(2048, **ENGINE_BOUNDS["max_num_batched_tokens"].field_constraints(), description="Token budget of one step")
+    max_model_len: int = Field(4096, **ENGINE_BOUNDS["max_model_len"].field_constraints(), description="Longest context (prompt + output)")
     enable_chunked_prefill: bool = Field(True, description="Split prompts under the token budget")
     enable_prefix_caching: bool = Field(True, description="Share full blocks between equal prefixes")
-    long_prefill_token_threshold: int = Field(0, ge=0, description="Cap on one prompt's chunk (0: none)")
+    long_prefill_token_threshold: int = Field(0, **ENGINE_BOUNDS["long_prefill_token_threshold"].field_constraints(), description="Cap on one prompt's chunk (0: none)")
     policy: Literal["vllm-v1", "vllm-v0", "static"] = Field("vllm-v1", description="Scheduling policy")
     scheduling_order: Literal["fcfs", "priority"] = Field("fcfs", description="Waiting-queue order")
     preemption_mode: Literal["recompute", "swap"] = Field("recompute", description="What preemption does with KV")
-    num_cpu_blocks: int = Field(0, ge=0, description="Swap space in blocks")
+    num_cpu_blocks: int = Field(0, **ENGINE_BOUNDS["num_cpu_blocks"].field_constraints(), description="Swap space in blocks")
     kv_allocator: Literal["paged", "contiguous"] = Field("paged", description="PagedAttention or reserve max length")
     compat: CompatModel = Field(default_factory=CompatModel)
 
 
 class WorkloadModel(Strict):
-    num_requests: int = Field(200, ge=1, description="Requests in the run")
+    num_requests: int = Field(200, **WORKLOAD_BOUNDS["num_requests"].field_constraints(), description="Requests in the run")
     arrival: Literal["poisson", "gamma", "fixed"] = Field("poisson", description="Arrival process")
-    arrival_rate: float = Field(10.0, gt=0, description="Requests per second (inf: all at once)")
-    arrival_cv: float = Field(1.0, gt=0, description="Gamma arrivals: burstiness (CV of gaps)")
-    concurrency: int = Field(0, ge=0, description="Closed loop: clients (0: open loop)")
-    lengths: str = Field("sharegpt", description="Length distribution: a named one, fixed, uniform or lognormal")
-    prompt_len: float = Field(512, ge=1)
-    prompt_len_high: int = Field(0, ge=0)
-    output_len: float = Field(128, ge=1)
-    output_len_high: int = Field(0, ge=0)
-    sigma: float = Field(0.6, ge=0)
-    shared_prefix_len: int = Field(0, ge=0, description="Tokens of shared system prompt")
-    num_shared_prefixes: int = Field(1, ge=1)
-    high_priority_fraction: float = Field(0.0, ge=0, le=1)
-    seed: int = Field(0, description="Workload seed: same seed, same run")
+    arrival_rate: float = Field(10.0, **WORKLOAD_BOUNDS["arrival_rate"].field_constraints(), description="Requests per second (inf: all at once)")
+    arrival_cv: float = Field(1.0, **WORKLOAD_BOUNDS["arrival_cv"].field_constraints(), description="Gamma arrivals: burstiness (CV of gaps)")
+    concurrency: int = Field(0, **WORKLOAD_BOUNDS["concurrency"].field_constraints(), description="Closed loop: clients (0: open loop)")
+    lengths: str = Field("sharegpt", max_length=100, description="Length distribution: a named one, fixed, uniform or lognormal")
+    prompt_len: float = Field(512, **WORKLOAD_BOUNDS["prompt_len"].field_constraints())
+    prompt_len_high: int = Field(0, **WORKLOAD_BOUNDS["prompt_len_high"].field_constraints())
+    output_len: float = Field(128, **WORKLOAD_BOUNDS["output_len"].field_constraints())
+    output_len_high: int = Field(0, **WORKLOAD_BOUNDS["output_len_high"].field_constraints())
+    sigma: float = Field(0.6, **WORKLOAD_BOUNDS["sigma"].field_constraints())
+    shared_prefix_len: int = Field(0, **WORKLOAD_BOUNDS["shared_prefix_len"].field_constraints(), description="Tokens of shared system prompt")
+    num_shared_prefixes: int = Field(1, **WORKLOAD_BOUNDS["num_shared_prefixes"].field_constraints())
+    high_priority_fraction: float = Field(0.0, **WORKLOAD_BOUNDS["high_priority_fraction"].field_constraints())
+    seed: int = Field(0, **WORKLOAD_BOUNDS["seed"].field_constraints(), description="Workload seed: same seed, same run")
 
 
 class ScenarioModel(Strict):
-    name: str = "custom"
-    description: str = ""
+    name: str = Field("custom", max_length=MAX_NAME_CHARS)
+    description: str = Field("", max_length=MAX_DESCRIPTION_CHARS)
     model: Literal[tuple(MODELS)] = "llama-3.1-8b"  # type: ignore[valid-type]
     gpu: Literal[tuple(GPUS)] = "h200"  # type: ignore[valid-type]
-    tp: int = Field(1, ge=1, le=64)
-    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    tp: int = Field(1, **SCENARIO_BOUNDS["tensor_parallel_size"].field_constraints())
+    gpu_memory_utilization: float = Field(0.9, **SCENARIO_BOUNDS["gpu_memory_utilization"].field_constraints())
+    tensor_parallel_size: int | None = Field(None, **SCENARIO_BOUNDS["tensor_parallel_size"].field_constraints(),
+                                             description="vLLM's --tensor-parallel-size (tp is its older name)")
+    kv_cache_dtype: Literal[KV_CACHE_DTYPES] = Field("auto", description="vLLM's --kv-cache-dtype: auto keeps the model's dtype")  # type: ignore[valid-type]
+    swap_space: float = Field(0.0, ge=0, le=1024, description="vLLM 0.10's --swap-space: CPU swap GiB per GPU")
     engine: EngineModel = Field(default_factory=EngineModel)
     workload: WorkloadModel = Field(default_factory=WorkloadModel)
-    slo_ttft_s: float | None = Field(None, gt=0)
-    slo_tpot_s: float | None = Field(None, gt=0)
+    slo_ttft_s: float | None = Field(None, **SCENARIO_BOUNDS["slo_ttft_s"].field_constraints())
+    slo_tpot_s: float | None = Field(None, **SCENARIO_BOUNDS["slo_tpot_s"].field_constraints())
 
     def to_scenario_dict(self) -> dict:
         data = self.model_dump(exclude_none=True)
+        if self.tensor_parallel_size is not None:
+            data.pop("tp")  # vLLM's name wins over the older one
         data["engine"] = {k: v for k, v in data["engine"].items() if v is not None}
         return data
 
@@ -83,11 +93,11 @@ class ScenarioModel(Strict):
 class SessionCreate(Strict):
     """A preset by name, a guided lesson's arm, or a full scenario; `seed` overrides the workload's seed."""
 
-    preset: str | None = None
-    lesson: str | None = None
-    arm: str | None = None
+    preset: str | None = Field(None, max_length=100)
+    lesson: str | None = Field(None, max_length=100)
+    arm: str | None = Field(None, max_length=100)
     scenario: ScenarioModel | None = None
-    seed: int | None = None
+    seed: int | None = Field(None, **WORKLOAD_BOUNDS["seed"].field_constraints())
 
     def origin_query(self) -> str:
         """The URL query that creates this same run again (`/?<query>`)."""

@@ -32,10 +32,11 @@ from .frames import (
     tables_arrays,
     visible_requests,
 )
+from .history import ChartHistory, append_capped
 from .settings import Settings
+from .why import StepReasons, request_history
 
 BREAKPOINT_KINDS = ("preemption", "finish", "admit", "kv_usage", "step", "request")
-MAX_SNAPSHOT_POINTS = 3000
 EVENT_HISTORY = 2000
 
 
@@ -131,8 +132,8 @@ class Session:
         # replaying from a checkpoint alone could not bring back events it had already dropped).
         self.checkpoints: list[Checkpoint] = [Checkpoint(self.sim.snapshot(), (), None)]
         self.checkpoint_interval = settings.checkpoint_interval
-        # One chart point per step so far; truncated on step back.
-        self.points: list[list] = []
+        # Chart points, thinned as the run grows; truncated on step back.
+        self.history = ChartHistory(settings.max_chart_points)
         self.events: deque[dict] = deque(maxlen=EVENT_HISTORY)
         # Events since the last publish, and the counter that gives each event its id (clients
         # use the ids to merge a snapshot's recent events with the ones streamed after it).
@@ -151,6 +152,8 @@ class Session:
         # (sequence number, status, encoded frame): a snapshot is built once per state and status, however
         # many viewers ask for it.
         self._snapshot_cache: tuple[int, dict, bytes] | None = None
+        # "Why?": the decision trace of past steps, replayed on demand.
+        self.reasons = StepReasons()
 
     def _watch_blocks(self) -> None:
         self.sim.scheduler.kv_cache_manager.watch_changes()
@@ -164,12 +167,17 @@ class Session:
 
     @property
     def done(self) -> bool:
-        return self.sim.done
+        return self.sim.done or self.out_of_steps
+
+    @property
+    def out_of_steps(self) -> bool:
+        """The session's step budget is spent: it plays no further (step back still works)."""
+        return self.sim.step_index >= self.settings.max_steps_per_session
 
     # -- moving through time ----------------------------------------------------------------
     def _step_once(self) -> StepRecord:
         record = self.sim.step()
-        self.points.append(point_view(record))
+        self.history.append(point_view(record))
         for event in events_of(record, self.scenario.engine.scheduling_order):
             self.event_counter += 1
             event["id"] = self.event_counter
@@ -186,33 +194,33 @@ class Session:
     def _extend_timelines(self, record: StepRecord) -> None:
         step, start, end = record.step, record.clock_s_before, record.clock_s_after
         for rid in record.admitted + record.resumed:
-            self.timelines.setdefault(rid, []).append({"kind": "admitted" if rid in record.admitted else "resumed",
-                                                       "step": step, "s": start, "cached": record.cached_tokens.get(rid, 0)})
+            append_capped(self.timelines.setdefault(rid, []), {"kind": "admitted" if rid in record.admitted else "resumed",
+                                                               "step": step, "s": start, "cached": record.cached_tokens.get(rid, 0)})
         for chunk in record.scheduled:
             runs = self.timelines.setdefault(chunk.request_id, [])
             last = runs[-1] if runs else None
             if last and last["kind"] == chunk.kind == "decode" and last["to_step"] == step - 1:
                 last.update(to_step=step, to_s=end, tokens=last["tokens"] + chunk.num_tokens)
             else:
-                runs.append({"kind": chunk.kind, "step": step, "to_step": step, "s": start, "to_s": end,
-                             "tokens": chunk.num_tokens, "from_token": chunk.num_computed_before})
+                append_capped(runs, {"kind": chunk.kind, "step": step, "to_step": step, "s": start, "to_s": end,
+                                     "tokens": chunk.num_tokens, "from_token": chunk.num_computed_before})
         for kind, ids in (("preempted", record.preempted), ("finished", record.finished)):
             for rid in ids:
-                self.timelines.setdefault(rid, []).append({"kind": kind, "step": step, "s": end})
+                append_capped(self.timelines.setdefault(rid, []), {"kind": kind, "step": step, "s": end})
 
-    def _truncate_timelines(self, step: int) -> None:
-        """Forget everything from `step` on (stepping back)."""
+    def _truncate_timelines(self, step: int, clock_s: float) -> None:
+        """Forget everything from `step` on (stepping back); `clock_s` is the clock at `step`."""
         for rid in list(self.timelines):
             runs = [run for run in self.timelines[rid] if run["step"] < step]
             for run in runs:
                 if run.get("to_step", -1) >= step:  # a decode run cut short: one token per step
-                    run.update(to_step=step - 1, tokens=step - run["step"], to_s=self.points[step - 1][0])
+                    run.update(to_step=step - 1, tokens=step - run["step"], to_s=clock_s)
             if runs:
                 self.timelines[rid] = runs
             else:
                 del self.timelines[rid]
 
-    def request_detail(self, request_id: str) -> dict | None:
+    def request_detail(self, request_id: str, with_history: bool = False) -> dict | None:
         """One request as the inspector shows it, or None if it has not arrived by this step."""
         try:
             request = self.sim.request(request_id)
@@ -225,7 +233,9 @@ class Session:
             "tpot_s": (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else None,
             "e2e_s": request.finish_time - request.arrival_time if request.finish_time is not None else None,
         }
-        return {"request": request_view(request), "latencies": latencies, "timeline": self.timelines.get(request_id, []),
+        timeline = self.timelines.get(request_id, [])
+        return {"request": request_view(request), "latencies": latencies, "timeline": timeline,
+                "history": request_history(timeline, self.sim.scheduler.kv_cache_manager) if with_history else None,
                 "block_table": self.sim.block_table(request_id), "step": self.step, "clock_s": self.sim.clock_s}
 
     def _add_checkpoint(self) -> None:
@@ -241,7 +251,7 @@ class Session:
         monotonic clock passes `deadline`, after at least one step)."""
         records: list[StepRecord] = []
         for _ in range(num_steps):
-            if self.sim.done or (records and deadline is not None and time.monotonic() >= deadline):
+            if self.done or (records and deadline is not None and time.monotonic() >= deadline):
                 break
             record = self._step_once()
             records.append(record)
@@ -256,7 +266,7 @@ class Session:
         """Steps until the simulated clock reaches `clock_s` (at most `max_steps`, and none once past
         `deadline` after the first), stopping at breakpoints."""
         records: list[StepRecord] = []
-        while len(records) < max_steps and not self.sim.done and self.sim.clock_s < clock_s:
+        while len(records) < max_steps and not self.done and self.sim.clock_s < clock_s:
             if records and deadline is not None and time.monotonic() >= deadline:
                 break
             step_records, hit = self.advance(1, stop_at_breakpoints=True)
@@ -273,11 +283,12 @@ class Session:
             self.checkpoints = [c for c in self.checkpoints if c.step_index <= checkpoint.step_index]
             self.sim.restore(checkpoint.state)
             self._watch_blocks()
-            del self.points[checkpoint.step_index:]
-            self._truncate_timelines(checkpoint.step_index)
+            last = checkpoint.last_record
+            self.history.truncate(checkpoint.step_index, point_view(last) if last else None)
+            self._truncate_timelines(checkpoint.step_index, checkpoint.state.clock_s)
             self.events = deque(checkpoint.events, maxlen=EVENT_HISTORY)
             self.last_record = checkpoint.last_record
-        while self.sim.step_index < target_step and not self.sim.done:
+        while self.sim.step_index < target_step and not self.done:
             self._step_once()
         # Replayed steps reach viewers as a snapshot, not as changes or events.
         self._drain_changed_blocks()
@@ -310,6 +321,9 @@ class Session:
         progress = {}
         for rid in ran - changed:
             request = sim.request(rid)
+            if request.token_times and request.token_times[0] > records[0].clock_s_before:
+                changed.add(rid)  # its first token came in these steps: `first_token_s` is new
+                continue
             progress[rid] = (request.num_computed_tokens, request.num_output_tokens)
         kv = sim.scheduler.kv_cache_manager
         changed_blocks, changed_tables = self._drain_changed_blocks()
@@ -342,7 +356,6 @@ class Session:
         sim = self.sim
         queues = queues_view(sim)
         kv = sim.scheduler.kv_cache_manager
-        stride = max(1, -(-len(self.points) // MAX_SNAPSHOT_POINTS))
         table_ids, table_arrays = tables_arrays(kv.req_to_blocks)
         blocks_header, blocks_arrays = snapshot_blocks(sim)
         frame = self._envelope("snapshot")
@@ -353,7 +366,7 @@ class Session:
             "queues": queues,
             "table_ids": table_ids,
             **blocks_header,
-            "points": self.points[::stride] + ([self.points[-1]] if self.points and (len(self.points) - 1) % stride else []),
+            "points": self.history.points(),
             "metrics": metrics_view(sim),
             "last_record": record_view(self.last_record) if self.last_record else None,
             "events": list(self.events)[-300:],

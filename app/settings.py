@@ -13,6 +13,10 @@ class Settings:
     max_requests_per_session: int = 20_000
     max_blocks_per_session: int = 131_072
     max_steps_per_s: float = 2_000.0
+    # Steps one session may play: with the thinned history, its memory is bounded by this budget.
+    max_steps_per_session: int = 1_000_000
+    # Chart points a session keeps (and a snapshot sends): beyond it, every other one is dropped.
+    max_chart_points: int = 3_000
     # Playback ticks per second (each one delta); faster play puts several steps in one tick, and
     # a viewer that draws slower gets the ticks merged.
     max_frames_per_s: float = 60.0
@@ -25,6 +29,19 @@ class Settings:
     checkpoint_interval: int = 64
     max_checkpoints: int = 96
     default_scenario: str = "default"
+    # Host names the server answers to besides loopback ones (`serve --allowed-host NAME`).
+    allowed_hosts: tuple[str, ...] = ()
+    # A classroom server (`serve --public`): IP-address Hosts allowed, per-client session quotas.
+    public: bool = False
+    # Sessions one client address may hold at once (0: no limit).
+    max_sessions_per_client: int = 0
+    # A viewer whose frames could not be sent for this long is dropped.
+    viewer_stall_s: float = 10.0
+    max_body_bytes: int = 256 * 1024
+    # Step log and trace exports: written by worker processes, streamed, within these budgets.
+    max_concurrent_exports: int = 2
+    export_timeout_s: float = 120.0
+    max_export_bytes: int = 256 * 2**20
 
     @classmethod
     def from_env(cls, **overrides) -> "Settings":
@@ -32,7 +49,19 @@ class Settings:
         values = {}
         for field in dataclasses.fields(cls):
             raw = os.environ.get(f"SERVESCOPE_{field.name.upper()}")
-            if raw is not None:
+            if raw is None:
+                continue
+            if isinstance(field.default, bool):
+                values[field.name] = raw.strip().lower() in ("1", "true", "yes", "on")
+            elif isinstance(field.default, tuple):
+                values[field.name] = tuple(name.strip() for name in raw.split(",") if name.strip())
+            else:
                 values[field.name] = type(field.default)(raw)
+        if overrides.get("public"):  # a classroom: quotas and a shorter idle life, unless set otherwise
+            values = {**PUBLIC_DEFAULTS, **values}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+# What `serve --public` changes: room for a class, a quota per student, idle sessions gone sooner.
+PUBLIC_DEFAULTS = {"max_sessions": 128, "max_sessions_per_client": 3, "idle_timeout_s": 600.0}

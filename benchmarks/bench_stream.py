@@ -146,7 +146,8 @@ class Presenter:
 async def measure(base: str, created: dict, num_viewers: int, seconds: float, steps_per_s: float,
                   compression: str | None) -> dict:
     ws_url = base.replace("http", "ws", 1) + f"/ws/{created['session_id']}"
-    async with connect(f"{ws_url}?token={created['control_token']}", max_size=None) as ws:
+    async with connect(ws_url, max_size=None) as ws:
+        await ws.send(json.dumps({"type": "auth", "token": created["control_token"]}))
         presenter = Presenter(ws)
         await presenter.command({"type": "seek", "step": WARM_STEP}, lambda f: f["type"] == "snapshot")
         start, stop_at = asyncio.Event(), []

@@ -124,7 +124,7 @@ def open_playing_page(browser, base_url: str, width: int, height: int, speed: fl
     context.set_default_timeout(120_000)
     page = context.new_page()
     page.add_init_script(MEASURE)
-    page.goto(session["control_url"])
+    page.goto(f"{session['control_url']}#token={session['control_token']}")  # the fragment hands over control
     page.wait_for_function("window.servescope && window.servescope.store.session !== null")
     page.evaluate("n => window.servescope.send({type: 'step', n})", WARMUP_STEPS)
     page.wait_for_function("n => window.servescope.store.step === n", arg=WARMUP_STEPS)

@@ -1,4 +1,5 @@
-"""Screenshots of the dashboard: docs/screenshot-normal.png and docs/screenshot-projector.png.
+"""Screenshots of the dashboard: docs/screenshot-normal.png and docs/screenshot-projector.png, and
+every lesson's beats at 1280x720 in the projector theme: docs/lessons/NAME-K.png.
 
 A real server and Debian's headless Chromium (/usr/bin/chromium), 1920x1080. The default scenario
 is stepped to just after its first preemptions (step 2932): the KV cache is nearly full, requests
@@ -84,6 +85,8 @@ def shoot(browser, base_url: str, theme: str, step: int, path: Path) -> None:
     if theme == "projector":
         page.goto(page.url + "&theme=projector")
     wait_for_dashboard(page)
+    if theme == "projector":  # on stage: the requests, the KV cache and the inspector
+        page.evaluate("window.servescope.stage.follow(['queues', 'kv', 'side'])")
     page.evaluate("n => window.servescope.send({type: 'step', n})", step)
     page.wait_for_function("n => window.servescope.store.step === n", arg=step)
     chip = page.locator(".lane.running .chip").first
@@ -99,14 +102,54 @@ def shoot(browser, base_url: str, theme: str, step: int, path: Path) -> None:
           f"{request_id} selected, {path.stat().st_size / 1024:.0f} KB")
 
 
+def lesson_beats(page: Page) -> list[dict]:
+    """The beats of the lesson the page shows, once its story has loaded."""
+    page.wait_for_function("window.servescope.narration.beats().length > 0")
+    return page.evaluate("window.servescope.narration.beats()")
+
+
+def go_to_step(page: Page, step: int) -> None:
+    page.evaluate("step => window.servescope.send({type: 'seek', step})", step)
+    page.wait_for_function("step => window.servescope.store.step === step", arg=step, timeout=60_000)
+    page.wait_for_timeout(600)  # the charts' and the canvas' next animation frames
+
+
+def shoot_lesson(browser, base_url: str, name: str, out: Path) -> list[Path]:
+    """Each beat of a lesson's story at 1280x720 in the projector theme: docs/lessons/NAME-K.png."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    context.set_default_timeout(30_000)
+    context.add_init_script("localStorage.setItem('servescope-theme', 'projector')")
+    page = context.new_page()
+    page.goto(f"{base_url}/?lesson={name}")
+    wait_for_dashboard(page)
+    paths = []
+    for index, beat in enumerate(lesson_beats(page)):
+        go_to_step(page, beat["step"])
+        page.mouse.move(0, 719)
+        path = out / "lessons" / f"{name}-{index + 1}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(path))
+        paths.append(path)
+        print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: beat {index + 1} "
+              f"({beat['event']}, step {beat['step']}) {beat['title']}")
+    context.close()
+    return paths
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--step", type=int, default=2932, help="step to show (default: just after a preemption)")
     parser.add_argument("--out", type=Path, default=ROOT / "docs", help="directory for the PNGs")
+    parser.add_argument("--lesson", action="append", help="only this lesson's beats (repeatable); default: every lesson")
+    parser.add_argument("--no-dashboard", action="store_true", help="skip the two dashboard pictures")
     args = parser.parse_args()
+    from scheduler_core.lesson_catalog import LESSONS_BY_NAME
     with serving() as base_url, chromium() as browser:
-        for theme in THEMES:
-            shoot(browser, base_url, theme, args.step, args.out.resolve() / f"screenshot-{theme}.png")
+        if not args.no_dashboard:
+            for theme in THEMES:
+                shoot(browser, base_url, theme, args.step, args.out.resolve() / f"screenshot-{theme}.png")
+        for name in args.lesson or LESSONS_BY_NAME:
+            shoot_lesson(browser, base_url, name, args.out.resolve())
 
 
 if __name__ == "__main__":

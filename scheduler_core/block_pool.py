@@ -49,6 +49,8 @@ class BlockPool:
         # When a viewer wants to redraw only what changed, the ids of blocks touched since it last
         # drained this list (None: nobody is watching, nothing is recorded).
         self.changed_blocks: list[int] | None = None
+        # Told of every eviction when someone asks why (a DecisionTrace; None: off).
+        self.decision_trace = None
 
     def __deepcopy__(self, memo: dict) -> "BlockPool":
         # Every field holds immutable values (ints, None), so slices are deep copies, and far
@@ -60,6 +62,7 @@ class BlockPool:
         clone.prev_free = self.prev_free[:]
         clone.cached_block_hash_to_block = {h: ids[:] for h, ids in self.cached_block_hash_to_block.items()}
         clone.changed_blocks = None if self.changed_blocks is None else self.changed_blocks[:]
+        clone.decision_trace = copy.deepcopy(self.decision_trace, memo)
         memo[id(self)] = clone
         return clone
 
@@ -133,6 +136,8 @@ class BlockPool:
             del self.cached_block_hash_to_block[block_hash]
         self.block_hash[block_id] = None
         self.num_evicted_total += 1
+        if self.decision_trace is not None:
+            self.decision_trace.block_evicted(block_id)
 
     def touch(self, block_ids: Iterable[int]) -> None:
         """Take a reference on prefix-cache hits; a hit on a free cached block takes it off the queue."""

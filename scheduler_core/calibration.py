@@ -18,27 +18,40 @@ from .presets import GPUS, load_calibration, model_from_config
 
 @dataclass(frozen=True)
 class MeasuredStep:
+    """One measured step: pure decode, pure prefill, or mixed (one prompt chunk riding with decodes)."""
+
     model: ModelSpec
-    kind: str  # "decode" or "prefill"
-    batch: int
-    tokens: int  # per sequence: 1 for decode, the prompt for prefill
-    context: int  # cached tokens per sequence before the step
+    kind: str  # "decode", "prefill" or "mixed"
+    batch: int  # decoding sequences
+    tokens: int  # the prompt chunk's new tokens (1 for a pure decode)
+    context: int  # cached tokens before the step: of each decode, or of the chunk's own prompt
     seconds: float
+    decode_context: int = 0  # mixed steps: cached tokens of each decode
 
     def predict(self, cost_model: CostModel) -> float:
         if self.kind == "decode":
             return cost_model.decode_time(self.batch, self.context)
+        if self.kind == "mixed":
+            chunks = [(self.tokens, self.context)] + [(1, self.decode_context)] * self.batch
+            return cost_model.step_time(chunks, 1 + self.batch)[0]
         return cost_model.prefill_time(self.tokens, self.context)
 
 
-def measured_steps() -> list[MeasuredStep]:
+def measured_steps(include_mixed: bool = True) -> list[MeasuredStep]:
+    """The shipped H200 measurements: pure steps, then (calibration_h200_mixed.json) mixed ones."""
     steps = []
+    models = {}
     for name, entry in load_calibration()["models"].items():
-        model = model_from_config(name, entry["config"])
+        model = models[name] = model_from_config(name, entry["config"])
         for d in entry["decode"]:
             steps.append(MeasuredStep(model, "decode", d["batch"], 1, d["ctx"], d["ms"] / 1e3))
         for p in entry["prefill"]:
             steps.append(MeasuredStep(model, "prefill", 1, p["tokens"], 0, p["ms"] / 1e3))
+    if include_mixed:
+        for name, rows in load_calibration("data/calibration_h200_mixed.json")["models"].items():
+            for r in rows:
+                steps.append(MeasuredStep(models[name], "mixed", r["decodes"], r["chunk"], r["cached"], r["ms"] / 1e3,
+                                          decode_context=r["decode_ctx"]))
     return steps
 
 
@@ -54,7 +67,8 @@ def relative_errors(efficiency: Efficiency, steps: list[MeasuredStep]) -> list[f
 
 
 def _is_physical(v: list[float]) -> bool:
-    return all(0.05 < x <= 1.6 for x in v[:4]) and 1.0 <= v[4] <= 20 and min(v[5:]) >= 0
+    # A decode fills between one query row and a 256-row tile (v[8] is rows / 100).
+    return all(0.05 < x <= 1.6 for x in v[:4]) and 1.0 <= v[4] <= 20 and min(v[5:8]) >= 0 and 0.01 <= v[8] <= 2.56
 
 
 def _loss(v: list[float], steps: list[MeasuredStep]) -> float:
@@ -101,12 +115,19 @@ def nelder_mead(f: Callable[[list[float]], float], x0: list[float], iterations: 
     return simplex[min(range(n + 1), key=values.__getitem__)]
 
 
-def fit(steps: list[MeasuredStep], start: Efficiency = Efficiency(), restarts: int = 4, iterations: int = 1500) -> Efficiency:
-    """Restarted Nelder-Mead: each restart rebuilds the simplex around the best point so far."""
-    vector = start.to_vector()
+def fit(steps: list[MeasuredStep], start: Efficiency = Efficiency(), restarts: int = 4, iterations: int = 1500,
+        fit_mixed_term: bool = True) -> Efficiency:
+    """Restarted Nelder-Mead: each restart rebuilds the simplex around the best point so far.
+    Without `fit_mixed_term` the mixed-step term stays at the start's value (1 row: no term)."""
+    vector, fixed_rows = start.to_vector(), start.to_vector()[8:]
+    if not fit_mixed_term:
+        loss = lambda v: _loss(v + fixed_rows, steps)  # noqa: E731
+        vector = vector[:8]
+    else:
+        loss = lambda v: _loss(v, steps)  # noqa: E731
     for _ in range(restarts):
-        vector = nelder_mead(lambda v: _loss(v, steps), vector, iterations)
-    return Efficiency.from_vector(vector)
+        vector = nelder_mead(loss, vector, iterations)
+    return Efficiency.from_vector(vector if fit_mixed_term else vector + fixed_rows)
 
 
 def summarize(errors: list[float]) -> dict[str, float]:

@@ -11,6 +11,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from .config import VLLM_PROFILES, VllmCompat
+from .engine_args import add_engine_args, apply_settings, check_like_vllm, normalize_aliases, parse_vllm_command, settings_from_args
 from .errors import ConfigError
 from .lesson_catalog import LESSONS, LESSONS_BY_NAME
 from .lessons import comparison_table, evaluate
@@ -77,13 +78,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 # -- scenarios with overrides ---------------------------------------------------------------
-ENGINE_FLAGS = {
-    "policy": "policy", "num_gpu_blocks": "num_gpu_blocks", "max_num_seqs": "max_num_seqs",
-    "max_num_batched_tokens": "max_num_batched_tokens", "max_model_len": "max_model_len",
-    "chunked_prefill": "enable_chunked_prefill", "prefix_caching": "enable_prefix_caching",
-    "preemption_mode": "preemption_mode", "num_cpu_blocks": "num_cpu_blocks", "kv_allocator": "kv_allocator",
-    "scheduling_order": "scheduling_order",
-}
+# servescope's own settings (vLLM's engine arguments are in engine_args.ENGINE_ARGS).
+ENGINE_FLAGS = {"policy": "policy", "num_cpu_blocks": "num_cpu_blocks", "kv_allocator": "kv_allocator"}
 WORKLOAD_FLAGS = {"num_requests": "num_requests", "arrival_rate": "arrival_rate", "concurrency": "concurrency",
                   "seed": "seed"}
 
@@ -92,7 +88,8 @@ def scenario_data(name_or_path: str) -> tuple[dict, str]:
     if name_or_path in PRESET_SCENARIOS:
         return json.loads(json.dumps(PRESET_SCENARIOS[name_or_path])), name_or_path
     path = Path(name_or_path)
-    return Scenario.load(path).to_dict(), path.stem
+    Scenario.load(path)  # report a bad file before any override is applied to it
+    return Scenario.read_data(path), path.stem
 
 
 def parse_assignment_arg(text: str) -> tuple[str, object]:
@@ -103,13 +100,18 @@ def parse_assignment_arg(text: str) -> tuple[str, object]:
 
 
 def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) -> Scenario:
-    """A scenario (preset name or file) with the command line's overrides applied."""
+    """A scenario (preset name or file) with the command line's overrides applied: first a whole
+    `--vllm` command line, then servescope's flags (which win where both speak)."""
     data, name = scenario_data(name_or_path)
+    data = normalize_aliases(data)
+    if args.vllm is not None:
+        command = parse_vllm_command(args.vllm)
+        apply_settings(data, ({"model": command.model} if command.model else {}) | command.settings)
+        if command.ignored:
+            print(f"servescope: warning: not simulated, ignored: {' '.join(command.ignored)}", file=sys.stderr)
+    apply_settings(data, {flag: getattr(args, flag) for flag in ("model", "gpu") if getattr(args, flag) is not None})
+    apply_settings(data, settings_from_args(args))
     engine, workload = data.setdefault("engine", {}), data.setdefault("workload", {})
-    for flag in ("model", "gpu", "tp"):
-        if getattr(args, flag) is not None:
-            data[flag] = getattr(args, flag)
-            engine.pop("num_gpu_blocks", None)  # resize the pool for the new model / GPU
     for flag, key in ENGINE_FLAGS.items():
         if getattr(args, flag) is not None:
             engine[key] = getattr(args, flag)
@@ -131,6 +133,7 @@ def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) 
     if args.slo_tpot_ms is not None:
         data["slo_tpot_s"] = args.slo_tpot_ms / 1e3
     apply_assignments(data, assignments)
+    check_like_vllm(data.get("engine", {}))
     return Scenario.from_dict(data, name=name)
 
 
@@ -161,15 +164,24 @@ def write_json(path: str, payload: dict) -> None:
     Path(path).write_text(json.dumps(clean(payload), indent=2) + "\n")
 
 
+def print_startup_lines(scenario: Scenario) -> None:
+    """What vLLM would log about memory while starting this configuration."""
+    plan = scenario.memory_plan()
+    print(f"vLLM startup, per GPU ({scenario.tensor_parallel_size} x {scenario.gpu}):")
+    for line in plan.startup_lines():
+        print(f"  {line}")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     scenario = build_scenario(args, args.scenario)
+    print_startup_lines(scenario)
     sim = scenario.build(keep_finished=False)
     wall_s = run_with_progress(sim, show=args.progress if args.progress is not None else sys.stderr.isatty())
     report = sim.metrics.report(wall_s)
-    print(format_report(report, title=f"{scenario.name}: {scenario.model} on {scenario.tp} x {scenario.gpu}, "
+    print(format_report(report, title=f"{scenario.name}: {scenario.model} on {scenario.tensor_parallel_size} x {scenario.gpu}, "
                                       f"policy {scenario.engine.policy}, {scenario.engine.num_gpu_blocks} KV blocks"))
     if args.json:
-        write_json(args.json, {"scenario": scenario.to_dict(), **report})
+        write_json(args.json, {"scenario": scenario.to_dict(), "memory": scenario.memory_plan().to_dict(), **report})
     return 0
 
 
@@ -266,24 +278,20 @@ def cmd_step_time(args: argparse.Namespace) -> int:
 # -- the parser -----------------------------------------------------------------------------
 def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("overrides of the scenario's fields")
-    group.add_argument("--model", help=f"preset ({', '.join(MODELS)}) or a JSON file with the calibration config fields")
+    group.add_argument("--vllm", metavar='"vllm serve MODEL ..."',
+                       help="a whole vLLM command line: the engine arguments servescope models are applied (flags "
+                            "given here win); the others are listed in a warning")
+    group.add_argument("--model", help=f"preset ({', '.join(MODELS)}), its Hugging Face id, or a local config.json "
+                                       "(or its folder)")
     group.add_argument("--gpu", choices=list(GPUS))
-    group.add_argument("--tp", type=int, help="tensor-parallel GPUs")
     group.add_argument("--policy", choices=["static", "vllm-v0", "vllm-v1"])
     group.add_argument("--workload", help=f"a named length distribution ({', '.join(NAMED_LENGTHS)}) or a trace file (CSV, JSONL)")
     group.add_argument("--num-requests", type=int)
     group.add_argument("--arrival-rate", type=parse_rate, help="requests/s; inf = all at once")
     group.add_argument("--concurrency", type=int, help="closed loop: N clients, each sends its next request when its last finishes")
-    group.add_argument("--num-gpu-blocks", type=int, help="KV blocks (default: sized from GPU memory)")
-    group.add_argument("--max-num-seqs", type=int)
-    group.add_argument("--max-num-batched-tokens", type=int)
-    group.add_argument("--max-model-len", type=int)
-    group.add_argument("--chunked-prefill", action=argparse.BooleanOptionalAction, default=None)
-    group.add_argument("--prefix-caching", action=argparse.BooleanOptionalAction, default=None)
-    group.add_argument("--preemption-mode", choices=["recompute", "swap"])
-    group.add_argument("--num-cpu-blocks", type=int, help="swap space in blocks")
+    add_engine_args(group)
+    group.add_argument("--num-cpu-blocks", type=int, help="swap space in blocks (or --swap-space in GiB)")
     group.add_argument("--kv-allocator", choices=["paged", "contiguous"])
-    group.add_argument("--scheduling-order", choices=["fcfs", "priority"])
     group.add_argument("--vllm-version", choices=sorted(VLLM_PROFILES))
     group.add_argument("--seed", type=int, help="workload seed")
     group.add_argument("--slo-ttft-ms", type=float, help="TTFT objective for goodput")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field, fields
 
+from .bounds import ENGINE_BOUNDS, check_all
 from .errors import ConfigError
 
 POLICIES = ("vllm-v1", "vllm-v0", "static")
@@ -85,17 +86,12 @@ class EngineConfig:
     compat: VllmCompat = field(default_factory=VllmCompat)
 
     def __post_init__(self) -> None:
-        positive = ("block_size", "num_gpu_blocks", "max_num_seqs", "max_num_batched_tokens", "max_model_len")
-        for name in positive:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ConfigError(name, f"must be a positive integer, got {value!r}")
-        if self.num_gpu_blocks < 2:
-            raise ConfigError("num_gpu_blocks", "must be at least 2 (block 0 is the reserved null block)")
-        for name in ("long_prefill_token_threshold", "num_cpu_blocks"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ConfigError(name, f"must be a non-negative integer, got {value!r}")
+        check_all(ENGINE_BOUNDS, self)
+        for name in ("enable_chunked_prefill", "enable_prefix_caching"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, f"must be true or false, got {getattr(self, name)!r}")
+        if not isinstance(self.compat, VllmCompat):
+            raise ConfigError("compat", f"must be a table of vLLM behaviour switches, got {self.compat!r}")
         for name, allowed in (
             ("policy", POLICIES),
             ("scheduling_order", SCHEDULING_ORDERS),
@@ -135,6 +131,8 @@ class EngineConfig:
     @classmethod
     def from_dict(cls, data: dict) -> "EngineConfig":
         """Build from plain JSON-like data; unknown keys are errors so typos are not ignored."""
+        if not isinstance(data, dict):
+            raise ConfigError("engine", f"must be a table of engine settings, got {data!r}")
         known = {f.name for f in fields(cls)}
         for key in data:
             if key not in known:
@@ -145,5 +143,8 @@ class EngineConfig:
             for key in data["compat"]:
                 if key not in compat_known:
                     raise ConfigError(f"compat.{key}", "unknown vLLM compatibility switch")
+            for key, value in data["compat"].items():
+                if not isinstance(value, bool):
+                    raise ConfigError(f"compat.{key}", f"must be true or false, got {value!r}")
             data["compat"] = VllmCompat(**data["compat"])
         return cls(**data)

@@ -49,6 +49,10 @@ class ContiguousKVCacheManager:
     def get_block_ids(self, request_id: str) -> list[int]:
         return self.req_to_blocks.get(request_id, [])
 
+    def num_blocks_holding(self, num_tokens: int) -> int:
+        """A request holds its whole region however few tokens it has."""
+        return self.blocks_per_request
+
     def watch_changes(self) -> None:
         self.changed_blocks, self.changed_tables = [], set()
 

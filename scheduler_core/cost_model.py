@@ -24,7 +24,8 @@ DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A Llama-shaped decoder: the fields of the calibration file's `config`."""
+    """A Llama-shaped decoder: its shape, how its weights and KV cache are stored, and (from its
+    config.json) whether the LM head shares the embedding and the longest context it takes."""
 
     name: str
     layers: int
@@ -36,6 +37,8 @@ class ModelSpec:
     vocab: int
     wdtype: str = "bf16"
     kv_dtype: str = "bf16"
+    tie_word_embeddings: bool = False
+    max_position_embeddings: int = 131072
 
     @property
     def params_per_layer(self) -> int:
@@ -75,21 +78,25 @@ class GpuSpec:
 class Efficiency:
     """Fitted fractions of the ceilings, and fixed latencies (fit: benchmarks/bench_cost_model.py)."""
 
-    weight_read: float = 1.269
-    linear_compute: float = 0.958
-    kv_read: float = 1.600
-    attention_compute: float = 0.864
-    roofline_sharpness: float = 3.942
-    step_overhead_s: float = 0.968e-3
-    layer_overhead_s: float = 1.549e-5
-    activation_traffic: float = 6.481
+    weight_read: float = 1.509
+    linear_compute: float = 1.034
+    kv_read: float = 1.599
+    attention_compute: float = 0.4668
+    roofline_sharpness: float = 6.675
+    step_overhead_s: float = 0.0
+    layer_overhead_s: float = 6.765e-5
+    activation_traffic: float = 6.825
+    # In a mixed step, prompt chunks and decodes share one variable-length attention launch shaped
+    # for the prompts: each decode then fills a whole tile of query rows against its context, not
+    # one row, so it costs compute as if it had this many query tokens (fitted on the mixed steps).
+    mixed_decode_query_rows: float = 27.80
     # Ring all-reduce latency per call; its bandwidth term uses the interconnect.
     allreduce_latency_s: float = 8e-6
 
     @classmethod
     def from_vector(cls, values: list[float]) -> "Efficiency":
-        w, lin, kv, att, p, c0, cl, act = values
-        return cls(w, lin, kv, att, p, c0 * 1e-3, cl * 1e-5, act)
+        w, lin, kv, att, p, c0, cl, act, rows = values
+        return cls(w, lin, kv, att, p, c0 * 1e-3, cl * 1e-5, act, rows * 100)
 
     def to_vector(self) -> list[float]:
         """The fitted parameters, scaled so each is of order one (what the optimiser moves)."""
@@ -102,6 +109,7 @@ class Efficiency:
             self.step_overhead_s * 1e3,
             self.layer_overhead_s * 1e5,
             self.activation_traffic,
+            self.mixed_decode_query_rows / 100,
         ]
 
 
@@ -138,14 +146,21 @@ class CostModel:
 
     def step_time(self, chunks: Iterable[tuple[int, int]], num_sampled: int) -> tuple[float, dict[str, float]]:
         """Seconds for one step; `chunks` are (new tokens, cached tokens before) per request."""
-        num_tokens = attention_pairs = kv_tokens_read = 0
+        num_tokens = attention_pairs = kv_tokens_read = decode_context = 0
+        has_prompt_chunk = False
         for num_new, num_cached in chunks:
             num_tokens += num_new
             # Causal attention: new token i sees the cached tokens and the new ones up to itself.
             attention_pairs += num_new * num_cached + num_new * (num_new + 1) // 2
             kv_tokens_read += num_cached + num_new
+            if num_new == 1:
+                decode_context += num_cached + 1
+            else:
+                has_prompt_chunk = True
         if num_tokens == 0:
             return 0.0, {}
+        if has_prompt_chunk:
+            attention_pairs += (self.efficiency.mixed_decode_query_rows - 1) * decode_context
         p = self.efficiency.roofline_sharpness
         linear_s = smooth_max(
             self._weight_s, num_tokens * self._linear_s_per_token + num_sampled * self._lm_head_s_per_seq, p

@@ -43,6 +43,8 @@ class KVCacheManager:
         self.num_hit_blocks_total = 0
         # Requests whose block tables changed, while a viewer watches (see watch_changes).
         self.changed_tables: set[str] | None = None
+        # Where blocks come from and go to, when someone asks why (a DecisionTrace; None: off).
+        self.decision_trace = None
 
     def __deepcopy__(self, memo: dict) -> "KVCacheManager":
         clone = copy.copy(self)
@@ -50,6 +52,7 @@ class KVCacheManager:
         clone.req_to_blocks = {rid: table[:] for rid, table in self.req_to_blocks.items()}
         clone.num_cached_block = dict(self.num_cached_block)
         clone.changed_tables = None if self.changed_tables is None else set(self.changed_tables)
+        clone.decision_trace = copy.deepcopy(self.decision_trace, memo)
         memo[id(self)] = clone
         return clone
 
@@ -76,6 +79,10 @@ class KVCacheManager:
 
     def get_block_ids(self, request_id: str) -> list[int]:
         return self.req_to_blocks.get(request_id, [])
+
+    def num_blocks_holding(self, num_tokens: int) -> int:
+        """Blocks in the table of a request whose KV holds `num_tokens` (a block at a time)."""
+        return cdiv(min(num_tokens, self.max_model_len), self.block_size)
 
     def watch_changes(self) -> None:
         """From now on, remember which blocks and block tables change (for viewers that redraw
@@ -150,6 +157,8 @@ class KVCacheManager:
         req_blocks.extend(new_blocks)
         if self.changed_tables is not None and (new_blocks or new_computed_blocks):
             self.changed_tables.add(request_id)
+        if self.decision_trace is not None:
+            self.decision_trace.blocks_allocated(request_id, new_computed_blocks, new_blocks, self.block_pool.ref_cnt)
         if self.enable_caching:
             # Blocks become hittable as soon as they are scheduled, before the model runs: the
             # step that computes them finishes before any later step could read them.
@@ -175,6 +184,8 @@ class KVCacheManager:
         if self.changed_tables is not None:
             self.changed_tables.add(request.request_id)
         self.block_pool.free_blocks(reversed(blocks))
+        if self.decision_trace is not None:
+            self.decision_trace.blocks_freed(request.request_id, blocks[::-1], self.block_pool)
 
     def counters(self) -> tuple[int, int, int, int]:
         """Running totals of blocks allocated, freed, evicted from the prefix cache, and hit."""

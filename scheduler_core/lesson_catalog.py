@@ -9,7 +9,7 @@ from dataclasses import asdict
 from importlib import resources
 
 from .config import VllmCompat
-from .lessons import Caption, Claim, Lesson
+from .lessons import Beat, Claim, Lesson
 from .replay import load_trace
 
 LLAMA_H200 = {"model": "llama-3.1-8b", "gpu": "h200"}
@@ -50,6 +50,13 @@ PRIORITY = {"num_requests": 150, "arrival_rate": 25.0, "lengths": "fixed", "prom
             "high_priority_fraction": 0.15, "seed": 13}
 PRIORITY_ENGINE = {"num_gpu_blocks": 600, "max_num_seqs": 48, "max_num_batched_tokens": 1024, "enable_prefix_caching": False}
 
+# The seed's headline: "Llama 3.3 70B FP8 on one H100 SXM5 at 128 concurrent: 2,200-2,400 tok/s".
+CAPACITY = {"num_requests": 200, "concurrency": 128, "lengths": "sharegpt", "seed": 21}
+# vLLM's OpenAI-server defaults on an H100 or H200; 2,048 tokens of context, since at vLLM's default
+# memory share one H100 cannot hold even one 8,192-token request of this model.
+CAPACITY_ENGINE = {"max_num_batched_tokens": 8192, "max_num_seqs": 1024, "max_model_len": 2048}
+LLAMA_70B_FP8 = {"model": "llama-3.3-70b-fp8", "engine": CAPACITY_ENGINE, "workload": CAPACITY}
+
 TABLE_LATENCY = [
     ("throughput (output tok/s)", "report.output_tokens_per_s", ",.0f"),
     ("TTFT p50 (s)", "report.ttft_s.p50", ".3f"),
@@ -78,10 +85,24 @@ LESSONS = [
                   "{contiguous:report.output_tokens_per_s:,.0f}.",
                   lambda r: r["paged"].report["output_tokens_per_s"] > 1.5 * r["contiguous"].report["output_tokens_per_s"]),
         ],
-        captions=[
-            Caption(0, "Blocks as needed", "Watch the KV grid fill block by block; each request's last block is partly full. "
-                    "Toggle 'Reserve max' to see the same requests reserving max_model_len each."),
-            Caption(40, "How many fit", "With reservation only a handful of requests fit; paged, the batch keeps growing."),
+        beats=[
+            Beat("opening", "Blocks as needed", "{num_requests} ShareGPT requests arrive in a burst at a pool of {num_gpu_blocks:,} "
+                 "blocks of {block_size} tokens. Step (→) and watch the KV grid: each request gets only the blocks its tokens fill.",
+                 ("kv", "queues")),
+            Beat("first_admit", "The first blocks", "Step {step}: {request} is admitted with a {prompt}-token prompt and holds "
+                 "{blocks} blocks, no more; reserving max_model_len would set {max_model_len:,} tokens aside for it.",
+                 ("kv", "batch")),
+            Beat("first_finish", "Blocks come back", "Step {step}: {request} finished after {output} output tokens; its blocks "
+                 "go back to the free pool at once, for the next request.", ("kv", "queues")),
+            Beat("peak_running", "How many fit", "Step {step}: {running} requests run at once in {used_blocks:,} blocks "
+                 "({kv}% used). Reserving {max_model_len:,} tokens each, only {reserve_fit} would fit: click 'Reserve max'.",
+                 ("kv", "queues"), arms=("paged",)),
+            Beat("peak_running", "How many fit", "Step {step}: reserving {max_model_len:,} tokens each, only {running} requests "
+                 "run at once while {waiting} wait; most of the pool is reserved but unused.", ("kv", "queues"), arms=("contiguous",)),
+            Beat("end", "Result", "Paged: {paged:report.fragmentation:.1%} of allocated memory unused, {paged:peak_running} "
+                 "requests at once, {paged:report.output_tokens_per_s:,.0f} output tokens/s. Reserving max_model_len: "
+                 "{contiguous:report.fragmentation:.0%} unused, {contiguous:peak_running} at once, "
+                 "{contiguous:report.output_tokens_per_s:,.0f} tokens/s.", ("kv", "charts")),
         ],
         columns=[("waste of allocated memory", "report.fragmentation", ".1%"), ("peak running requests", "peak_running", "d"),
                  *TABLE_LATENCY[:3]],
@@ -104,9 +125,28 @@ LESSONS = [
                   "{continuous:report.ttft_s.p50:.2f} s continuous.",
                   lambda r: r["continuous"].report["ttft_s"]["p50"] < r["static"].report["ttft_s"]["p50"]),
         ],
-        captions=[
-            Caption(0, "A batch forms", "Static batching admits a batch, then admits nobody until all of it has finished."),
-            Caption(30, "Seats go empty", "Watch the running lane shrink while requests wait: finished seats stay empty."),
+        beats=[
+            Beat("opening", "Static batches", "A static batcher admits a batch (up to {max_num_seqs} requests) and admits "
+                 "nobody more until every member has finished. Watch the Running and Waiting lanes.", ("queues", "batch"), arms=("static",)),
+            Beat("opening", "Continuous batching", "The scheduler decides every step: a finished request's seat goes to the "
+                 "next waiting request at once. Up to {max_num_seqs} run together.", ("queues", "batch"), arms=("continuous",)),
+            Beat("batch_full", "The batch is full", "Step {step}: {running} requests run, every seat taken; {waiting} wait.",
+                 ("queues", "batch"), arms=("continuous",)),
+            Beat("seat_left_empty", "A seat frees", "Step {step}: {request} finished after {output} tokens; {running} others "
+                 "run on and {waiting} wait, but its seat stays empty: a static batch admits no one until its last member is "
+                 "done.", ("queues", "batch"), arms=("static",)),
+            Beat("seats_empty", "Seats go empty", "Step {step}: only {running} of {max_num_seqs} seats are busy while {waiting} "
+                 "requests wait: {empty} empty seats.", ("queues", "charts"), arms=("static",)),
+            Beat("refill", "The next batch", "Step {step}: the last member finished; {admitted} requests are admitted at once "
+                 "as the next batch.", ("queues", "batch"), arms=("static",)),
+            Beat("first_finish", "A seat frees", "Step {step}: {request} finished after {output} tokens; the next waiting "
+                 "request takes its seat in the following step.", ("queues", "batch"), arms=("continuous",)),
+            Beat("queue_drained", "Queue drained", "Step {step}: nobody waits any more; the {running} running requests finish.",
+                 ("queues", "charts"), arms=("continuous",)),
+            Beat("end", "Result", "Continuous batching: {continuous:report.output_tokens_per_s:,.0f} output tokens/s, TTFT p50 "
+                 "{continuous:report.ttft_s.p50:.2f} s; static batches: {static:report.output_tokens_per_s:,.0f} tokens/s, "
+                 "{static:report.ttft_s.p50:.2f} s, and {static:drained_steps:,} steps with empty seats while requests waited.",
+                 ("queues", "charts")),
         ],
         columns=[("steps with idle seats", "drained_steps", "d"), ("peak running", "peak_running", "d"), *TABLE_LATENCY[:3]],
     ),
@@ -115,7 +155,7 @@ LESSONS = [
         title="Chunked prefill: long prompts without stalling the decodes",
         summary="Long Azure-conversation prompts arriving among running decodes: prefill-first (vLLM V0's "
                 "default, whole prompts) against decode-first chunked prefill under token budgets of 256, 512 and 2048.",
-        arms={"prefill-first": PREFILL_FIRST, "chunked-256": CHUNKED[256], "chunked-512": CHUNKED[512],
+        arms={"chunked-512": CHUNKED[512], "prefill-first": PREFILL_FIRST, "chunked-256": CHUNKED[256],
               "chunked-2048": CHUNKED[2048]},
         claims=[
             Claim("Decodes stall behind whole prompts: inter-token latency p99 is {prefill-first:report.itl_s.p99:.3f} s "
@@ -131,9 +171,22 @@ LESSONS = [
                   "{prefill-first:report.output_tokens_per_s:,.0f} output tokens/s.",
                   lambda r: abs(r["chunked-512"].report["output_tokens_per_s"] / r["prefill-first"].report["output_tokens_per_s"] - 1) < 0.1),
         ],
-        captions=[
-            Caption(0, "Budget", "Each step spends at most the token budget: decodes first, then chunks of prompts."),
-            Caption(20, "Chunks", "A long prompt is sliced over several steps (orange) while the decodes (blue) keep going."),
+        beats=[
+            Beat("opening", "The token budget", "Each step spends at most {max_num_batched_tokens:,} tokens: the running "
+                 "requests' decodes first, then chunks of waiting prompts. {num_requests} Azure-conversation requests with long "
+                 "prompts.", ("batch", "queues"), arms=("chunked-256", "chunked-512", "chunked-2048")),
+            Beat("opening", "Prefill first", "vLLM V0's default: a step runs whole waiting prompts, up to {max_num_batched_tokens:,} "
+                 "tokens, and the decodes wait for it.", ("batch", "queues"), arms=("prefill-first",)),
+            Beat("mixed_chunk", "A prompt is sliced", "Step {step}: {request}'s {prompt:,}-token prompt gets a chunk of {tokens} "
+                 "tokens (orange, P) in the same step as the running decodes (blue, D: {decodes}); {rest:,} prompt tokens wait "
+                 "for later steps.", ("batch", "queues")),
+            Beat("next_chunk", "The next slice", "Step {step}: {request} gets its next chunk, {tokens} tokens from token {start}; "
+                 "the decodes (D: {decodes}) run in the same step again.", ("batch", "queues")),
+            Beat("budget_full", "A busy step", "Step {step}: {decodes} decodes run first, one token each, and prompt chunks "
+                 "fill the rest of the {budget:,}-token budget.", ("batch", "charts")),
+            Beat("end", "Result", "ITL p99: {prefill-first:report.itl_s.p99:.3f} s prefill-first, {chunked-512:report.itl_s.p99:.3f} s "
+                 "chunked at 512 tokens, {chunked-256:report.itl_s.p99:.4f} s at 256; TTFT p50 {chunked-256:report.ttft_s.p50:.3f} s "
+                 "at 256 against {chunked-2048:report.ttft_s.p50:.3f} s at 2048.", ("charts", "batch")),
         ],
         columns=TABLE_LATENCY[:4],
     ),
@@ -155,9 +208,23 @@ LESSONS = [
             Claim("Every victim was the most recently admitted running request (vLLM's FCFS choice).",
                   lambda r: r["recompute"].victims_were_newest),
         ],
-        captions=[
-            Caption(0, "Filling up", "Watch KV usage climb as every running request grows by one token per step."),
-            Caption(60, "Preemption", "When a request cannot grow, the newest running request gives its blocks up (see the event log)."),
+        beats=[
+            Beat("opening", "Filling up", "{num_requests} requests of 600 prompt and 700 output tokens into {num_gpu_blocks} "
+                 "blocks of {block_size} tokens: every running request grows by one token per step. Watch KV usage.",
+                 ("kv", "queues")),
+            Beat("kv_high", "Almost full", "Step {step}: KV usage is {kv}% with {running} requests running and {waiting} waiting.",
+                 ("kv", "queues")),
+            Beat("first_preemption", "Preemption", "Step {step}: blocks ran out; {request}, the newest running request, is "
+                 "preempted: {fate}.", ("queues", "kv")),
+            Beat("first_swap", "Swapped out", "Step {step}: {request}'s {blocks} blocks move to CPU memory over PCIe; they come "
+                 "back when blocks free up.", ("queues", "kv"), arms=("swap",)),
+            Beat("first_resume", "Computed again", "Step {step}: {request} resumes; its whole context is computed again as a "
+                 "prefill (orange in the batch).", ("queues", "batch"), arms=("recompute",)),
+            Beat("queue_drained", "Drained", "Step {step}: nobody waits any more; {running} requests run to the end.",
+                 ("queues", "kv")),
+            Beat("end", "Result", "Recompute: {recompute:preemptions} preemptions, {recompute:recomputed_tokens:,} tokens "
+                 "computed again. Swap: {swap:preemptions} preemptions, nothing computed twice, {swap:swapped_blocks:,} blocks "
+                 "moved over PCIe ({swap:swap_s:.3f} s).", ("queues", "charts")),
         ],
         columns=[("preemptions", "preemptions", "d"), ("recomputed tokens", "recomputed_tokens", ",d"),
                  ("blocks swapped", "swapped_blocks", ",d"), *TABLE_LATENCY[:3]],
@@ -167,8 +234,8 @@ LESSONS = [
         title="Prefix caching: shared system prompts computed once",
         summary="Requests that start with one of four 1024-token system prompts, with prefix caching on and off, "
                 "and on with a pool too small to keep every prefix.",
-        arms={"cache-off": arm({"num_gpu_blocks": 4096, "enable_prefix_caching": False, "max_num_batched_tokens": 2048}, SHARED),
-              "cache-on": arm({"num_gpu_blocks": 4096, "max_num_batched_tokens": 2048}, SHARED),
+        arms={"cache-on": arm({"num_gpu_blocks": 4096, "max_num_batched_tokens": 2048}, SHARED),
+              "cache-off": arm({"num_gpu_blocks": 4096, "enable_prefix_caching": False, "max_num_batched_tokens": 2048}, SHARED),
               "cache-on-small": arm({"num_gpu_blocks": 600, "max_num_batched_tokens": 2048}, SHARED)},
         claims=[
             Claim("With caching, {cache-on:report.prefix_cache_hit_rate:.0%} of prompt tokens come from the cache.",
@@ -183,9 +250,21 @@ LESSONS = [
                   lambda r: r["cache-on-small"].evicted_blocks > 0
                   and r["cache-on-small"].report["prefix_cache_hit_rate"] > r["cache-on"].report["prefix_cache_hit_rate"] - 0.05),
         ],
-        captions=[
-            Caption(0, "First request", "The first request with each system prompt computes it; its full blocks get hashed."),
-            Caption(15, "Hits", "Later requests hit those blocks: shared blocks carry a dot, free cached ones a corner mark."),
+        beats=[
+            Beat("opening", "Shared system prompts", "{num_requests} requests each start with one of four 1,024-token system "
+                 "prompts (64 blocks). The first request with a prompt computes it; its full blocks get hashed.", ("kv", "queues")),
+            Beat("first_admit", "Nothing cached yet", "Step {step}: {request} is admitted with {hit} tokens from the cache: it "
+                 "computes its {prompt:,}-token prompt itself.", ("kv", "batch")),
+            Beat("first_hit", "A hit", "Step {step}: {request} is admitted and {tokens:,} of its {prompt:,} prompt tokens hit the "
+                 "cache: {blocks} blocks shared (dot) instead of computed.", ("kv", "batch")),
+            Beat("first_finish", "Cached, free", "Step {step}: {request} finished; its blocks are free but keep their hashes "
+                 "(corner mark), ready for the next hit.", ("kv", "side")),
+            Beat("first_eviction", "Evicted", "Step {step}: short of free blocks, {blocks} cached blocks are evicted, least "
+                 "recently used first.", ("kv", "side")),
+            Beat("end", "Result", "With caching {cache-on:report.prefix_cache_hit_rate:.0%} of prompt tokens came from the cache "
+                 "and TTFT p50 fell from {cache-off:report.ttft_s.p50:.3f} s to {cache-on:report.ttft_s.p50:.3f} s; with 600 "
+                 "blocks {cache-on-small:evicted_blocks:,} blocks were evicted and the hit rate held at "
+                 "{cache-on-small:report.prefix_cache_hit_rate:.0%}.", ("kv", "charts")),
         ],
         columns=[("prefix hit rate", "report.prefix_cache_hit_rate", ".0%"), ("peak shared blocks", "peak_shared_blocks", "d"),
                  ("evicted blocks", "evicted_blocks", ",d"), *TABLE_LATENCY[:2]],
@@ -209,10 +288,17 @@ LESSONS = [
                   "gives {0.10+full-prompt:preemptions}.",
                   lambda r: r["vllm-0.33"].preemptions == 1 and r["0.10+full-prompt"].preemptions <= 2),
         ],
-        captions=[
-            Caption(0, "Tight memory", "160 blocks, chunked prefill at 512 tokens: watch the KV gauge and the preempted lane."),
-            Caption(100, "Self-preemption", "A request admitted on its first chunk cannot get its next blocks and preempts itself: "
-                    "it restarts from token 0 (event log)."),
+        beats=[
+            Beat("opening", "Tight memory", "vLLM's recorded scenario b: {num_gpu_blocks} blocks, chunked prefill at "
+                 "{max_num_batched_tokens} tokens. Watch the KV gauge and the preempted lane.", ("kv", "queues")),
+            Beat("first_chunk", "Admitted on a chunk", "Step {step}: {request} runs a chunk of {tokens} of its {prompt:,} prompt "
+                 "tokens; {rest:,} remain for later steps.", ("batch", "kv")),
+            Beat("first_preemption", "Out of blocks", "Step {step}: no block for the next chunk; {request}, the newest running "
+                 "request, is preempted and restarts from token 0.", ("queues", "side")),
+            Beat("repeat_preemption", "Again", "Step {step}: {request} is preempted a second time; each time its work is thrown "
+                 "away.", ("queues", "side")),
+            Beat("end", "Result", "vLLM 0.10: {vllm-0.10:preemptions} preemptions, one request {vllm-0.10:max_preemptions_of_one_request} "
+                 "times, {vllm-0.10:work_ratio:.1f}x the tokens needed. vLLM 0.33: {vllm-0.33:preemptions}.", ("queues", "side")),
         ],
         columns=[("preemptions", "preemptions", "d"), ("most preemptions of one request", "max_preemptions_of_one_request", "d"),
                  ("tokens computed / needed", "work_ratio", ".1f"), ("steps", "num_steps", ",d")],
@@ -238,11 +324,87 @@ LESSONS = [
             Claim("First-come-first-served ignores priority: high-priority median TTFT {fcfs:ttft_by_priority.0:.3f} s.",
                   lambda r: r["fcfs"].ttft_by_priority[0] > r["priority"].ttft_by_priority[0]),
         ],
-        captions=[
-            Caption(0, "Priorities", "The waiting queue is ordered by priority, then arrival."),
-            Caption(50, "Victims", "When blocks run out, the lowest-priority running request is preempted, not the newest."),
+        beats=[
+            Beat("opening", "Priorities", "15% of {num_requests} requests are urgent (priority 0, chips marked P0) in a pool of "
+                 "{num_gpu_blocks} blocks. The waiting queue is ordered by priority, then arrival.", ("queues", "kv"),
+                 arms=("priority",)),
+            Beat("opening", "First come, first served", "15% of {num_requests} requests are urgent (priority 0, chips marked P0), "
+                 "but the queue ignores it: arrival order only.", ("queues", "kv"), arms=("fcfs",)),
+            Beat("first_urgent", "Urgent first", "Step {step}: {request} (priority 0) is admitted; {waiting} requests, preempted ones included, "
+                 "still wait.",
+                 ("queues", "batch")),
+            Beat("kv_high", "Almost full", "Step {step}: KV usage is {kv}% with {running} requests running.", ("kv", "queues")),
+            Beat("first_priority_victim", "A low-priority victim", "Step {step}: blocks ran out; {request} (priority {priority}) "
+                 "gives its blocks up while {urgent} (priority 0) runs on.", ("queues", "side"), arms=("priority",)),
+            Beat("first_preemption", "The newest goes", "Step {step}: blocks ran out; {request} (priority {priority}), the "
+                 "newest running request, is preempted whatever its priority.", ("queues", "side"), arms=("fcfs",)),
+            Beat("end", "Result", "Priority scheduling: urgent requests' median TTFT {priority:ttft_by_priority.0:.3f} s against "
+                 "{priority:ttft_by_priority.1:.3f} s for the rest; {priority:victim_priorities.1} of {priority:preemptions} "
+                 "victims low-priority. FCFS: urgent median TTFT {fcfs:ttft_by_priority.0:.3f} s.", ("queues", "charts")),
         ],
         columns=[("preemptions", "preemptions", "d"), *TABLE_LATENCY[:3]],
+    ),
+    Lesson(
+        name="capacity",
+        title="What it takes to reach a published number: Llama-3.3-70B FP8 at 128 concurrent clients",
+        summary="The claim 'Llama 3.3 70B FP8 on one H100 SXM at 128 concurrent: 2,200-2,400 tok/s', run at vLLM's "
+                "defaults (bf16 KV cache, 0.9 of memory), with an fp8 KV cache at 0.95 of memory, and on an H200.",
+        arms={"h100-defaults": {**LLAMA_70B_FP8, "gpu": "h100-sxm"},
+              "h100-fp8-kv": {**LLAMA_70B_FP8, "gpu": "h100-sxm", "kv_cache_dtype": "fp8", "gpu_memory_utilization": 0.95},
+              "h200-defaults": {**LLAMA_70B_FP8, "gpu": "h200"}},
+        claims=[
+            Claim("At vLLM's defaults the 67.7 GiB of weights leave one H100 a KV cache of "
+                  "{h100-defaults:memory.kv_cache_size_tokens:,} tokens: room for {h100-defaults:memory.max_concurrency:.2f} "
+                  "requests of 2,048 tokens, so at most {h100-defaults:peak_running} of the 128 clients run at once.",
+                  lambda r: r["h100-defaults"].peak_running < 64),
+            Claim("The rest is preemption: {h100-defaults:preemptions} of them, {h100-defaults:recomputed_tokens:,} tokens "
+                  "computed again, and {h100-defaults:report.output_tokens_per_s:,.0f} output tokens/s.",
+                  lambda r: r["h100-defaults"].preemptions > 100
+                  and r["h100-defaults"].report["output_tokens_per_s"] < 500),
+            Claim("An fp8 KV cache (half the bytes per token) at 0.95 of memory gives "
+                  "{h100-fp8-kv:memory.kv_cache_size_tokens:,} tokens: all {h100-fp8-kv:peak_running} clients run at "
+                  "once and output rises to {h100-fp8-kv:report.output_tokens_per_s:,.0f} tokens/s.",
+                  lambda r: r["h100-fp8-kv"].memory["kv_cache_size_tokens"] > 8 * r["h100-defaults"].memory["kv_cache_size_tokens"]
+                  and r["h100-fp8-kv"].peak_running == 128
+                  and r["h100-fp8-kv"].report["output_tokens_per_s"] > 3 * r["h100-defaults"].report["output_tokens_per_s"]),
+            Claim("It is still short of memory: 128 conversations growing to ShareGPT's long answers outgrow "
+                  "{h100-fp8-kv:memory.kv_cache_size_tokens:,} tokens, and {h100-fp8-kv:preemptions} preemptions remain.",
+                  lambda r: r["h100-fp8-kv"].preemptions > 0),
+            Claim("An H200 at vLLM's defaults holds {h200-defaults:memory.kv_cache_size_tokens:,} tokens: no preemption "
+                  "({h200-defaults:preemptions}), {h200-defaults:report.output_tokens_per_s:,.0f} output tokens/s.",
+                  lambda r: r["h200-defaults"].preemptions == 0
+                  and r["h200-defaults"].report["output_tokens_per_s"] > r["h100-fp8-kv"].report["output_tokens_per_s"]),
+            Claim("Memory alone does not reach the published 2,200-2,400 tokens/s here: with every client running and "
+                  "nothing preempted, each request still waits {h200-defaults:report.tpot_s.p50:.3f} s per token "
+                  "(median), and each new client's prompt shares the steps with the decodes. The claim needs shorter "
+                  "prompts and answers than ShareGPT's, or faster steps than the simulation's.",
+                  lambda r: r["h200-defaults"].report["output_tokens_per_s"] < 2200),
+        ],
+        beats=[
+            Beat("opening", "Weights first", "Llama-3.3-70B in fp8 takes 67.7 GiB of the H100's 79.2 GiB; at vLLM's default "
+                 "0.9 share, activations and CUDA graphs take most of the rest: {num_gpu_blocks} KV blocks of {block_size} "
+                 "tokens for 128 clients. Watch the KV gauge.", ("kv", "queues"), arms=("h100-defaults",)),
+            Beat("opening", "fp8 KV, more memory", "The same model with its KV cache in fp8 and 0.95 of memory: "
+                 "{num_gpu_blocks:,} blocks of {block_size} tokens.", ("kv", "queues"), arms=("h100-fp8-kv",)),
+            Beat("opening", "More memory", "An H200 has 140 GiB: after the same 67.7 GiB of weights, {num_gpu_blocks:,} blocks "
+                 "of {block_size} tokens.", ("kv", "queues"), arms=("h200-defaults",)),
+            Beat("kv_high", "Full already", "Step {step}: KV usage is {kv}% with only {running} requests running and "
+                 "{waiting} waiting.", ("kv", "queues"), arms=("h100-defaults",)),
+            Beat("kv_high", "Growing", "Step {step}: all {running} requests run and KV usage reaches {kv}%: each decode adds "
+                 "a token to every conversation.", ("kv", "queues"), arms=("h100-fp8-kv",)),
+            Beat("first_preemption", "Preemption", "Step {step}: blocks ran out; {request}, the newest running request, is "
+                 "preempted: {fate}.", ("queues", "kv")),
+            Beat("first_resume", "Computed again", "Step {step}: {request} resumes and computes its context again.",
+                 ("queues", "batch")),
+            Beat("peak_running", "How many run", "Step {step}: {running} requests run at once, the most in this run; {waiting} "
+                 "wait.", ("queues", "kv")),
+            Beat("end", "Result", "H100 at defaults: {h100-defaults:report.output_tokens_per_s:,.0f} tokens/s, "
+                 "{h100-defaults:preemptions} preemptions. fp8 KV at 0.95: {h100-fp8-kv:report.output_tokens_per_s:,.0f} "
+                 "tokens/s, {h100-fp8-kv:preemptions} preemptions. H200: {h200-defaults:report.output_tokens_per_s:,.0f} "
+                 "tokens/s, none.", ("queues", "charts")),
+        ],
+        columns=[("KV cache (tokens)", "memory.kv_cache_size_tokens", ",d"), ("peak running", "peak_running", "d"),
+                 ("preemptions", "preemptions", "d"), *TABLE_LATENCY[:3]],
     ),
 ]
 

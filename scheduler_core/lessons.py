@@ -13,8 +13,12 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .lesson_events import EVENT_KINDS, StoryEvents
 from .scenario import Scenario
 from .simulation import Simulation
+
+# The dashboard's panels a beat can put on stage.
+PANELS = ("queues", "batch", "kv", "charts", "side")
 
 
 @dataclass
@@ -38,6 +42,8 @@ class ArmResult:
     victims_were_lowest_priority: bool = True  # each victim ranked lowest of the running requests
     victim_priorities: Counter = field(default_factory=Counter)
     ttft_by_priority: dict = field(default_factory=dict)
+    events: dict = field(default_factory=dict)  # story moment -> its step and facts (lesson_events)
+    memory: dict = field(default_factory=dict)  # vLLM's startup memory figures for the arm (memory.MemoryPlan)
 
     @property
     def preemptions(self) -> int:
@@ -64,7 +70,10 @@ def run_arm(label: str, sim: Simulation) -> ArmResult:
     result = ArmResult(label, {})
     max_num_seqs = sim.config.max_num_seqs
     admitted_order: list[str] = []  # running requests in admission order (FCFS victims come from the end)
+    story = StoryEvents(sim)
+    record = None
     for record in sim.records():
+        story.observe(record)
         result.num_steps += 1
         result.peak_running = max(result.peak_running, record.num_running)
         result.scheduled_tokens += record.num_batched_tokens
@@ -91,6 +100,7 @@ def run_arm(label: str, sim: Simulation) -> ArmResult:
         pool = getattr(sim.scheduler.kv_cache_manager, "block_pool", None)
         if pool is not None and pool.num_shared_refs:
             result.peak_shared_blocks = max(result.peak_shared_blocks, sum(1 for r in pool.ref_cnt if r > 1))
+    result.events = story.finish(record)
     result.report = sim.metrics.report()
     ttfts: dict[int, list[float]] = {}
     for request in sim.finished_requests.values():
@@ -111,12 +121,25 @@ class Claim:
 
 
 @dataclass(frozen=True)
-class Caption:
-    """What to watch from `step` on, in the dashboard's caption bar."""
+class Beat:
+    """A caption bound to a moment of the run: "opening", "end", or a kind from lesson_events.
 
-    step: int
+    Its text quotes the moment's facts (`{request}`, `{tokens}`, `{kv}`, ...; the opening quotes
+    the arm's configuration, the end quotes every arm's results as `{arm:path:format}`); `stage`
+    names the two or three panels that matter while it is up.
+    """
+
+    event: str
     title: str
     text: str
+    stage: tuple[str, ...] = ("queues", "batch", "kv")
+    arms: tuple[str, ...] = ()  # the arms whose story it belongs to; empty: every arm
+
+    def __post_init__(self):
+        if not 2 <= len(self.stage) <= 3 or not set(self.stage) <= set(PANELS):
+            raise ValueError(f"beat {self.title!r}: stage {self.stage} must name 2-3 of {PANELS}")
+        if self.event not in ("opening", "end", *EVENT_KINDS):
+            raise ValueError(f"beat {self.title!r}: unknown moment {self.event!r}")
 
 
 @dataclass(frozen=True)
@@ -126,7 +149,7 @@ class Lesson:
     summary: str
     arms: dict[str, dict]  # label -> scenario data
     claims: list[Claim]
-    captions: list[Caption]
+    beats: list[Beat]  # the story, told on the first arm: an opening, moments, the end
     columns: list[tuple[str, str, str]]  # (label, path, format) for the comparison table
 
     def scenario(self, arm: str) -> Scenario:
@@ -136,7 +159,12 @@ class Lesson:
         return self.scenario(arm).build()
 
     def run(self) -> dict[str, ArmResult]:
-        return {label: run_arm(label, self.simulation(label)) for label in self.arms}
+        results = {}
+        for label in self.arms:
+            scenario = self.scenario(label)
+            results[label] = run_arm(label, scenario.build())
+            results[label].memory = scenario.memory_plan().to_dict()
+        return results
 
 
 def fill(text: str, results: dict[str, ArmResult]) -> str:
@@ -149,6 +177,36 @@ def fill(text: str, results: dict[str, ArmResult]) -> str:
         value = results[arm].get(path)
         out.append(before + (format(value, fmt) if fmt else str(value)))
     return "".join(out) + rest
+
+
+def story(lesson: Lesson, arm: str, results: dict[str, ArmResult]) -> list[dict]:
+    """The beats of `arm`'s run in step order, each with its step, its moment's facts and its
+    text filled in; a beat whose moment never happens in this arm is left out."""
+    scenario = lesson.scenario(arm)
+    engine = scenario.engine
+    opening = {**{k: getattr(engine, k) for k in ("num_gpu_blocks", "block_size", "max_num_batched_tokens", "max_num_seqs",
+                                                   "max_model_len")},
+               "num_requests": results[arm].report["num_requests"],
+               "reserve_fit": (engine.num_gpu_blocks - 1) // -(-engine.max_model_len // engine.block_size),
+               "step": 0}
+    beats = []
+    for beat in lesson.beats:
+        if beat.arms and arm not in beat.arms:
+            continue
+        if beat.event == "opening":
+            facts = opening
+            text = beat.text.format(**facts)
+        elif beat.event == "end":
+            facts = results[arm].events.get("end")
+            text = fill(beat.text, results) if facts else None
+        else:
+            facts = results[arm].events.get(beat.event)
+            text = beat.text.format(**{**opening, **facts}) if facts else None
+        if text is not None and all(b["step"] != facts["step"] for b in beats):  # one beat per step
+            beats.append({"event": beat.event, "step": facts["step"], "title": beat.title, "text": text,
+                          "stage": list(beat.stage), "facts": facts})
+    beats.sort(key=lambda b: (b["step"], b["event"] == "end"))
+    return beats
 
 
 def comparison_table(lesson: Lesson, results: dict[str, ArmResult]) -> str:

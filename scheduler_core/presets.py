@@ -14,13 +14,15 @@ from pathlib import Path
 
 from .cost_model import DTYPE_BYTES, GpuSpec, ModelSpec
 from .errors import ConfigError
+from .hf_config import is_hf_config, model_from_hf_config, packaged_configs, read_json
 
 GIB = 1024**3
 
 
-def load_calibration() -> dict:
-    """The measured H200 step times shipped with the package (data/calibration_h200.json)."""
-    return json.loads(resources.files("scheduler_core").joinpath("data/calibration_h200.json").read_text())
+def load_calibration(name: str = "data/calibration_h200.json") -> dict:
+    """Measured H200 step times shipped with the package (data/calibration_h200.json, and the
+    mixed steps in data/calibration_h200_mixed.json)."""
+    return json.loads(resources.files("scheduler_core").joinpath(name).read_text())
 
 
 _CALIBRATION = load_calibration()
@@ -63,19 +65,22 @@ GPUS: dict[str, GpuSpec] = {
         interconnect_bandwidth=450e9,
         pcie_bandwidth=50e9,
     ),
-    "h100-sxm": gpu_from_datasheet("h100-sxm", 3.35, 989, 1979, 80, interconnect_gbps=450, pcie_gbps=50),
-    "a100-80g": gpu_from_datasheet("a100-80g", 2.039, 312, None, 80, interconnect_gbps=300, pcie_gbps=25),
-    "l40s": gpu_from_datasheet("l40s", 0.864, 362, 733, 48, interconnect_gbps=32, pcie_gbps=25),
+    # Memory as CUDA reports it (what vLLM multiplies by gpu_memory_utilization): an "80 GB" H100
+    # or A100 shows 79.19 / 79.15 GiB in vLLM's logs, a "48 GB" L40S about 44.4 GiB.
+    "h100-sxm": gpu_from_datasheet("h100-sxm", 3.35, 989, 1979, 79.19, interconnect_gbps=450, pcie_gbps=50),
+    "a100-80g": gpu_from_datasheet("a100-80g", 2.039, 312, None, 79.15, interconnect_gbps=300, pcie_gbps=25),
+    # A100 80GB PCIe cards without NVLink bridges: tensor-parallel peers talk over PCIe Gen4.
+    "a100-80g-pcie": gpu_from_datasheet("a100-80g-pcie", 1.935, 312, None, 79.15, interconnect_gbps=25, pcie_gbps=25),
+    "a100-40g": gpu_from_datasheet("a100-40g", 1.555, 312, None, 39.39, interconnect_gbps=300, pcie_gbps=25),
+    "l40s": gpu_from_datasheet("l40s", 0.864, 362, 733, 44.4, interconnect_gbps=32, pcie_gbps=25),
 }
 
-MODELS: dict[str, ModelSpec] = {
-    "llama-3.1-8b": ModelSpec("llama-3.1-8b", 32, 4096, 32, 8, 128, 14336, 128256, "bf16"),
-    "llama-3.3-70b": ModelSpec("llama-3.3-70b", 80, 8192, 64, 8, 128, 28672, 128256, "bf16"),
-    "llama-3.3-70b-fp8": ModelSpec("llama-3.3-70b-fp8", 80, 8192, 64, 8, 128, 28672, 128256, "fp8"),
-    "qwen2.5-7b": ModelSpec("qwen2.5-7b", 28, 3584, 28, 4, 128, 18944, 152064, "bf16"),
-    "qwen2.5-72b": ModelSpec("qwen2.5-72b", 80, 8192, 64, 8, 128, 29568, 152064, "bf16"),
-    "mistral-7b": ModelSpec("mistral-7b", 32, 4096, 32, 8, 128, 14336, 32768, "bf16"),
-}
+# The presets are config.json files shipped in data/models (scheduler_core/hf_config.py reads them).
+PRESET_CONFIGS = packaged_configs()
+PRESET_ORDER = ("llama-3.1-8b", "llama-3.3-70b", "llama-3.3-70b-fp8", "qwen2.5-7b", "qwen2.5-72b", "mistral-7b")
+MODELS: dict[str, ModelSpec] = {name: model_from_hf_config(name, PRESET_CONFIGS[name]) for name in PRESET_ORDER}
+# Hugging Face repository ids of the presets, so `vllm serve meta-llama/Llama-3.1-8B-Instruct` finds one.
+HF_REPOS = {config["_name_or_path"]: name for name, config in PRESET_CONFIGS.items()}
 
 MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "inter", "vocab", "wdtype")
 
@@ -100,37 +105,26 @@ def model_from_config(name: str, config: dict) -> ModelSpec:
 
 
 def resolve_model(name_or_path: str) -> ModelSpec:
-    """A preset name, or a JSON file with the calibration file's `config` fields."""
+    """A preset name or its Hugging Face repository id, or a local file: a model's config.json (or
+    the folder holding it), or a JSON file with the calibration file's `config` fields."""
     if name_or_path in MODELS:
         return MODELS[name_or_path]
+    if name_or_path in HF_REPOS:
+        return MODELS[HF_REPOS[name_or_path]]
     path = Path(name_or_path)
-    if not path.exists():
-        raise ConfigError("model", f"unknown model {name_or_path!r}: not a preset ({', '.join(MODELS)}) nor a file")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ConfigError("model", f"{path}: not valid JSON ({e.msg})") from None
-    return model_from_config(path.stem, data.get("config", data))
+    if path.is_dir() and (path / "config.json").is_file():
+        path = path / "config.json"
+    if not path.is_file():
+        raise ConfigError("model", f"unknown model {name_or_path!r}: not a preset ({', '.join(MODELS)}), a preset's "
+                                   f"Hugging Face id, nor a local config.json (servescope never downloads)")
+    data = read_json(path)
+    name = path.parent.name if path.name == "config.json" else path.stem
+    if is_hf_config(data):
+        return model_from_hf_config(name, data)
+    return model_from_config(name, data.get("config", data))
 
 
 def resolve_gpu(name: str) -> GpuSpec:
     if name not in GPUS:
         raise ConfigError("gpu", f"unknown GPU {name!r}; expected one of {', '.join(GPUS)}")
     return GPUS[name]
-
-
-def num_gpu_blocks_for(
-    model: ModelSpec, gpu: GpuSpec, block_size: int, tp: int = 1, gpu_memory_utilization: float = 0.9,
-    activation_reserve_bytes: float = 2 * GIB,
-) -> int:
-    """KV blocks that fit: memory x utilisation, minus this GPU's weight shard and an activation
-    reserve, divided by the bytes of one block's K and V shard (vLLM's profiling, in arithmetic)."""
-    available = gpu.mem_bytes * gpu_memory_utilization - model.weight_bytes / tp - activation_reserve_bytes
-    block_bytes = block_size * model.kv_bytes_per_token / tp
-    num_blocks = int(available // block_bytes)
-    if num_blocks < 2:
-        raise ConfigError(
-            "num_gpu_blocks",
-            f"{model.name} does not fit on {tp} x {gpu.name}: {available / GIB:.1f} GiB left for the KV cache",
-        )
-    return num_blocks

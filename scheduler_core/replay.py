@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import gzip
 import json
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
 from .config import EngineConfig, VllmCompat
+from .decision_trace import DecisionTrace
 from .errors import ConfigError
+from .files import MAX_TRACE_BYTES, read_text
 from .policies.vllm_v1 import VllmV1Scheduler
 from .request import Request
 from .workload import RequestSpec, Workload
@@ -33,12 +36,14 @@ TRACE_CONFIG_KEYS = {
 
 def load_trace(path: str | Path) -> dict:
     path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
+    if not path.exists():
+        raise ConfigError(str(path), "no such trace file")
     try:
-        with opener(path, "rt") as f:
-            return json.load(f)
+        return json.loads(read_text(path, MAX_TRACE_BYTES))
     except json.JSONDecodeError as e:
         raise ConfigError(str(path), f"not valid JSON ({e.msg} at line {e.lineno})") from None
+    except RecursionError:
+        raise ConfigError(str(path), "JSON nested too deeply") from None
 
 
 def engine_config_from_trace(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None = None) -> EngineConfig:
@@ -74,8 +79,11 @@ def requests_from_trace(trace: dict) -> list[tuple[int, dict]]:
             raise ConfigError(f"{where}.arrival_step", "must be a non-negative integer")
         if not isinstance(entry["max_tokens"], int) or entry["max_tokens"] <= 0:
             raise ConfigError(f"{where}.max_tokens", "must be a positive integer")
-        if not entry["prompt_token_ids"]:
-            raise ConfigError(f"{where}.prompt_token_ids", "must not be empty")
+        tokens = entry["prompt_token_ids"]
+        if not isinstance(tokens, list) or not tokens:
+            raise ConfigError(f"{where}.prompt_token_ids", "must be a non-empty list of token ids")
+        if not all(type(token) is int and 0 <= token < 1 << 31 for token in tokens):
+            raise ConfigError(f"{where}.prompt_token_ids", "token ids are integers from 0 to 2^31 - 1")
         out.append((entry["arrival_step"], entry))
     return out
 
@@ -84,14 +92,18 @@ def workload_from_trace(trace: dict) -> Workload:
     """The trace's requests as a step-indexed workload, so a Simulation (with its clock and
     metrics) makes exactly the decisions `replay` does."""
     requests = [
-        RequestSpec(entry["id"], step, tuple(entry["prompt_token_ids"]), entry["max_tokens"], entry.get("priority", 0))
+        RequestSpec(entry["id"], step, array("i", entry["prompt_token_ids"]), entry["max_tokens"], entry.get("priority", 0))
         for step, entry in requests_from_trace(trace)
     ]
     return Workload(requests, description=f"{len(requests)} requests of a recorded vLLM trace", arrivals_by_step=True)
 
 
-def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None = None) -> Iterator[dict]:
-    """Yield one log line (a dict in the oracle's field order) per step until every request finishes."""
+def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None = None,
+           decision_trace: DecisionTrace | None = None) -> Iterator[dict]:
+    """Yield one log line (a dict in the oracle's field order) per step until every request finishes.
+
+    With a `decision_trace`, the reasons behind each yielded line are in its `last` (the line
+    itself stays vLLM's)."""
     config = engine_config_from_trace(trace, vllm_version, compat)
     for index, (_, entry) in enumerate(requests_from_trace(trace)):
         if len(entry["prompt_token_ids"]) > config.max_model_len:
@@ -100,6 +112,7 @@ def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None 
     # order vLLM added them in), whatever order the trace lists the steps in.
     pending = sorted(requests_from_trace(trace), key=lambda item: item[0])
     scheduler = VllmV1Scheduler(config)
+    why = scheduler.enable_decision_trace(decision_trace) if decision_trace is not None else None
     kv = scheduler.kv_cache_manager
     next_pending = 0
     arrival_index = 0
@@ -121,8 +134,12 @@ def replay(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None 
             )
             arrivals.append(entry["id"])
             arrival_index += 1
+        if why is not None:
+            why.start_step(scheduler)
         output = scheduler.schedule(now=float(step))
         result = scheduler.update_from_output(output, now=float(step))
+        if why is not None:
+            why.end_step(output.preempted_reqs)
         yield {
             "step": step,
             "arrivals": arrivals,

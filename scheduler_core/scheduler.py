@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from .config import EngineConfig
 from .contiguous import ContiguousKVCacheManager
+from .decision_trace import DecisionTrace
 from .kv_cache_manager import KVCacheManager, SwapSpace
 from .request import Request, RequestStatus
 from .request_queue import create_request_queue
@@ -80,6 +81,18 @@ class Scheduler:
         self.swapped: deque[Request] = deque()
         self.swap_space = SwapSpace(config.num_cpu_blocks)
         self.num_finished = 0
+        # The reasons behind each step, for whoever asks "why?" (None: not recorded, no cost).
+        self.decision_trace: DecisionTrace | None = None
+
+    def enable_decision_trace(self, trace: DecisionTrace | None = None) -> DecisionTrace:
+        """Record the reasons behind every decision from now on (see `decision_trace.py`)."""
+        trace = trace or DecisionTrace()
+        self.decision_trace = trace
+        self.kv_cache_manager.decision_trace = trace
+        pool = getattr(self.kv_cache_manager, "block_pool", None)
+        if pool is not None:
+            pool.decision_trace = trace
+        return trace
 
     # -- intake -----------------------------------------------------------------------------
     def add_request(self, request: Request) -> None:

@@ -23,7 +23,19 @@ from .policies.vllm_v0 import watermark_blocks
 from .presets import GPUS, MODELS
 from .request import Request
 from .step_record import ScheduledChunk, StepRecord
-from .workload import RequestSpec, Workload
+from .workload import RequestSpec, RequestTable, Workload
+
+
+def arrival_order(workload: Workload) -> Sequence[int]:
+    """Open loop: workload indices by arrival time, ties in workload order (a `range` when the
+    workload is already in order, as synthetic workloads and loaded traces are)."""
+    if workload.concurrency:
+        return range(0)
+    requests = workload.requests
+    times = requests.arrival_time if isinstance(requests, RequestTable) else [spec.arrival_time for spec in requests]
+    if all(a <= b for a, b in zip(times, times[1:])):
+        return range(len(times))
+    return sorted(range(len(times)), key=times.__getitem__)
 
 
 class SimulationStalled(RuntimeError):
@@ -36,6 +48,7 @@ class SimulationState:
 
     step_index: int
     clock_s: float
+    next_arrival: int
     pending: list
     next_release: int
     scheduler: object
@@ -65,12 +78,13 @@ class Simulation:
         self.metrics = MetricsCollector(config.block_size, slo)
         self.step_index = 0
         self.clock_s = 0.0
-        # Requests not yet at the engine, as a heap of (arrival_time, order, spec). Closed-loop
-        # workloads release the first `concurrency` at once and one more per finish.
-        specs = workload.requests
-        first = len(specs) if not workload.concurrency else min(workload.concurrency, len(specs))
-        self._pending = [(spec.arrival_time if not workload.concurrency else 0.0, i, spec) for i, spec in enumerate(specs[:first])]
-        heapq.heapify(self._pending)
+        # Open loop: requests reach the engine in arrival order (ties in workload order), read
+        # from the workload one at a time so a long run holds only those in flight. Closed loop:
+        # a heap of (release time, order, spec), the first `concurrency` at once, one more per finish.
+        self._arrival_order = arrival_order(workload)
+        self._next_arrival = 0
+        first = min(workload.concurrency, len(workload.requests))
+        self._pending = [(0.0, i, workload.requests[i]) for i in range(first)]
         self._next_release = first
 
     def _validate_workload(self) -> None:
@@ -79,12 +93,15 @@ class Simulation:
         if config.policy == "vllm-v0":
             # V0 admits only above its watermark (vLLM V0 would mark such a request ignored).
             usable_blocks -= watermark_blocks(config.num_gpu_blocks)
+        # A synthetic workload numbers its requests, so only other workloads can repeat an id.
+        check_ids = not isinstance(self.workload.requests, RequestTable)
         seen = set()
         for spec in self.workload.requests:
             where = f"workload[{spec.request_id}]"
-            if spec.request_id in seen:
-                raise ConfigError(f"{where}.request_id", "duplicate request id")
-            seen.add(spec.request_id)
+            if check_ids:
+                if spec.request_id in seen:
+                    raise ConfigError(f"{where}.request_id", "duplicate request id")
+                seen.add(spec.request_id)
             if len(spec.prompt_token_ids) > config.max_model_len:
                 raise ConfigError(
                     f"{where}.prompt_token_ids",
@@ -102,8 +119,21 @@ class Simulation:
 
     # -- stepping ---------------------------------------------------------------------------
     @property
+    def num_pending(self) -> int:
+        """Requests of the workload that have not reached the engine yet."""
+        unreleased = len(self.workload.requests) - self._next_release if self.workload.concurrency else 0
+        return len(self._arrival_order) - self._next_arrival + len(self._pending) + unreleased
+
+    def _next_arrival_time(self) -> float | None:
+        if self._pending:
+            return self._pending[0][0]
+        if self._next_arrival < len(self._arrival_order):
+            return self.workload.requests[self._arrival_order[self._next_arrival]].arrival_time
+        return None
+
+    @property
     def done(self) -> bool:
-        return not self._pending and not self.scheduler.has_unfinished_requests()
+        return self._next_arrival_time() is None and not self.scheduler.has_unfinished_requests()
 
     @property
     def num_requests(self) -> int:
@@ -115,10 +145,14 @@ class Simulation:
 
     def _add_arrivals(self) -> list[str]:
         arrived = []
-        pending = self._pending
         now = self._now()
-        while pending and pending[0][0] <= now:
-            arrival_time, order, spec = heapq.heappop(pending)
+        while (arrival_time := self._next_arrival_time()) is not None and arrival_time <= now:
+            if self._pending:
+                _, order, spec = heapq.heappop(self._pending)
+            else:
+                order = self._arrival_order[self._next_arrival]
+                spec = self.workload.requests[order]
+                self._next_arrival += 1
             request = Request(
                 spec.request_id,
                 spec.prompt_token_ids,
@@ -145,10 +179,13 @@ class Simulation:
         scheduler, kv = self.scheduler, self.scheduler.kv_cache_manager
         if not scheduler.has_unfinished_requests() and not self.workload.arrivals_by_step:
             # An idle engine waits for the next request; the clock jumps to its arrival.
-            self.clock_s = max(self.clock_s, self._pending[0][0])
+            self.clock_s = max(self.clock_s, self._next_arrival_time())
         clock_before = self.clock_s
         arrived = self._add_arrivals()
         allocated, freed, evicted, hit = kv.counters()
+        trace = scheduler.decision_trace
+        if trace is not None:
+            trace.start_step(scheduler)
 
         output = scheduler.schedule(now=clock_before)
         requests = scheduler.requests
@@ -161,14 +198,14 @@ class Simulation:
             kind = "decode" if num_tokens == 1 and samples and request.num_output_tokens > 0 else "prefill"
             scheduled.append(ScheduledChunk(rid, num_tokens, output.num_computed_before[rid], kind))
         if not scheduled and not scheduler.running and not output.preempted_reqs:
-            if not self._pending:
+            if self._next_arrival_time() is None:
                 raise SimulationStalled(
                     f"step {self.step_index}: nothing can be scheduled and no request will arrive "
                     f"({len(scheduler.waiting)} waiting, {kv.num_free_blocks} free blocks)"
                 )
             # Blocked until the next arrival changes something.
             if not self.workload.arrivals_by_step:
-                self.clock_s = max(self.clock_s, self._pending[0][0])
+                self.clock_s = max(self.clock_s, self._next_arrival_time())
 
         step_s, breakdown = self.cost_model.step_time(
             ((chunk.num_tokens, chunk.num_computed_before) for chunk in scheduled), num_sampling
@@ -217,6 +254,7 @@ class Simulation:
             num_free_blocks=kv.num_free_blocks,
             kv_usage=kv.usage,
             cost_breakdown=breakdown,
+            decisions=trace.end_step(output.preempted_reqs) if trace is not None else None,
         )
         tokens_in_cache = sum(r.num_computed_tokens for r in scheduler.running) - kv.num_shared_slots
         metrics.observe_step(record, kv.num_used_blocks, tokens_in_cache)
@@ -242,6 +280,7 @@ class Simulation:
         return SimulationState(
             self.step_index,
             self.clock_s,
+            self._next_arrival,
             list(self._pending),
             self._next_release,
             copy.deepcopy(self.scheduler),
@@ -253,6 +292,7 @@ class Simulation:
         """Return to a snapshot; the snapshot stays valid for further restores."""
         self.step_index = state.step_index
         self.clock_s = state.clock_s
+        self._next_arrival = state.next_arrival
         self._pending = list(state.pending)
         self._next_release = state.next_release
         self.scheduler = copy.deepcopy(state.scheduler)

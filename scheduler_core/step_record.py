@@ -45,6 +45,8 @@ class StepRecord:
     kv_usage: float
     # What the step time was made of (seconds per component), from the cost model.
     cost_breakdown: dict[str, float] = field(default_factory=dict)
+    # The reasons behind the step's decisions, when the scheduler's decision trace is on.
+    decisions: dict | None = None
 
     @property
     def num_batched_tokens(self) -> int:

@@ -9,11 +9,15 @@ import math
 from datetime import datetime
 from pathlib import Path
 
+from .bounds import WORKLOAD_BOUNDS
 from .errors import ConfigError
+from .files import MAX_TRACE_BYTES, text_lines
 from .workload import RequestSpec, Workload, unique_prompt
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 SIMPLE_COLUMNS = ("arrived_at", "num_prefill_tokens", "num_decode_tokens")
+# The most rows a trace may have (as many as a run may have requests).
+MAX_TRACE_ROWS = WORKLOAD_BOUNDS["num_requests"].high
 
 
 def _timestamp_s(value: str) -> float:
@@ -42,26 +46,33 @@ def _positive_int(value, where: str) -> int:
 
 
 def read_csv_trace(path: Path) -> list[tuple[float, int, int]]:
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
+    lines = text_lines(path, MAX_TRACE_BYTES)
+    reader = csv.DictReader(text for _, text in lines)
+    try:
         columns = tuple(name.strip() for name in (reader.fieldnames or ()))
-        if all(c in columns for c in AZURE_COLUMNS):
-            time_col, prompt_col, output_col = AZURE_COLUMNS
-        elif all(c in columns for c in SIMPLE_COLUMNS):
-            time_col, prompt_col, output_col = SIMPLE_COLUMNS
-        else:
-            raise ConfigError(f"{path}:1", f"expected columns {','.join(AZURE_COLUMNS)} or {','.join(SIMPLE_COLUMNS)}, got {','.join(columns)}")
-        rows = []
+    except csv.Error as e:
+        raise ConfigError(f"{path}:1", f"not a CSV header ({e})") from None
+    if all(c in columns for c in AZURE_COLUMNS):
+        time_col, prompt_col, output_col = AZURE_COLUMNS
+    elif all(c in columns for c in SIMPLE_COLUMNS):
+        time_col, prompt_col, output_col = SIMPLE_COLUMNS
+    else:
+        raise ConfigError(f"{path}:1", f"expected columns {','.join(AZURE_COLUMNS)} or {','.join(SIMPLE_COLUMNS)}, got {','.join(columns)[:200]}")
+    rows = []
+    try:
         for raw_row in reader:
             line = reader.line_num
             row = {(key or "").strip(): value for key, value in raw_row.items()}
             try:
                 arrival = _timestamp_s(row[time_col])
-            except (TypeError, ValueError):
-                raise ConfigError(f"{path}:{line}:{time_col}", f"not a time: {row[time_col]!r}") from None
+            except (TypeError, ValueError, OverflowError, OSError):
+                raise ConfigError(f"{path}:{line}:{time_col}", f"not a time: {row[time_col]!r:.80}") from None
             prompt = _positive_int(row[prompt_col], f"{path}:{line}:{prompt_col}")
             output = _positive_int(row[output_col], f"{path}:{line}:{output_col}")
             rows.append((arrival, prompt, output))
+            check_row_count(path, len(rows))
+    except csv.Error as e:
+        raise ConfigError(f"{path}:{reader.line_num}", f"not a CSV row ({e})") from None
     return rows
 
 
@@ -69,26 +80,33 @@ def read_jsonl_trace(path: Path) -> list[tuple[float, int, int]]:
     """One object per line with `arrival_time` (s) or `arrived_at`, `prompt_len` or `num_prefill_tokens`
     (or `prompt_token_ids`), and `output_len` or `num_decode_tokens` (or `max_tokens`)."""
     rows = []
-    with open(path) as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{line_no}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ConfigError(where, f"not valid JSON ({e.msg})") from None
-            if not isinstance(obj, dict):
-                raise ConfigError(where, "each line must be a JSON object")
-            arrival = obj.get("arrival_time", obj.get("arrived_at"))
-            if isinstance(arrival, bool) or not isinstance(arrival, (int, float)) or not math.isfinite(arrival) or arrival < 0:
-                raise ConfigError(f"{where}:arrival_time", f"must be a non-negative number of seconds, got {arrival!r}")
-            prompt = obj.get("prompt_len", obj.get("num_prefill_tokens"))
-            if prompt is None and isinstance(obj.get("prompt_token_ids"), list):
-                prompt = len(obj["prompt_token_ids"])
-            output = obj.get("output_len", obj.get("num_decode_tokens", obj.get("max_tokens")))
-            rows.append((float(arrival), _positive_int(prompt, f"{where}:prompt_len"), _positive_int(output, f"{where}:output_len")))
+    for line_no, line in text_lines(path, MAX_TRACE_BYTES):
+        if not line.strip():
+            continue
+        where = f"{path}:{line_no}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ConfigError(where, f"not valid JSON ({e.msg})") from None
+        except RecursionError:
+            raise ConfigError(where, "JSON nested too deeply") from None
+        if not isinstance(obj, dict):
+            raise ConfigError(where, "each line must be a JSON object")
+        arrival = obj.get("arrival_time", obj.get("arrived_at"))
+        if isinstance(arrival, bool) or not isinstance(arrival, (int, float)) or not math.isfinite(arrival) or arrival < 0:
+            raise ConfigError(f"{where}:arrival_time", f"must be a non-negative number of seconds, got {arrival!r:.80}")
+        prompt = obj.get("prompt_len", obj.get("num_prefill_tokens"))
+        if prompt is None and isinstance(obj.get("prompt_token_ids"), list):
+            prompt = len(obj["prompt_token_ids"])
+        output = obj.get("output_len", obj.get("num_decode_tokens", obj.get("max_tokens")))
+        rows.append((float(arrival), _positive_int(prompt, f"{where}:prompt_len"), _positive_int(output, f"{where}:output_len")))
+        check_row_count(path, len(rows))
     return rows
+
+
+def check_row_count(path: Path, num_rows: int) -> None:
+    if num_rows > MAX_TRACE_ROWS:
+        raise ConfigError(str(path), f"more than {MAX_TRACE_ROWS} requests; cut the trace")
 
 
 def load_trace_workload(path: str | Path, max_model_len: int, num_requests: int = 0) -> Workload:

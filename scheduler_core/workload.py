@@ -10,24 +10,60 @@ from __future__ import annotations
 
 import math
 import random
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
+from .bounds import MAX_SHARED_PREFIX_TOKENS, WORKLOAD_BOUNDS, check_all
 from .errors import ConfigError
+from .prompt import Prompt
 
 # Synthetic prompts draw token ids from a range this large, like a real tokenizer's vocabulary.
 VOCAB_SIZE = 32000
 ARRIVALS = ("poisson", "gamma", "fixed")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RequestSpec:
     """A request before it reaches the engine."""
 
     request_id: str
     arrival_time: float
-    prompt_token_ids: tuple[int, ...] | range
+    prompt_token_ids: Sequence[int]
     max_tokens: int
     priority: int = 0
+
+
+class RequestTable(Sequence):
+    """A synthetic workload's requests as columns of machine numbers (about 20 bytes a request);
+    each `RequestSpec`, with its compact `Prompt`, is made only when it is asked for."""
+
+    def __init__(self, prefixes: list[array]):
+        self.prefixes = prefixes or [array("i")]
+        self.arrival_time = array("d")
+        self.prompt_len = array("l")
+        self.max_tokens = array("l")
+        self.prefix_index = array("H")
+        self.priority = array("b")
+
+    def append(self, arrival_time: float, prompt_len: int, max_tokens: int, prefix_index: int, priority: int) -> None:
+        self.arrival_time.append(arrival_time)
+        self.prompt_len.append(prompt_len)
+        self.max_tokens.append(max_tokens)
+        self.prefix_index.append(prefix_index)
+        self.priority.append(priority)
+
+    def __len__(self) -> int:
+        return len(self.arrival_time)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        prefix = self.prefixes[self.prefix_index[index]]
+        prompt = Prompt(prefix, unique_prompt(index, 0).start, self.prompt_len[index] - len(prefix))
+        return RequestSpec(f"req-{index:05d}", self.arrival_time[index], prompt, self.max_tokens[index], self.priority[index])
 
 
 @dataclass(frozen=True)
@@ -98,37 +134,31 @@ class WorkloadConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.num_requests, int) or self.num_requests <= 0:
-            raise ConfigError("num_requests", f"must be a positive integer, got {self.num_requests!r}")
+        for name in ("arrival", "lengths"):
+            if not isinstance(getattr(self, name), str):
+                raise ConfigError(name, f"must be a name, got {getattr(self, name)!r}")
         if self.arrival not in ARRIVALS:
             raise ConfigError("arrival", f"unknown arrival process {self.arrival!r}; expected one of {list(ARRIVALS)}")
-        if not self.arrival_rate > 0:
-            raise ConfigError("arrival_rate", f"must be > 0 requests/s (inf = all at once), got {self.arrival_rate!r}")
-        if not self.arrival_cv > 0:
-            raise ConfigError("arrival_cv", f"must be > 0, got {self.arrival_cv!r}")
-        if self.concurrency < 0:
-            raise ConfigError("concurrency", f"must be >= 0 (0: open loop), got {self.concurrency!r}")
         if self.lengths not in NAMED_LENGTHS and self.lengths not in ("fixed", "uniform", "lognormal"):
             raise ConfigError(
                 "lengths", f"unknown length distribution {self.lengths!r}; expected fixed, uniform, lognormal or one of {sorted(NAMED_LENGTHS)}"
             )
-        for name in ("prompt_len", "output_len"):
-            if not getattr(self, name) >= 1:
-                raise ConfigError(name, f"must be >= 1 token, got {getattr(self, name)!r}")
+        check_all(WORKLOAD_BOUNDS, self)
         if self.lengths == "uniform":
             for name, low in (("prompt_len_high", self.prompt_len), ("output_len_high", self.output_len)):
                 if getattr(self, name) < low:
                     raise ConfigError(name, f"must be >= the low end ({low}) for uniform lengths")
-        if self.shared_prefix_len < 0:
-            raise ConfigError("shared_prefix_len", f"must be >= 0, got {self.shared_prefix_len!r}")
-        if not 1 <= self.num_shared_prefixes <= self.num_requests:
+        if self.num_shared_prefixes > self.num_requests:
             # More prefixes than requests could never all be used, and each costs its tokens.
             raise ConfigError("num_shared_prefixes", f"must be from 1 to num_requests ({self.num_requests}), got {self.num_shared_prefixes!r}")
-        if not 0.0 <= self.high_priority_fraction <= 1.0:
-            raise ConfigError("high_priority_fraction", "must be between 0 and 1")
+        if self.shared_prefix_len * self.num_shared_prefixes > MAX_SHARED_PREFIX_TOKENS:
+            raise ConfigError("shared_prefix_len", f"shared_prefix_len x num_shared_prefixes must be at most "
+                                                   f"{MAX_SHARED_PREFIX_TOKENS} tokens, got {self.shared_prefix_len * self.num_shared_prefixes}")
 
     @classmethod
     def from_dict(cls, data: dict) -> "WorkloadConfig":
+        if not isinstance(data, dict):
+            raise ConfigError("workload", f"must be a table of workload settings, got {data!r}")
         known = {f.name for f in fields(cls)}
         for key in data:
             if key not in known:
@@ -154,7 +184,7 @@ class Workload:
     With `arrivals_by_step`, each request's `arrival_time` is the engine step it arrives at (how
     the recorded vLLM traces give arrivals)."""
 
-    requests: list[RequestSpec]
+    requests: Sequence[RequestSpec]
     concurrency: int = 0
     description: str = ""
     source: str = field(default="")
@@ -211,18 +241,16 @@ def build_workload(config: WorkloadConfig, max_model_len: int = 1 << 30) -> Work
     prompt_high = min(dist.prompt_range[1], max_model_len - 1 - prefix_len)
     if prompt_high < 1:  # checked before any prefix token is drawn: a huge value costs nothing
         raise ConfigError("shared_prefix_len", f"leaves no room for a prompt under max_model_len={max_model_len}")
-    prefixes = [tuple(rng.randrange(VOCAB_SIZE) for _ in range(prefix_len)) for _ in range(config.num_shared_prefixes)]
-    requests = []
-    for index, arrival in enumerate(arrival_times(rng, config)):
+    prefixes = [array("i", (rng.randrange(VOCAB_SIZE) for _ in range(prefix_len))) for _ in range(config.num_shared_prefixes)]
+    requests = RequestTable(prefixes if prefix_len else [])
+    for arrival in arrival_times(rng, config):
         prompt_len = max(1, min(prompt_high, draw_length(rng, dist.kind, dist.prompt_mean, dist.prompt_sigma, dist.prompt_range)))
         output_len = max(1, draw_length(rng, dist.kind, dist.output_mean, dist.output_sigma, dist.output_range))
-        prompt: tuple[int, ...] | range = unique_prompt(index, prompt_len)
-        if prefix_len:
-            prompt = prefixes[rng.randrange(config.num_shared_prefixes)] + tuple(prompt)
+        prefix_index = rng.randrange(config.num_shared_prefixes) if prefix_len else 0
         priority = 0
         if config.high_priority_fraction:
             priority = 0 if rng.random() < config.high_priority_fraction else 1
-        requests.append(RequestSpec(f"req-{index:05d}", arrival, prompt, output_len, priority))
+        requests.append(arrival, prefix_len + prompt_len, output_len, prefix_index, priority)
     return Workload(requests, config.concurrency, source=dist.source)
 
 

@@ -27,13 +27,15 @@ FULL_SCENARIO = {
     "description": "every field set",
     "model": "qwen2.5-7b",
     "gpu": "l40s",
-    "tp": 2,
+    "tensor_parallel_size": 2,
     "gpu_memory_utilization": 0.8,
+    "kv_cache_dtype": "fp8",
+    "swap_space": 0.5,
     "engine": {
         "block_size": 32, "num_gpu_blocks": 600, "max_num_seqs": 32, "max_num_batched_tokens": 1024,
         "max_model_len": 2048, "enable_chunked_prefill": True, "enable_prefix_caching": True,
         "long_prefill_token_threshold": 256, "policy": "vllm-v1", "scheduling_order": "priority",
-        "preemption_mode": "swap", "num_cpu_blocks": 64, "kv_allocator": "paged",
+        "preemption_mode": "swap", "num_cpu_blocks": 1170, "kv_allocator": "paged",
         "compat": {"full_prompt_admission": False, "long_prefill_cap_lifted_when_alone": False,
                    "unchunked_prompt_blocks_queue": False, "skipped_requests_keep_order": False,
                    "unhashed_blocks_reused_first": False, "priority_victim_unscheduled": False,
@@ -51,7 +53,8 @@ FULL_SCENARIO = {
 
 
 def app_client(**settings) -> TestClient:
-    return TestClient(create_app(Settings(heartbeat_s=0.2, **settings)))
+    # "testserver" is the host name TestClient sends.
+    return TestClient(create_app(Settings(heartbeat_s=0.2, allowed_hosts=("testserver",), **settings)))
 
 
 @pytest.fixture
@@ -76,8 +79,8 @@ def step_session(client, created: dict, num_steps: int) -> list[dict]:
     """Step a session over its websocket, at most 200 steps per command so each comes back as a
     delta; returns the step records the deltas carried (each its last step's)."""
     records: list[dict] = []
-    url = f"/ws/{created['session_id']}?token={created['control_token']}"
-    with client.websocket_connect(url) as ws:
+    with client.websocket_connect(f"/ws/{created['session_id']}") as ws:
+        ws.send_json({"type": "auth", "token": created["control_token"]})
         remaining = num_steps
         while remaining:
             n = min(remaining, 200)
@@ -119,7 +122,7 @@ def test_session_from_preset_uses_that_preset(client):
     assert info["scenario"]["engine"]["num_gpu_blocks"] == PRESET_SCENARIOS["default"]["engine"]["num_gpu_blocks"]
     assert info["scenario"]["workload"]["num_requests"] == PRESET_SCENARIOS["default"]["workload"]["num_requests"]
     assert info["step"] == 0 and info["done"] is False and info["playing"] is False
-    assert created["control_url"].endswith(f"/s/{created['session_id']}?token={created['control_token']}")
+    assert created["control_url"].endswith(f"/s/{created['session_id']}") and created["control_token"]
     assert created["websocket_url"].endswith(f"/ws/{created['session_id']}")
 
 
@@ -131,6 +134,15 @@ def test_session_from_full_scenario_keeps_every_field(client):
 
     for key, value in FULL_SCENARIO.items():
         assert scenario[key] == value, key
+
+
+def test_session_takes_the_older_tp_name_for_tensor_parallel_size(client):
+    """Scenarios written with `tp` still work; the session reports vLLM's name."""
+    created = create(client, scenario={"model": "llama-3.3-70b", "gpu": "h100-sxm", "tp": 4})
+
+    scenario = client.get(f"/api/sessions/{created['session_id']}").json()["scenario"]
+
+    assert scenario["tensor_parallel_size"] == 4 and "tp" not in scenario
 
 
 def test_seed_overrides_the_workload_seed(client):
@@ -204,6 +216,7 @@ def test_preset_and_scenario_together_is_422(client):
 
 def test_oversized_shared_prefix_is_rejected_before_it_is_built(client):
     """A shared prefix longer than max_model_len is refused at validation, at no cost proportional to it."""
+    client.post("/api/sessions", json={"scenario": {"workload": {"seed": -1}}})  # first 422: one-time set-up
     start = time.perf_counter()
     response = client.post("/api/sessions", json={"scenario": {"workload": {"shared_prefix_len": 3_000_000}}})
     elapsed_s = time.perf_counter() - start
@@ -361,6 +374,10 @@ def test_api_model_defaults_equal_the_core_defaults(model, dataclass):
 NUM_EXPORT_STEPS = 450
 
 
+def token_of(created: dict) -> dict:
+    return {"X-Control-Token": created["control_token"]}
+
+
 @pytest.fixture
 def stepped(client):
     """A default-preset session stepped NUM_EXPORT_STEPS times over its websocket."""
@@ -374,7 +391,7 @@ def test_metrics_json_is_the_report_at_the_current_step(client, stepped):
     created, _ = stepped
     expected = finite(fresh_simulation(default_scenario(), NUM_EXPORT_STEPS).metrics.report())
 
-    exported = client.get(f"/api/sessions/{created['session_id']}/export/metrics.json").json()
+    exported = client.get(f"/api/sessions/{created['session_id']}/export/metrics.json", headers=token_of(created)).json()
 
     assert exported["step"] == NUM_EXPORT_STEPS
     assert exported["scenario"]["name"] == "default"
@@ -390,7 +407,7 @@ def test_metrics_csv_has_a_header_and_one_row_per_metric(client, stepped):
     expected_names = [f"{k}.{stat}" for k, v in report.items() if isinstance(v, dict) for stat in v] + [
         k for k, v in report.items() if not isinstance(v, dict)]
 
-    response = client.get(f"/api/sessions/{created['session_id']}/export/metrics.csv")
+    response = client.get(f"/api/sessions/{created['session_id']}/export/metrics.csv", headers=token_of(created))
     rows = list(csv.reader(io.StringIO(response.text)))
 
     assert response.headers["content-type"].startswith("text/csv")
@@ -404,7 +421,7 @@ def test_steps_jsonl_is_what_the_session_stepped(client, stepped):
     they carried."""
     created, records = stepped
 
-    lines = client.get(f"/api/sessions/{created['session_id']}/export/steps.jsonl").text.splitlines()
+    lines = client.get(f"/api/sessions/{created['session_id']}/export/steps.jsonl", headers=token_of(created)).text.splitlines()
 
     assert len(lines) == NUM_EXPORT_STEPS
     assert [record["step"] for record in records] == [199, 399, 449]
@@ -415,7 +432,7 @@ def test_trace_json_is_a_chrome_trace(client, stepped):
     """trace.json parses as a Chrome trace: traceEvents with phases, one engine slice per step."""
     created, _ = stepped
 
-    response = client.get(f"/api/sessions/{created['session_id']}/export/trace.json")
+    response = client.get(f"/api/sessions/{created['session_id']}/export/trace.json", headers=token_of(created))
     trace = json.loads(response.text)
 
     assert "attachment" in response.headers["content-disposition"]
@@ -433,8 +450,8 @@ def test_exports_of_a_fresh_session_are_empty(client):
     created = create(client, preset="default")
     base = f"/api/sessions/{created['session_id']}/export"
 
-    assert client.get(f"{base}/steps.jsonl").text == ""
-    assert not [e for e in client.get(f"{base}/trace.json").json()["traceEvents"] if e["ph"] == "X"]
+    assert client.get(f"{base}/steps.jsonl", headers=token_of(created)).text == ""
+    assert not [e for e in client.get(f"{base}/trace.json", headers=token_of(created)).json()["traceEvents"] if e["ph"] == "X"]
 
 
 # -- Prometheus /metrics and /healthz ------------------------------------------------------
@@ -496,66 +513,46 @@ def test_healthz_is_ok_and_counts_sessions(client):
 # -- pages ---------------------------------------------------------------------------------
 
 
-def redirect_target(client, url: str, **params) -> tuple[str, str]:
-    response = client.get(url, params=params, follow_redirects=False)
-    assert response.status_code == 303
-    location = urlsplit(response.headers["location"])
-    token = parse_qs(location.query)["token"][0]
-    assert location.path.startswith("/s/") and token
-    return location.path.removeprefix("/s/"), token
+def page_create_body(client, url: str, **params) -> dict:
+    """The body the page at `url` will POST to create its session (GET itself creates nothing)."""
+    import html
+    import re
+
+    response = client.get(url, params=params)
+    assert response.status_code == 200 and "text/html" in response.headers["content-type"]
+    return json.loads(html.unescape(re.search(r'data-create="([^"]*)"', response.text).group(1)))
 
 
-def test_index_redirects_to_a_new_control_page(client):
-    """GET / creates a session of the default scenario and 303s to its control page with the token."""
-    session_id, token = redirect_target(client, "/")
-
-    info = client.get(f"/api/sessions/{session_id}").json()
-    assert info["scenario"]["name"] == "default"
-    assert client.delete(f"/api/sessions/{session_id}", headers={"X-Control-Token": token}).status_code == 204
+def test_index_is_a_page_that_creates_no_session(client):
+    """GET / answers the dashboard page, which will create a session of the default scenario by POST."""
+    assert page_create_body(client, "/") == {"preset": "default"}
+    assert client.get("/api/sessions").json() == []
 
 
-def test_index_with_scenario_and_seed_uses_them(client):
-    """`/?scenario=NAME&seed=3` starts that preset with workload seed 3."""
-    session_id, _ = redirect_target(client, "/", scenario="qwen-7b-l40s-sharegpt-128", seed=3)
+def test_index_with_scenario_and_seed_hands_them_to_the_page(client):
+    """`/?scenario=NAME&seed=3`: the page creates that preset with workload seed 3."""
+    body = page_create_body(client, "/", scenario="qwen-7b-l40s-sharegpt-128", seed=3)
+    created = create(client, **body)
 
-    scenario = client.get(f"/api/sessions/{session_id}").json()["scenario"]
+    scenario = client.get(f"/api/sessions/{created['session_id']}").json()["scenario"]
     assert scenario["name"] == "qwen-7b-l40s-sharegpt-128"
     assert scenario["workload"]["seed"] == 3
     assert scenario["workload"]["concurrency"] == 128
 
 
 def test_index_with_unknown_scenario_is_422(client):
-    """An unknown preset in the URL creates nothing."""
+    """An unknown preset in the URL is refused before any page is served."""
     assert client.get("/", params={"scenario": "nope"}, follow_redirects=False).status_code == 422
     assert client.get("/api/sessions").json() == []
 
 
-def test_control_page_carries_the_token(client):
-    """The control page, opened with the right token, hands the page its control token."""
-    session_id, token = redirect_target(client, "/")
-
-    page = client.get(f"/s/{session_id}", params={"token": token})
-
-    assert page.status_code == 200
-    assert f'data-token="{token}"' in page.text and 'data-can-control="true"' in page.text
-
-
-def test_view_page_renders_without_the_token(client):
-    """/s/ID/view renders read-only and never reveals the control token."""
-    session_id, token = redirect_target(client, "/")
-
-    page = client.get(f"/s/{session_id}/view")
+@pytest.mark.parametrize("path", ["/s/{id}", "/s/{id}/view", "/s/{id}?token={token}"])
+def test_session_pages_never_carry_the_token(client, path):
+    """/s/ID and /s/ID/view render the same page, which never holds the control token: control
+    comes from the token the presenter's tab keeps in sessionStorage."""
+    created = create(client, preset="default")
+    page = client.get(path.format(id=created["session_id"], token=created["control_token"]))
 
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
-    assert f'data-session="{session_id}"' in page.text
-    assert 'data-can-control="false"' in page.text
-    assert token not in page.text
-
-
-def test_control_page_with_wrong_token_is_read_only(client):
-    """A wrong token on the control page gets the read-only page."""
-    session_id, token = redirect_target(client, "/")
-
-    page = client.get(f"/s/{session_id}", params={"token": "wrong"})
-
-    assert 'data-can-control="false"' in page.text and token not in page.text
+    assert f'data-session="{created["session_id"]}"' in page.text
+    assert created["control_token"] not in page.text

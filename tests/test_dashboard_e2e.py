@@ -8,9 +8,10 @@ import json
 import socket
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import urlparse
 
 import pytest
 
@@ -24,6 +25,7 @@ from playwright.sync_api import Page, sync_playwright  # noqa: E402
 from app.live import SessionManager  # noqa: E402
 from app.main import create_app  # noqa: E402
 from app.settings import Settings  # noqa: E402
+from scheduler_core.scenario import PRESET_SCENARIOS, Scenario  # noqa: E402
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
@@ -129,9 +131,9 @@ def presenter(server, new_page) -> Page:
 
 # -- reading and driving the page ----------------------------------------------------------
 def session_of(page: Page) -> tuple[str, str]:
-    """(session id, control token) from a presenter page's URL."""
-    url = urlparse(page.url)
-    return url.path.split("/")[2], parse_qs(url.query).get("token", [""])[0]
+    """(session id, control token): the id from the page's URL, the token from the tab's sessionStorage."""
+    session_id = urlparse(page.url).path.split("/")[2]
+    return session_id, page.evaluate("id => sessionStorage.getItem('servescope:token:' + id) || ''", session_id)
 
 
 def shown_step(page: Page) -> int:
@@ -313,16 +315,18 @@ def test_reserve_max_toggle_shows_the_reservation_summary(presenter):
 
 # -- the event log -------------------------------------------------------------------------
 def test_event_log_lists_events_and_clicking_one_seeks_to_the_step_after_it(presenter):
-    """The event log lists the run's events; a click seeks to the step just after the event."""
+    """The event log lists the run's events, numbered as the step counter numbers steps; a click
+    seeks to the step shown (the state just after the event)."""
     advance(presenter, 300)
     events = presenter.locator("#events .event")
     events.first.wait_for()
     assert events.count() > 3
     oldest = events.last
     event_step = int(oldest.get_attribute("data-step"))
-    assert event_step + 1 != 300
+    assert oldest.locator(".at").inner_text() == str(event_step)
+    assert event_step != 300
     oldest.click()
-    wait_for_step(presenter, event_step + 1)
+    wait_for_step(presenter, event_step)
 
 
 def test_clicking_an_event_of_the_selected_request_keeps_it_selected(presenter):
@@ -336,8 +340,28 @@ def test_clicking_an_event_of_the_selected_request_keeps_it_selected(presenter):
     admitted = presenter.locator(f"#events .event.admitted[data-request='{request_id}']")
     admitted_step = int(admitted.get_attribute("data-step"))
     admitted.click()
-    wait_for_step(presenter, admitted_step + 1)
+    wait_for_step(presenter, admitted_step)
     assert presenter.evaluate("window.servescope.store.selected") == request_id
+
+
+# -- the configuration form --------------------------------------------------------------------
+def test_config_form_shows_vllms_startup_lines_and_updates_them(presenter):
+    """The form previews vLLM's KV cache size and maximum concurrency; an fp8 KV cache doubles them."""
+    presenter.click("#configure")
+    startup = presenter.locator("#cfg-startup")
+    presenter.wait_for_function("document.querySelector('#cfg-startup').textContent.includes('GPU KV cache size')",
+                                timeout=WAIT_MS)
+    presenter.select_option("#cfg-top-kv_cache_dtype", "fp8")
+    presenter.wait_for_function("document.querySelector('#cfg-engine-num_gpu_blocks').value === ''", timeout=WAIT_MS)
+    presenter.wait_for_function("!document.querySelector('#cfg-startup').textContent.includes('Overriding')",
+                                timeout=WAIT_MS)
+    text = startup.text_content()
+    tokens = int(text.split("GPU KV cache size: ")[1].split(" tokens")[0].replace(",", ""))
+    expected = Scenario.from_dict({**PRESET_SCENARIOS["default"], "kv_cache_dtype": "fp8",
+                                   "engine": {k: v for k, v in PRESET_SCENARIOS["default"]["engine"].items()
+                                              if k != "num_gpu_blocks"}}).memory_plan()
+    assert tokens == expected.kv_cache_size_tokens
+    assert f"Maximum concurrency for 4,096 tokens per request: {expected.max_concurrency:.2f}x" in text
 
 
 # -- help and theme ------------------------------------------------------------------------
@@ -433,9 +457,7 @@ def test_deleted_session_shows_the_no_longer_exists_banner(server, presenter):
 def open_populated(server, new_page, width: int, height: int, theme: str, scale: float = 1) -> Page:
     """A page of a new session, sized, themed, at step 300 with a running request selected."""
     page = new_page(width, height, scale)
-    page.goto(server.url + "/")
-    if theme == "projector":
-        page.goto(page.url + "&theme=projector")
+    page.goto(server.url + ("/?theme=projector" if theme == "projector" else "/"))
     wait_for_dashboard(page)
     advance(page, 300)
     select_running_chip(page)
@@ -445,13 +467,22 @@ def open_populated(server, new_page, width: int, height: int, theme: str, scale:
 @pytest.mark.parametrize("theme", ["normal", "projector"])
 @pytest.mark.parametrize(("width", "height"), [(1920, 1080), (1280, 720)])
 def test_layout_fits_one_screen_with_every_panel_visible(server, new_page, width, height, theme):
-    """On a 1080p or 720p screen, in either theme, nothing scrolls and every panel is on screen."""
+    """On a 1080p or 720p screen, in either theme, nothing scrolls and every panel is on screen;
+    in the projector theme, every panel on stage (the others fold away behind the stage bar)."""
     page = open_populated(server, new_page, width, height, theme)
     assert page.evaluate("document.documentElement.dataset.theme") == theme
     scroll = page.evaluate("[document.scrollingElement.scrollHeight, document.scrollingElement.scrollWidth]")
     assert scroll[0] <= height + 1 and scroll[1] <= width + 1
-    boxes = [box(page, panel) for panel in PANELS]
-    for panel, rect in zip(PANELS, boxes):
+    panels = PANELS
+    if theme == "projector":
+        on_stage = page.evaluate("window.servescope.stage.panels()")
+        panels = [f".panel.{name}" for name in on_stage]
+        assert 2 <= len(panels) <= 3
+        for name in ("queues", "batch", "kv", "charts", "side"):
+            assert page.locator(f".panel.{name}").is_visible() == (name in on_stage)
+            assert page.get_attribute(f"#stage-bar [data-stage={name}]", "aria-pressed") == str(name in on_stage).lower()
+    boxes = [box(page, panel) for panel in panels]
+    for panel, rect in zip(panels, boxes):
         assert rect["width"] > 0 and rect["height"] > 0, panel
         assert rect["x"] >= 0 and rect["y"] >= 0, panel
         assert rect["x"] + rect["width"] <= width + 1 and rect["y"] + rect["height"] <= height + 1, panel
@@ -490,3 +521,94 @@ def test_kv_grid_painted_from_deltas_equals_a_full_redraw(presenter):
     presenter.wait_for_timeout(300)
     full = presenter.evaluate("document.getElementById('kv-canvas').toDataURL()")
     assert incremental == full
+
+
+# -- presenter safety: sessions made by POST, the token never in the address bar -----------
+def session_count(server: LiveServer) -> int:
+    with urllib.request.urlopen(f"{server.url}/healthz", timeout=5) as response:
+        return json.load(response)["sessions"]
+
+
+def test_opening_the_page_creates_one_session_that_a_reload_reuses(server, new_page):
+    """`/` creates its session by POST; the address bar shows the view link, never the token; a
+    reload keeps the same session and control."""
+    before = session_count(server)
+    page = open_dashboard(new_page(), server.url + "/?scenario=default")
+    session_id, token = session_of(page)
+    assert urlparse(page.url).path == f"/s/{session_id}/view" and token and "token" not in page.url
+    assert page.locator("#role").inner_text() == "presenter"
+    page.reload()
+    wait_for_dashboard(page)
+    page.goto(server.url + "/?scenario=default")  # the same query again, in the same tab
+    wait_for_dashboard(page)
+    assert session_of(page) == (session_id, token)
+    assert page.locator("#role").inner_text() == "presenter" and "token" not in page.url
+    assert session_count(server) == before + 1
+    advance(page, 2)
+
+
+def test_share_copies_the_view_link(presenter):
+    presenter.evaluate("navigator.clipboard.writeText = async (text) => { window.copied = text; }")
+    presenter.click("#share")
+    presenter.wait_for_function("window.copied !== undefined")
+    session_id, token = session_of(presenter)
+    copied = presenter.evaluate("window.copied")
+    assert urlparse(copied).path == f"/s/{session_id}/view" and token not in copied
+
+
+def test_a_token_handed_over_in_a_link_fragment_gives_control_and_leaves_the_address_bar(server, new_page):
+    request = urllib.request.Request(f"{server.url}/api/sessions", data=b'{"preset": "default"}', method="POST",
+                                     headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        created = json.load(response)
+    page = open_dashboard(new_page(), f"{created['control_url']}#token={created['control_token']}")
+    assert page.locator("#role").inner_text() == "presenter"
+    assert created["control_token"] not in page.url
+    advance(page, 1)
+
+
+def test_a_viewer_tab_has_no_end_session_button(viewer):
+    assert viewer.locator("#end-session").is_hidden()
+
+
+def test_the_presenter_ends_the_session_after_confirming(server, presenter):
+    session_id, _ = session_of(presenter)
+    presenter.once("dialog", lambda dialog: dialog.dismiss())
+    presenter.click("#end-session")
+    presenter.wait_for_timeout(300)
+    assert server_session(server, session_id)["session_id"] == session_id
+    presenter.once("dialog", lambda dialog: dialog.accept())
+    presenter.click("#end-session")
+    presenter.get_by_text("This session has ended").wait_for()
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        server_session(server, session_id)
+    assert gone.value.code == 404
+
+
+def test_a_full_server_shows_a_page_with_a_way_out(new_page):
+    """At the session limit the page says so in words, with a button that tries again."""
+    live = LiveServer(create_app(Settings(max_sessions=1)), free_port())
+    live.start()
+    try:
+        first = open_dashboard(new_page(), live.url + "/")
+        second = new_page()
+        second.goto(live.url + "/")
+        second.get_by_text("No session could be started").wait_for()
+        assert "at most 1 sessions" in second.inner_text("body") and "{" not in second.inner_text("body")
+        first.once("dialog", lambda dialog: dialog.accept())
+        first.click("#end-session")
+        first.get_by_text("This session has ended").wait_for()
+        second.click("#start-retry")
+        wait_for_dashboard(second)
+    finally:
+        live.stop()
+
+
+def test_the_presenter_downloads_an_export_and_a_viewer_cannot(presenter, viewer):
+    """Exports need the token: the presenter's page sends it in a header, a viewer has no Export."""
+    advance(presenter, 5)
+    presenter.click("#export")
+    with presenter.expect_download() as download:
+        presenter.click("#export-steps")
+    assert len(Path(download.value.path()).read_text().splitlines()) == 5
+    assert viewer.locator("#export").is_disabled()

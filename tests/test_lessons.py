@@ -6,9 +6,11 @@ the same runs, so a change that breaks one fails here rather than misleading a l
 
 import pytest
 
+from app.frames import record_view
 from scheduler_core.cli import main
 from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
-from scheduler_core.lessons import evaluate, fill
+from scheduler_core.lesson_events import event_holds
+from scheduler_core.lessons import PANELS, evaluate, fill, story
 
 
 @pytest.fixture(scope="module")
@@ -23,11 +25,22 @@ def test_every_claim_of_the_lesson_holds(lesson, results):
     assert not failed
 
 
-def test_the_seven_lessons_of_the_issue_exist():
+def test_the_lessons_of_the_issues_exist():
     """Paged vs contiguous, static vs continuous, chunked prefill, memory pressure, prefix caching,
-    the 0.10 admission thrash and priority each have a lesson."""
+    the 0.10 admission thrash and priority (issue 10), and capacity (issue 12) each have a lesson."""
     assert set(LESSONS_BY_NAME) == {"paged-vs-contiguous", "static-vs-continuous", "chunked-prefill", "memory-pressure",
-                                    "prefix-caching", "admission-thrash", "priority"}
+                                    "prefix-caching", "admission-thrash", "priority", "capacity"}
+
+
+def test_capacity_lesson_shows_the_startup_numbers_vllm_would_print(results):
+    """The capacity lesson's KV sizes are the memory arithmetic's, arm by arm: fp8 KV at 0.95 of an H100's
+    memory holds about ten times the tokens of the defaults, and an H200 more than both."""
+    capacity = results["capacity"]
+    for arm in ("h100-defaults", "h100-fp8-kv", "h200-defaults"):
+        plan = LESSONS_BY_NAME["capacity"].scenario(arm).memory_plan()
+        assert capacity[arm].memory["kv_cache_size_tokens"] == plan.kv_cache_size_tokens
+    tokens = [capacity[arm].memory["kv_cache_size_tokens"] for arm in ("h100-defaults", "h100-fp8-kv", "h200-defaults")]
+    assert tokens[0] * 8 < tokens[1] < tokens[2]
 
 
 def test_the_thrash_lesson_reproduces_vllms_recording(results):
@@ -64,3 +77,42 @@ def test_lesson_command_lists_lessons_and_rejects_unknown_ones(capsys):
     assert "prefix-caching" in capsys.readouterr().out
     assert main(["lesson", "nope"]) == 2
     assert "servescope: error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.name for lesson in LESSONS])
+def test_each_lesson_tells_a_story_on_the_arm_it_opens(lesson, results):
+    """The first arm's story: an opening at step 0, at least three beats bound to moments of the
+    run, a closing beat at the last step quoting the results; every beat stages 2-3 known panels."""
+    arm = next(iter(lesson.arms))
+    beats = story(lesson, arm, results[lesson.name])
+    assert beats[0]["event"] == "opening" and beats[0]["step"] == 0
+    assert beats[-1]["event"] == "end" and beats[-1]["step"] == results[lesson.name][arm].num_steps
+    assert len([b for b in beats if b["event"] not in ("opening", "end")]) >= 3
+    assert [b["step"] for b in beats] == sorted({b["step"] for b in beats})
+    for beat in beats:
+        assert 2 <= len(beat["stage"]) <= 3 and set(beat["stage"]) <= set(PANELS)
+        assert "{" not in beat["text"], beat["text"]
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.name for lesson in LESSONS])
+def test_every_beat_is_true_of_the_step_it_shows(lesson, results):
+    """Replaying each arm, the record of the step a beat seeks to carries the moment its caption
+    names: that request chunked, preempted, hit the cache, ... in that very step."""
+    for arm in lesson.arms:
+        beats = [b for b in story(lesson, arm, results[lesson.name]) if b["event"] not in ("opening", "end")]
+        at = {b["step"]: b for b in beats}
+        sim = lesson.simulation(arm)
+        for record in sim.records(max_steps=max(at, default=0)):
+            beat = at.get(record.step + 1)
+            if beat:
+                assert event_holds(beat["event"], beat["facts"], record_view(record)), (arm, beat["text"])
+
+
+def test_a_caption_bound_to_a_moment_fails_on_another_step(results):
+    """The check can fail: the first preemption's facts do not hold on the step before it."""
+    lesson = LESSONS_BY_NAME["memory-pressure"]
+    beat = next(b for b in story(lesson, "recompute", results[lesson.name]) if b["event"] == "first_preemption")
+    records = list(lesson.simulation("recompute").records(max_steps=beat["step"]))
+    assert event_holds("first_preemption", beat["facts"], record_view(records[-1]))
+    shifted = {**beat["facts"], "step": beat["step"] - 1}
+    assert not event_holds("first_preemption", shifted, record_view(records[-2]))

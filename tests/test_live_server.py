@@ -2,6 +2,7 @@
 viewer that never reads, reconnecting, and a fuzzer. Every wait is bounded; the server always stops."""
 
 import asyncio
+import contextlib
 import base64
 import json
 import os
@@ -57,12 +58,19 @@ class LiveServer:
         assert response.status_code == 201, response.text
         return response.json()
 
-    def ws_url(self, created: dict, control: bool = False) -> str:
-        url = f"ws://127.0.0.1:{self.port}/ws/{created['session_id']}"
-        return url + f"?token={created['control_token']}" if control else url
+    def ws_url(self, created: dict) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws/{created['session_id']}"
 
     def info(self, created: dict) -> dict:
         return self.http.get(f"/api/sessions/{created['session_id']}").json()
+
+
+@contextlib.asynccontextmanager
+async def presenter_of(server: LiveServer, created: dict, **options):
+    """A websocket that has proved it holds the control token (its first message)."""
+    async with connect(server.ws_url(created), **options) as ws:
+        await ws.send(json.dumps({"type": "auth", "token": created["control_token"]}))
+        yield ws
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +183,7 @@ def test_twenty_viewers_all_receive_ordered_frames_while_the_session_steps(serve
     created = server.create()
 
     async def scenario():
-        async with connect(server.ws_url(created, control=True)) as presenter:
+        async with presenter_of(server, created) as presenter:
             await start_playing(presenter, 100)
             drainer = asyncio.create_task(drain(presenter))
             step_before = server.info(created)["step"]
@@ -269,7 +277,7 @@ def test_a_viewer_that_never_reads_does_not_slow_the_others(server):
 
     async def scenario():
         nonlocal stalled
-        async with connect(server.ws_url(created, control=True)) as presenter:
+        async with presenter_of(server, created) as presenter:
             await start_playing(presenter, 150)
             drainer = asyncio.create_task(drain(presenter))
             baseline = await asyncio.gather(*(collect_states(server.ws_url(created), 1.5) for _ in range(3)))
@@ -326,7 +334,7 @@ def test_a_viewer_that_reconnects_gets_a_snapshot_at_the_current_step_and_contin
         pytest.fail(f"viewers never became {expected}")
 
     async def scenario():
-        async with connect(server.ws_url(created, control=True)) as presenter:
+        async with presenter_of(server, created) as presenter:
             await start_playing(presenter, 100)
             async with connect(server.ws_url(created)) as viewer:
                 first = await receive_until(viewer, lambda f: f["type"] == "delta")
@@ -419,7 +427,7 @@ def test_fuzzed_messages_get_error_frames_and_the_server_stays_up(server):
 
     async def scenario():
         codes = []
-        async with connect(server.ws_url(created, control=True), max_size=None) as ws:
+        async with presenter_of(server, created, max_size=None) as ws:
             await receive_until(ws, lambda f: f["type"] == "snapshot")
             for message in messages:
                 await ws.send(message)
@@ -447,7 +455,7 @@ def test_deeply_nested_json_gets_an_error_frame_and_the_connection_stays_open(se
     created = server.create()
 
     async def scenario():
-        async with connect(server.ws_url(created, control=True)) as ws:
+        async with presenter_of(server, created) as ws:
             await receive_until(ws, lambda f: f["type"] == "snapshot")
             await ws.send("[" * 10_000 + "]" * 10_000)
             error = await receive_until(ws, lambda f: f["type"] == "error")
@@ -465,7 +473,7 @@ def test_server_survives_deeply_nested_json(server):
     created = server.create()
 
     async def scenario():
-        async with connect(server.ws_url(created, control=True)) as ws:
+        async with presenter_of(server, created) as ws:
             await receive_until(ws, lambda f: f["type"] == "snapshot")
             await ws.send("[" * 10_000 + "]" * 10_000)
             try:
@@ -487,7 +495,7 @@ def test_a_long_step_command_does_not_stall_the_other_viewers(server):
     created = server.create(BIG_POOL)
 
     async def scenario():
-        async with connect(server.ws_url(created, control=True)) as presenter, \
+        async with presenter_of(server, created) as presenter, \
                 connect(server.ws_url(created)) as viewer:
             await receive_until(presenter, lambda f: f["type"] == "snapshot")
             await receive_until(viewer, lambda f: f["type"] == "snapshot")

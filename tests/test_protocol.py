@@ -115,7 +115,7 @@ class Connection:
 
 @pytest.fixture
 def client():
-    with TestClient(create_app(Settings(heartbeat_s=HEARTBEAT_S))) as client:
+    with TestClient(create_app(Settings(heartbeat_s=HEARTBEAT_S, allowed_hosts=("testserver",)))) as client:
         yield client
 
 
@@ -135,10 +135,12 @@ class Opener:
 
     def __call__(self, created: dict, control: bool = True, token: str | None = None) -> Connection:
         token = token if token is not None else (created["control_token"] if control else "")
-        url = f"/ws/{created['session_id']}" + (f"?token={token}" if token else "")
-        context = self.client.websocket_connect(url)
+        context = self.client.websocket_connect(f"/ws/{created['session_id']}")
         self.contexts.append(context)
-        return Connection(context.__enter__())
+        connection = Connection(context.__enter__())
+        if token:
+            connection.send({"type": "auth", "token": token})
+        return connection
 
     def close(self):
         for context in reversed(self.contexts):
@@ -751,7 +753,10 @@ def test_viewer_without_the_token_cannot_control(client, session, connect, token
     created, presenter = session
     presenter.step(12)
     viewer = connect(created, control=False, token=token)
-    viewer.state()
+    seen = []
+    viewer.until(lambda f: seen.append(f["type"]) or ("snapshot" in seen and (not token or "error" in seen)))
+    if token:  # a wrong token is refused as such, and the connection goes on read-only
+        assert seen.count("error") == 1
 
     for command in CONTROL_COMMANDS:
         viewer.send(command)
@@ -892,3 +897,19 @@ def test_many_bad_messages_in_a_row_leave_the_session_working(session):
     assert [f["code"] for f in frames if f["type"] == "error"] == ["bad_json"] * 40
     assert step == 0
     assert presenter.step(1)["seq"] == 1
+
+
+def test_a_client_following_deltas_holds_the_same_requests_as_a_snapshot(session):
+    """Applying deltas the way the browser's store does (requests whole, progress as counters)
+    ends with every request equal to the snapshot's, first_token_s included."""
+    created, presenter = session
+    requests = dict(presenter.fresh_snapshot()["requests"])
+    for _ in range(30):
+        delta = presenter.step(3)
+        requests.update(delta["requests"])
+        for rid, computed, output in delta["progress"]:
+            if rid in requests:
+                requests[rid].update(computed=computed, output=output)
+    snapshot = presenter.fresh_snapshot()["requests"]
+    assert any(view["first_token_s"] is not None for view in snapshot.values())
+    assert {rid: requests.get(rid) for rid in snapshot} == snapshot

@@ -1,20 +1,17 @@
-"""REST: presets, the config schema, sessions (create, inspect, delete) and their exports."""
+"""REST: presets, the config schema, sessions (create, inspect, delete), their requests and steps
+(the exports are in `exports.py`)."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response
-from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
-from scheduler_core.lessons import evaluate, fill
-from scheduler_core.perfetto import PerfettoWriter
+from scheduler_core.lessons import evaluate, story
 from scheduler_core.scenario import PRESET_SCENARIOS, Scenario
 
-from ..frames import finite, record_view
+from ..frames import finite
 from ..live import LiveSession, SessionManager
 from ..schemas import ScenarioModel, SessionCreate, SessionCreated, SessionInfo
 
@@ -73,7 +70,9 @@ def session_urls(request: Request, live: LiveSession) -> SessionCreated:
     ws_base = base.replace("http", "ws", 1)
     return SessionCreated(
         session_id=sid, control_token=token, view_url=f"{base}/s/{sid}/view",
-        control_url=f"{base}/s/{sid}?token={token}", websocket_url=f"{ws_base}/ws/{sid}",
+        # No token in any URL: URLs reach access logs, history and projected address bars. The
+        # page that created the session keeps the token in its tab's sessionStorage.
+        control_url=f"{base}/s/{sid}", websocket_url=f"{ws_base}/ws/{sid}",
     )
 
 
@@ -98,7 +97,7 @@ def lesson_detail(name: str, request: Request) -> dict:
         results = lesson.run()
         cache[name] = finite({
             "name": lesson.name, "title": lesson.title, "summary": lesson.summary, "arms": list(lesson.arms),
-            "captions": [{"step": c.step, "title": c.title, "text": fill(c.text, results)} for c in lesson.captions],
+            "stories": {arm: story(lesson, arm, results) for arm in lesson.arms},
             "claims": [{"holds": holds, "text": text} for holds, text in evaluate(lesson, results)],
             "table": {"arms": list(results), "rows": [
                 {"label": label, "values": [format(results[arm].get(path), fmt) for arm in results]}
@@ -118,12 +117,14 @@ def validate_scenario(body: SessionCreate, request: Request) -> dict:
     scenario = scenario_from(body)
     manager_of(request).check_limits(scenario)
     scenario.build(keep_finished=False)
-    return {"ok": True, "num_gpu_blocks": scenario.engine.num_gpu_blocks}
+    # vLLM's startup numbers for this configuration, which the configuration form shows.
+    return {"ok": True, "num_gpu_blocks": scenario.engine.num_gpu_blocks, "memory": scenario.memory_plan().to_dict()}
 
 
 @router.post("/sessions", status_code=201)
 def create_session(body: SessionCreate, request: Request) -> SessionCreated:
-    live = manager_of(request).create(scenario_from(body), lesson_arm(body), body.origin_query())
+    owner = request.client.host if request.client else ""
+    live = manager_of(request).create(scenario_from(body), lesson_arm(body), body.origin_query(), owner)
     return session_urls(request, live)
 
 
@@ -149,67 +150,27 @@ def get_session(session_id: str, request: Request) -> SessionInfo:
 @router.delete("/sessions/{session_id}", status_code=204)
 async def delete_session(session_id: str, request: Request, x_control_token: str = Header(default="")) -> Response:
     live = live_session(request, session_id)
-    if x_control_token != live.session.control_token:
+    if not live.token_matches(x_control_token):
         raise HTTPException(403, "deleting a session needs its control token (X-Control-Token)")
     await manager_of(request).delete(session_id)
     return Response(status_code=204)
 
 
 @router.get("/sessions/{session_id}/requests/{request_id}")
-def get_request(session_id: str, request_id: str, request: Request) -> dict:
-    """One request at the session's current step: counters, latencies, timeline, block table."""
-    detail = live_session(request, session_id).session.request_detail(request_id)
+def get_request(session_id: str, request_id: str, request: Request, history: bool = False) -> dict:
+    """One request at the session's current step: counters, latencies, timeline, block table, and
+    with `?history=true` one row per step it ran (what the inspector lists while paused)."""
+    detail = live_session(request, session_id).session.request_detail(request_id, history)
     if detail is None:
         raise HTTPException(404, f"no request {request_id!r} has arrived by this step")
     return finite(detail)
 
 
-# -- exports: everything up to the session's current step ---------------------------------
-def replayed_records(live: LiveSession):
-    """The run from its start to the session's current step, replayed (the run is deterministic)."""
-    session = live.session
-    sim = session.scenario.build(keep_finished=True)
-    for _ in range(session.step):
-        yield sim, sim.step()
-
-
-@router.get("/sessions/{session_id}/export/metrics.json")
-def export_metrics_json(session_id: str, request: Request) -> dict:
-    session = live_session(request, session_id).session
-    return {"scenario": finite(session.scenario.to_dict()), "step": session.step, **finite(session.sim.metrics.report())}
-
-
-@router.get("/sessions/{session_id}/export/metrics.csv")
-def export_metrics_csv(session_id: str, request: Request) -> PlainTextResponse:
-    report = finite(live_session(request, session_id).session.sim.metrics.report())
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["metric", "value"])
-    for key, value in report.items():
-        if isinstance(value, dict):
-            for stat, number in value.items():
-                writer.writerow([f"{key}.{stat}", number])
-        else:
-            writer.writerow([key, value])
-    return PlainTextResponse(out.getvalue(), media_type="text/csv")
-
-
-@router.get("/sessions/{session_id}/export/steps.jsonl")
-def export_steps(session_id: str, request: Request) -> StreamingResponse:
+@router.get("/sessions/{session_id}/steps/{step}/why")
+async def get_step_reasons(session_id: str, step: int, request: Request) -> dict:
+    """The decision trace of one step already taken: its record and the reasons behind it."""
     live = live_session(request, session_id)
-    lines = (json.dumps(record_view(record), separators=(",", ":")) + "\n" for _, record in replayed_records(live))
-    return StreamingResponse(lines, media_type="application/x-ndjson")
-
-
-@router.get("/sessions/{session_id}/export/trace.json")
-def export_trace(session_id: str, request: Request) -> Response:
-    live = live_session(request, session_id)
-    out = io.StringIO()
-    writer = PerfettoWriter(out)
-    for sim, record in replayed_records(live):
-        writer.step(record)
-        for rid in record.finished:
-            writer.request(sim.finished_requests[rid])
-    writer.close()
-    return Response(out.getvalue(), media_type="application/json",
-                    headers={"Content-Disposition": f'attachment; filename="servescope-{session_id}.json"'})
+    answer = await live.session.reasons.of_step(live, step)
+    if answer is None:
+        raise HTTPException(404, f"step {step} has not been taken (the session is at step {live.session.step})")
+    return answer

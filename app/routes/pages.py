@@ -1,5 +1,7 @@
-"""The dashboard page. Opening `/` starts a session (the URL's query picks the scenario) and
-hands its control link to whoever opened it; `/s/ID/view` is the read-only link to share."""
+"""The dashboard pages. No GET creates anything: `/` (its query names the scenario) is a page
+that creates its session with a POST from the browser, which keeps the control token in the tab's
+sessionStorage; `/s/ID/view` shows an existing session (with control when this tab holds its
+token) and is the only address the page ever puts in the address bar or in a Share link."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import json
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
 from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
@@ -19,10 +21,29 @@ from .api import lesson_arm, manager_of, scenario_from
 router = APIRouter()
 
 
+def page(request: Request, session_id: str, scenario_name: str, lesson: str, create: SessionCreate | None = None):
+    return request.app.state.templates.TemplateResponse(
+        request,
+        "dashboard.html",
+        {
+            "session_id": session_id,
+            # What the page POSTs to create its session, and the query that names that run.
+            "create": create.model_dump_json(exclude_none=True) if create else "",
+            "origin": create.origin_query() if create else "",
+            "presets": {name: data["description"] for name, data in PRESET_SCENARIOS.items()},
+            "lessons": {lesson.name: lesson.title for lesson in LESSONS},
+            "current_lesson": lesson,
+            "scenario_name": scenario_name,
+            "idle_minutes": round(request.app.state.settings.idle_timeout_s / 60),
+        },
+    )
+
+
 @router.get("/", include_in_schema=False)
 def index(request: Request, scenario: str = "", seed: int | None = None, config: str = "", lesson: str = "",
-          arm: str = "") -> RedirectResponse:
-    """A new session: `?scenario=PRESET&seed=N`, `?lesson=NAME&arm=ARM`, or `?config=<scenario JSON>`."""
+          arm: str = "") -> HTMLResponse:
+    """The dashboard of `?scenario=PRESET&seed=N`, `?lesson=NAME&arm=ARM` or `?config=<scenario JSON>`,
+    checked here; the page then creates the session (or reuses the one this tab made for it)."""
     try:
         if lesson:
             body = SessionCreate(lesson=lesson, arm=arm or None, seed=seed)
@@ -32,76 +53,63 @@ def index(request: Request, scenario: str = "", seed: int | None = None, config:
             body = SessionCreate(preset=scenario or request.app.state.settings.default_scenario, seed=seed)
     except (ValueError, json.JSONDecodeError) as e:
         raise HTTPException(422, f"bad scenario in the URL: {e}") from None
-    live = manager_of(request).create(scenario_from(body), lesson_arm(body), body.origin_query())
-    session = live.session
-    return RedirectResponse(f"/s/{session.session_id}?token={session.control_token}&{session.origin}", status_code=303)
+    checked = scenario_from(body)
+    lesson_name = lesson_arm(body)[0] if body.lesson else ""
+    return page(request, "", checked.name, lesson_name, create=body)
 
 
-def render(request: Request, session_id: str, token: str) -> HTMLResponse:
+def render(request: Request, session_id: str) -> HTMLResponse:
     live = manager_of(request).get(session_id)
     if live is None:
         # An old link: its query still names the scenario, so offer to start the same run again.
         query = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
         return request.app.state.templates.TemplateResponse(
             request, "ended.html", {"session_id": session_id, "query": query}, status_code=404)
-    can_control = bool(token) and token == live.session.control_token
-    return request.app.state.templates.TemplateResponse(
-        request,
-        "dashboard.html",
-        {
-            "session_id": session_id,
-            "token": token if can_control else "",
-            "can_control": can_control,
-            "presets": {name: data["description"] for name, data in PRESET_SCENARIOS.items()},
-            "lessons": {lesson.name: lesson.title for lesson in LESSONS},
-            "current_lesson": live.session.lesson[0] if live.session.lesson else "",
-            "scenario_name": live.session.scenario.name,
-        },
-    )
+    session = live.session
+    return page(request, session_id, session.scenario.name, session.lesson[0] if session.lesson else "")
 
 
 @router.get("/s/{session_id}", include_in_schema=False)
-def control_page(request: Request, session_id: str, token: str = "") -> HTMLResponse:
-    return render(request, session_id, token)
+def control_page(request: Request, session_id: str) -> HTMLResponse:
+    """The API's `control_url`: the same page as the view link; control comes from the token the
+    tab holds (add `#token=TOKEN` to hand it to a browser: fragments never reach the server)."""
+    return render(request, session_id)
 
 
 @router.get("/s/{session_id}/view", include_in_schema=False)
 def view_page(request: Request, session_id: str) -> HTMLResponse:
-    return render(request, session_id, "")
-
-
-
+    return render(request, session_id)
 
 
 @router.get("/compare", include_in_schema=False)
 def compare_page(request: Request, lesson: str = "", a: str = "", b: str = "", scenario: str = "",
                  set_b: list[str] = Query(default=[])) -> HTMLResponse:
     """Two configurations on the same workload, side by side: a lesson's arms (`?lesson=NAME&a=ARM&b=ARM`),
-    or a preset against itself with fields of B changed (`?scenario=NAME&set_b=policy=static`)."""
-    manager = manager_of(request)
+    or a preset against itself with fields of B changed (`?scenario=NAME&set_b=policy=static`).
+    The page creates the two sessions (a POST each), as the dashboard does."""
     if lesson:
         if lesson not in LESSONS_BY_NAME:
             raise HTTPException(404, f"no lesson {lesson!r}")
         arms = list(LESSONS_BY_NAME[lesson].arms)
-        sides = [(a or arms[0], SessionCreate(lesson=lesson, arm=a or arms[0])),
-                 (b or arms[1], SessionCreate(lesson=lesson, arm=b or arms[1]))]
-        bodies = [(label, scenario_from(body), lesson_arm(body)) for label, body in sides]
+        bodies = [(a or arms[0], SessionCreate(lesson=lesson, arm=a or arms[0])),
+                  (b or arms[1], SessionCreate(lesson=lesson, arm=b or arms[1]))]
     else:
         name = scenario or request.app.state.settings.default_scenario
-        base = scenario_from(SessionCreate(preset=name))
+        base = SessionCreate(preset=name)
+        scenario_from(base)
         # B's changes go through the same schema as every web scenario, so they can only name
         # fields the web may set: never `trace` (a file on the server), never a model file.
         data = {**json.loads(json.dumps(PRESET_SCENARIOS[name])), "name": f"{name} with {', '.join(set_b) or 'no changes'}"}
         try:
             apply_assignments(data, [parse_assignment(text) for text in set_b])
-            changed = scenario_from(SessionCreate.model_validate({"scenario": data}))
+            changed = SessionCreate.model_validate({"scenario": data})
         except ValidationError as e:
             raise HTTPException(422, [{"loc": ["query", "set_b", *err["loc"][1:]], "msg": err["msg"]}
                                       for err in e.errors(include_input=False)]) from None
-        bodies = [(name, base, None), (", ".join(set_b) or name, changed, None)]
-    sessions = [(label, manager.create(scenario_, lesson_)) for label, scenario_, lesson_ in bodies]
+        bodies = [(name, base), (", ".join(set_b) or name, changed)]
+    for _, body in bodies:  # checked now, so a bad link fails here rather than in the page
+        scenario_from(body)
     return request.app.state.templates.TemplateResponse(request, "compare.html", {
-        "sides": [{"label": label, "session_id": live.session.session_id, "token": live.session.control_token}
-                  for label, live in sessions],
+        "sides": [{"label": label, "create": body.model_dump_json(exclude_none=True)} for label, body in bodies],
         "title": lesson or name,
     })

@@ -1,21 +1,23 @@
-"""The websocket of a session: a snapshot on connect, then deltas, events, status and errors."""
+"""The websocket of a session: a snapshot on connect, then deltas, events, status and errors.
+
+The presenter proves it holds the control token with its first message, `{"type": "auth",
+"token": ...}`, never in the URL: URLs end up in access logs and browser history."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from ..frames import PROTOCOL_VERSION
-from ..live import Viewer, error_frame
+from ..viewer import Viewer, error_frame
 
 router = APIRouter()
 
 
 @router.websocket("/ws/{session_id}")
-async def session_socket(websocket: WebSocket, session_id: str, token: str = "") -> None:
+async def session_socket(websocket: WebSocket, session_id: str) -> None:
     manager = websocket.app.state.manager
     live = manager.get(session_id)
     await websocket.accept()
@@ -23,31 +25,48 @@ async def session_socket(websocket: WebSocket, session_id: str, token: str = "")
         await websocket.send_json({"v": PROTOCOL_VERSION, "type": "error", "code": "no_session", "message": f"no session {session_id!r}"})
         await websocket.close(code=4404)
         return
-    can_control = bool(token) and secrets.compare_digest(token, live.session.control_token)
     settings = manager.settings
-    viewer = Viewer(websocket, can_control, settings.event_backlog)
+    viewer = Viewer(websocket, False, settings.event_backlog)
     live.viewers.add(viewer)
-    live.publish_status()
-    sender = asyncio.create_task(viewer.send_loop(live, settings.heartbeat_s))
+    live.viewers_changed()
+    sender = asyncio.create_task(viewer.send_loop(live, settings.heartbeat_s, settings.viewer_stall_s))
+    receive = asyncio.create_task(websocket.receive())
     try:
         while True:
-            receive = asyncio.create_task(websocket.receive())
             done, _ = await asyncio.wait({receive, sender}, return_when=asyncio.FIRST_COMPLETED)
-            if sender in done:  # the connection broke while sending
-                receive.cancel()
+            if sender in done or gone(receive):  # the connection broke while sending, or closed
                 break
             message = receive.result()
-            if message["type"] == "websocket.disconnect":
-                break
+            # Read the next message while this one is handled, so a disconnect is seen at once.
+            receive = asyncio.create_task(websocket.receive())
             if message.get("text") is None:
                 viewer.reply(error_frame("bad_message", "send JSON text frames, not binary ones"))
                 continue
-            await live.handle(viewer, message["text"])
+            handling = asyncio.create_task(live.handle(viewer, message["text"]))
+            while not handling.done():
+                watched = {handling, sender} if receive.done() else {handling, sender, receive}
+                await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+                if sender.done() or gone(receive):
+                    # The presenter left mid-command: a long step or seek stops now.
+                    handling.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await handling
+                    return
     except (WebSocketDisconnect, RuntimeError):
         pass
     finally:
+        receive.cancel()
         live.viewers.discard(viewer)
         sender.cancel()
         with contextlib.suppress(BaseException):
             await sender
-        live.publish_status()
+        live.viewers_changed()
+
+
+def gone(receive: asyncio.Task) -> bool:
+    """Whether this read of the socket says the client is gone."""
+    if not receive.done():
+        return False
+    if receive.cancelled() or receive.exception() is not None:
+        return True
+    return receive.result()["type"] == "websocket.disconnect"

@@ -9,6 +9,7 @@ waste iteration-level scheduling removes.
 
 from __future__ import annotations
 
+from ..decision_trace import RULE_FCFS
 from ..scheduler import Scheduler, SchedulerOutput
 
 
@@ -53,6 +54,8 @@ class StaticScheduler(Scheduler):
             num_new_tokens = request.num_tokens - request.num_computed_tokens
             while kv.allocate_slots(request, num_new_tokens) is None:
                 victim = running.pop()
+                if self.decision_trace is not None:
+                    self.decision_trace.allocation_failed(request, num_new_tokens, victim, RULE_FCFS)
                 self._preempt(victim, output)
                 if victim is request:
                     return

@@ -7,6 +7,7 @@ prompt stalls every running decode for a whole step: the latency spike chunked p
 
 from __future__ import annotations
 
+from ..decision_trace import RULE_FCFS
 from ..scheduler import Scheduler, SchedulerOutput
 
 # V0 kept 1% of the blocks free when admitting, so running requests had room to grow.
@@ -62,6 +63,8 @@ class VllmV0Scheduler(Scheduler):
             request = running[index]
             while kv.allocate_slots(request, 1) is None:
                 victim = running.pop()
+                if self.decision_trace is not None:
+                    self.decision_trace.allocation_failed(request, 1, victim, RULE_FCFS)
                 self._preempt(victim, output)
                 if victim is request:
                     break

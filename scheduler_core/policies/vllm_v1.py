@@ -7,6 +7,7 @@ in a step that preempted.
 
 from __future__ import annotations
 
+from .. import decision_trace as why
 from ..request import Request, RequestStatus
 from ..scheduler import Scheduler, SchedulerError, SchedulerOutput
 
@@ -16,6 +17,7 @@ class VllmV1Scheduler(Scheduler):
 
     def schedule(self, now: float = 0.0) -> SchedulerOutput:
         config, compat, kv = self.config, self.config.compat, self.kv_cache_manager
+        trace = self.decision_trace
         by_priority = config.scheduling_order == "priority"
         output = SchedulerOutput()
         num_scheduled = output.num_scheduled_tokens
@@ -27,6 +29,8 @@ class VllmV1Scheduler(Scheduler):
         num_eligible = len(self.running) + len(self.waiting) + len(self.swapped)
         if compat.long_prefill_cap_lifted_when_alone and num_eligible <= 1:
             long_prefill_threshold = 0
+        if trace is not None:
+            trace.set_long_prefill_threshold(long_prefill_threshold)
 
         # 1. RUNNING requests, in list order: decodes and unfinished prefill chunks alike.
         # NOTE: running requests come first so a step never stalls the decodes already in
@@ -39,6 +43,8 @@ class VllmV1Scheduler(Scheduler):
             if 0 < long_prefill_threshold < num_new_tokens:
                 num_new_tokens = long_prefill_threshold
             num_new_tokens = min(num_new_tokens, token_budget, config.max_model_len - 1 - request.num_computed_tokens)
+            if trace is not None:
+                trace.running_examined(request, num_new_tokens, token_budget, long_prefill_threshold)
             if num_new_tokens <= 0:
                 req_index += 1
                 continue
@@ -57,11 +63,16 @@ class VllmV1Scheduler(Scheduler):
                                 f"{victim.request_id!r}, already scheduled this step "
                                 "(compat.priority_victim_unscheduled fixes it, as vLLM 0.33 did)"
                             )
+                        if trace is not None:
+                            trace.running_unscheduled(victim.request_id, num_scheduled[victim.request_id])
                         token_budget += num_scheduled.pop(victim.request_id)
                     if victim_index < req_index and compat.priority_victim_unscheduled:
                         req_index -= 1
                 else:
                     victim = running.pop()
+                if trace is not None:
+                    trace.allocation_failed(request, num_new_tokens, victim,
+                                            why.RULE_PRIORITY if by_priority else why.RULE_FCFS)
                 self._preempt(victim, output)
                 if victim is request:
                     break
@@ -75,6 +86,11 @@ class VllmV1Scheduler(Scheduler):
             num_scheduled[request.request_id] = num_new_tokens
             token_budget -= num_new_tokens
             req_index += 1
+            if trace is not None:
+                trace.running_scheduled(request.request_id)
+        if trace is not None and req_index < len(running):
+            trace.running_stopped(why.WAIT_BUDGET if token_budget <= 0 else why.RUN_STOP_PREEMPTED_ITSELF,
+                                  running[req_index].request_id, len(running) - req_index)
 
         # 2. Requests preempted by swapping come back before anything new is admitted.
         if not output.preempted_reqs:
@@ -91,14 +107,20 @@ class VllmV1Scheduler(Scheduler):
         # take blocks away has none to give to newcomers.
         if not output.preempted_reqs and not self.swapped:
             token_budget = self._schedule_waiting(output, token_budget, long_prefill_threshold)
+        elif trace is not None and self.waiting:
+            reason = why.WAIT_PREEMPTED_THIS_STEP if output.preempted_reqs else why.WAIT_SWAPPED_FIRST
+            trace.waiting_stopped(reason, None, len(self.waiting), len(running))
         return self._finish_schedule(output, now)
 
     def _schedule_waiting(self, output: SchedulerOutput, token_budget: int, long_prefill_threshold: int) -> int:
         config, compat, kv = self.config, self.config.compat, self.kv_cache_manager
+        trace = self.decision_trace
         waiting = self.waiting
         skipped: list[Request] = []
+        stop_reason = why.WAIT_BUDGET
         while waiting and token_budget > 0:
             if len(self.running) >= config.max_num_seqs:
+                stop_reason = why.WAIT_MAX_NUM_SEQS
                 break
             request = waiting.peek_request()
             if request.num_computed_tokens == 0:
@@ -112,7 +134,11 @@ class VllmV1Scheduler(Scheduler):
                 num_new_tokens = long_prefill_threshold
             if not config.enable_chunked_prefill and num_new_tokens > token_budget:
                 # Without chunking a prompt runs whole or not at all.
+                if trace is not None:
+                    trace.waiting_examined(request, why.WAIT_UNCHUNKED_TOO_BIG, num_new_tokens, token_budget,
+                                           long_prefill_threshold, computed_blocks, len(self.running))
                 if compat.unchunked_prompt_blocks_queue:
+                    stop_reason = why.WAIT_UNCHUNKED_TOO_BIG
                     break
                 skipped.append(waiting.pop_request())
                 continue
@@ -127,12 +153,30 @@ class VllmV1Scheduler(Scheduler):
             )
             if new_blocks is None:
                 # Head-of-line blocking: vLLM does not look past a request that does not fit.
+                if trace is not None:
+                    stop_reason = self._why_no_blocks(request, num_new_tokens, num_cached_tokens, computed_blocks)
+                    trace.waiting_examined(request, stop_reason, num_new_tokens, token_budget,
+                                           long_prefill_threshold, computed_blocks, len(self.running))
                 break
+            if trace is not None:
+                trace.waiting_examined(request, why.WAIT_ADMITTED, num_new_tokens, token_budget,
+                                       long_prefill_threshold, computed_blocks, len(self.running))
             waiting.pop_request()
             self._admit(request, num_computed_tokens, num_cached_tokens, output)
             output.num_scheduled_tokens[request.request_id] = num_new_tokens
             token_budget -= num_new_tokens
 
+        if trace is not None and waiting:
+            blocker = waiting.peek_request().request_id if stop_reason != why.WAIT_BUDGET else None
+            trace.waiting_stopped(stop_reason, blocker, len(waiting), len(self.running))
         if skipped:
             waiting.prepend_requests(skipped if compat.skipped_requests_keep_order else reversed(skipped))
         return token_budget
+
+    def _why_no_blocks(self, request: Request, num_new_tokens: int, num_cached_tokens: int, computed_blocks) -> str:
+        """Whether this step's chunk itself did not fit, or only the whole context (0.33's gate)."""
+        kv = self.kv_cache_manager
+        num_tokens = min(request.num_computed_tokens + num_cached_tokens + num_new_tokens, kv.max_model_len)
+        if kv.num_blocks_to_allocate(request.request_id, num_tokens, computed_blocks) > kv.num_free_blocks:
+            return why.WAIT_BLOCKS
+        return why.WAIT_BLOCKS_FULL_CONTEXT

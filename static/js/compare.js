@@ -7,6 +7,7 @@ import { connect } from "./connection.js";
 import { mount as mountBatch } from "./panels/batch.js";
 import { mount as mountKv } from "./panels/kvgrid.js";
 import { mount as mountQueues } from "./panels/queues.js";
+import { reuseOrCreate, showStartFailure } from "./sessions.js";
 import { createStore } from "./store.js";
 
 const $ = (id) => document.getElementById(id);
@@ -25,10 +26,21 @@ const ROWS = [
   ["prefix cache hit rate", ["prefix_cache_hit_rate"], (v) => `${(v * 100).toFixed(0)}%`, false],
 ];
 
-const sides = [...document.querySelectorAll("[data-session]")].map((el) => {
+// The page creates its two sessions (no GET does), or reuses the ones this tab made for this URL.
+const sideElements = [...document.querySelectorAll("[data-create]")];
+let opened = [];
+try {
+  opened = await Promise.all(sideElements.map((el, i) => reuseOrCreate(`compare${location.search}:${i}`, el.dataset.create)));
+} catch (error) {
+  showStartFailure(error);
+  await new Promise(() => {});  // the page now says why; nothing below can run without sessions
+}
+
+const sides = opened.map(({ sessionId, token }, i) => {
+  const el = sideElements[i];
   const store = createStore();
   const role = (name) => el.querySelector(`[data-role="${name}"]`);
-  const { send } = connect(store, { sessionId: el.dataset.session, token: el.dataset.token });
+  const { send } = connect(store, { sessionId, token });
   const select = (id) => { store.selected = id === store.selected ? null : id; store.dirty.add("selection"); };
   const panels = [
     mountQueues(role("queues"), store, { onSelect: select }),
@@ -68,15 +80,24 @@ $("play").addEventListener("click", () => setPlaying(!playing));
 $("step").addEventListener("click", () => { setPlaying(false); both({ type: "step", n: 1 }); });
 $("step-back").addEventListener("click", () => stepBack(1));
 $("reset").addEventListener("click", () => { setPlaying(false); both({ type: "reset" }); });
+if (localStorage.getItem("servescope-theme") === "projector") document.documentElement.dataset.theme = "projector";
 $("theme").addEventListener("click", () => {
-  document.documentElement.dataset.theme = document.documentElement.dataset.theme === "projector" ? "normal" : "projector";
+  const next = document.documentElement.dataset.theme === "projector" ? "normal" : "projector";
+  document.documentElement.dataset.theme = next;
+  localStorage.setItem("servescope-theme", next);
   sides.forEach((s) => s.store.dirty.add("all"));
 });
+$("help").addEventListener("click", () => $("help-dialog").showModal());
+// A control used with the mouse hands the keyboard back to the page.
+document.querySelector(".topbar").addEventListener("click", (event) => { const b = event.target.closest("button"); if (b && event.detail > 0) b.blur(); });
+$("speed").addEventListener("change", (event) => event.target.blur());
 document.addEventListener("keydown", (event) => {
-  if (event.target.closest("input, select, textarea") || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (event.target.closest("input, select, textarea, dialog") || event.ctrlKey || event.metaKey || event.altKey) return;
+  if ((event.key === " " || event.key === "Enter") && event.target.closest("button, a")) return;
   const actions = {
     " ": () => setPlaying(!playing), ArrowRight: () => both({ type: "step", n: event.shiftKey ? 10 : 1 }),
     ArrowLeft: () => stepBack(event.shiftKey ? 10 : 1), Home: () => both({ type: "reset" }), t: () => $("theme").click(),
+    "?": () => $("help-dialog").showModal(),
   };
   if (actions[event.key]) { event.preventDefault(); actions[event.key](); }
 });
@@ -91,11 +112,12 @@ function renderDiff() {
     const known = va != null && vb != null;
     const ratio = known && va ? vb / va : null;
     let cls = "";
-    if (known && lowerIsBetter !== null && va !== vb) cls = (vb < va) === lowerIsBetter ? "better" : "worse";
+    // Only a difference the table shows is coloured: equal as printed is equal.
+    if (known && lowerIsBetter !== null && fmt(va) !== fmt(vb)) cls = (vb < va) === lowerIsBetter ? "better" : "worse";
     return `<tr><th>${label}</th><td>${va == null ? "–" : fmt(va)}</td><td class="${cls}">${vb == null ? "–" : fmt(vb)}</td>` +
       `<td>${ratio == null || !Number.isFinite(ratio) ? "–" : `${ratio.toFixed(2)}×`}</td></tr>`;
   }).join("");
-  $("diff").innerHTML = `<table><thead><tr><th></th><th>A</th><th>B</th><th>B / A</th></tr></thead><tbody>${rows}</tbody></table>`;
+  $("diff").innerHTML = `<table><thead><tr><th scope="col">metric</th><th scope="col">A</th><th scope="col">B</th><th scope="col">B / A</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
 function frame() {

@@ -8,7 +8,8 @@ import { applyDelta, applyEvents, applySnapshot } from "./store.js";
 
 export function connect(store, { sessionId, token, onError, onStatus, stats }) {
   const banner = document.getElementById("banner");
-  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws/${sessionId}` + (token ? `?token=${encodeURIComponent(token)}` : "");
+  // The control token goes in the first message, never in the URL (URLs reach access logs).
+  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws/${sessionId}`;
   const decoder = new Worker(new URL("./frame-decoder.js", import.meta.url), { type: "module" });
   let socket = null;
   let retryMs = 500;
@@ -56,6 +57,7 @@ export function connect(store, { sessionId, token, onError, onStatus, stats }) {
     socket = new WebSocket(url);
     socket.binaryType = "arraybuffer";
     socket.addEventListener("open", () => {
+      if (token) socket.send(JSON.stringify({ type: "auth", token }));
       retryMs = 500;
       everConnected = true;
       showBanner("");
@@ -76,6 +78,8 @@ export function connect(store, { sessionId, token, onError, onStatus, stats }) {
     if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(command));
   }
 
+  // An open page says so now and then: a session nobody's page pings expires when idle.
+  setInterval(() => send({ type: "ping" }), 30_000);
   open();
   return { send };
 }

@@ -1,6 +1,8 @@
 // The top bar: transport buttons, speed, breakpoints, scenario picker, configuration form
 // (built from the served JSON Schema), share and export links, theme, and the keyboard.
 
+import { downloadExport } from "./sessions.js";
+
 const SPEEDS = [1, 2, 5, 10, 20, 50, 100, 250, 1000];
 
 export function mount(store, { send, sessionId, canControl, onTheme }) {
@@ -17,7 +19,18 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
   $("speed").addEventListener("change", (event) => {
     const value = event.target.value;
     send(value.startsWith("x") ? { type: "speed", time_ratio: Number(value.slice(1)) } : { type: "speed", steps_per_s: Number(value) });
+    event.target.blur(); // Space and the arrows drive the session again, not the menu
+    toast(`speed ${event.target.selectedOptions[0].textContent}`);
   });
+  // A control used with the mouse (a button, a chip, a tab) hands the keyboard back to the page,
+  // so Space plays again; inside a dialog focus stays where the dialog put it.
+  document.addEventListener("click", (event) => {
+    const control = event.target.closest("button, a, input[type=checkbox]");
+    if (control && event.detail > 0 && !control.closest("dialog")) control.blur();
+  });
+  for (const dialog of document.querySelectorAll("dialog")) {
+    dialog.addEventListener("close", () => { if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur(); });
+  }
   $("scenario-picker").addEventListener("change", (event) => { if (event.target.value) location.href = `/?${event.target.value}`; });
   $("theme").addEventListener("click", () => onTheme());
   $("help").addEventListener("click", () => $("help-dialog").showModal());
@@ -27,48 +40,78 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
     try { await navigator.clipboard.writeText(link); $("share").textContent = "Copied"; } catch { prompt("View link:", link); }
     setTimeout(() => { $("share").textContent = "Share"; }, 2000);
   });
-  $("export").addEventListener("click", () => {
-    const base = `/api/sessions/${sessionId}/export`;
-    $("export-metrics-json").href = `${base}/metrics.json`;
-    $("export-metrics-csv").href = `${base}/metrics.csv`;
-    $("export-steps").href = `${base}/steps.jsonl`;
-    $("export-trace").href = `${base}/trace.json`;
-    $("export-dialog").showModal();
-  });
+  // Exports need the control token, sent as a header (never in a link), so only the presenter has them.
+  $("export").disabled = !canControl;
+  $("export").addEventListener("click", () => $("export-dialog").showModal());
+  for (const [id, name] of [["export-metrics-json", "metrics.json"], ["export-metrics-csv", "metrics.csv"],
+    ["export-steps", "steps.jsonl"], ["export-trace", "trace.json"]]) {
+    $(id).href = "#";
+    $(id).addEventListener("click", (event) => { event.preventDefault(); downloadExport(sessionId, name); });
+  }
   $("configure").addEventListener("click", () => openConfigForm(store, $("config-dialog")));
   $("breakpoints-button").addEventListener("click", () => openBreakpoints(store, $("breakpoints-dialog"), send));
 
+  let toastTimer = null;
+  function toast(text) {
+    const el = $("toast");
+    el.textContent = text;
+    el.hidden = false;
+    clearTimeout(toastTimer);
+    toastTimer = setTimeout(() => { el.hidden = true; }, 2200);
+  }
   function togglePlay() {
     if (!canControl) return;
+    if (store.done && !store.status.playing) { toast("the run has finished: Home resets it"); return; }
     send({ type: store.status.playing ? "pause" : "play" });
+    toast(store.status.playing ? "paused" : "playing");
   }
+  function runToBreakpoint() {
+    const set = store.status.breakpoints || [];
+    if (!set.length) { toast("B: no breakpoint set. Open Breakpoints to add one"); return; }
+    send({ type: "run_to_breakpoint" });
+    toast(`running to the next breakpoint (${set.map((b) => b.kind).join(", ")})`);
+  }
+  let lesson = null; // next / prev / claims of a guided lesson
   function changeSpeed(direction) {
     const current = store.status.steps_per_s;
     const index = SPEEDS.findIndex((s) => s >= current);
     const next = SPEEDS[Math.max(0, Math.min(SPEEDS.length - 1, (index < 0 ? SPEEDS.length - 1 : index) + direction))];
     send({ type: "speed", steps_per_s: next });
+    toast(`speed ${next}/s`);
   }
+  const stepBy = (n) => { send({ type: n > 0 ? "step" : "step_back", n: Math.abs(n) }); toast(n > 0 ? `step +${n}` : `step −${-n}`); };
 
   document.addEventListener("keydown", (event) => {
     if (event.target.closest("input, select, textarea, dialog") || event.ctrlKey || event.metaKey || event.altKey) return;
+    // A focused button or chip answers Space and Enter itself.
+    if ((event.key === " " || event.key === "Enter") && event.target.closest("button, a, [role=button]")) return;
+    const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
     const control = {
       " ": togglePlay,
-      ArrowRight: () => send({ type: "step", n: event.shiftKey ? 10 : 1 }),
-      ArrowLeft: () => send({ type: "step_back", n: event.shiftKey ? 10 : 1 }),
-      Home: () => send({ type: "reset" }),
+      ArrowRight: () => stepBy(event.shiftKey ? 10 : 1),
+      ArrowLeft: () => stepBy(event.shiftKey ? -10 : -1),
+      Home: () => { send({ type: "reset" }); toast("back to step 0"); },
       "+": () => changeSpeed(1), "=": () => changeSpeed(1), "-": () => changeSpeed(-1),
-      b: () => send({ type: "run_to_breakpoint" }),
+      b: runToBreakpoint,
+      n: () => toast((lesson && lesson.next()) || "N: no lesson in this session"),
+      p: () => toast((lesson && lesson.prev()) || "P: no lesson in this session"),
     };
     const anyone = {
       "?": () => $("help-dialog").showModal(),
-      t: () => onTheme(),
+      t: () => { onTheme(); toast(`${document.documentElement.dataset.theme} theme`); },
+      w: () => { if (!lesson || !lesson.claims()) toast("W: no lesson in this session"); },
       Escape: () => { store.selected = null; store.dirty.add("selection"); },
     };
-    const action = anyone[event.key] || (canControl ? control[event.key] : null);
-    if (action) { event.preventDefault(); action(); }
+    const action = anyone[key] || control[key];
+    if (!action) return;
+    event.preventDefault();
+    if (!anyone[key] && !canControl) { toast("view only: the presenter drives this session"); return; }
+    action();
   });
 
   return {
+    toast,
+    lessonKeys(keys) { lesson = keys; },
     update() {
       const s = store.status;
       play.textContent = s.playing ? "❚❚ Pause" : "▶ Play";
@@ -109,15 +152,15 @@ async function openConfigForm(store, dialog) {
     return `<fieldset><legend>${path}</legend><div class="form-grid">` +
       Object.entries(props).filter(([n]) => n !== "compat").map(([n, spec]) => field(path, n, spec, values[n])).join("") + "</div></fieldset>";
   };
-  const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "tp"].includes(n))
+  const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "tensor_parallel_size", "gpu_memory_utilization", "kv_cache_dtype"].includes(n))
     .map(([n, spec]) => field("top", n, spec, current[n])).join("");
   dialog.innerHTML = `<h2 id="config-title">Configuration</h2><p class="muted">Starts a new session with these settings; the URL then captures them.</p>
-    <form method="dialog"><fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div></fieldset>
+    <form method="dialog"><fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div>
+    <div class="startup-lines" aria-live="polite"><span class="muted">vLLM at startup, per GPU:</span><pre id="cfg-startup"></pre></div></fieldset>
     ${section("engine", "EngineModel", current.engine || {})}${section("workload", "WorkloadModel", current.workload || {})}
     <p class="form-error" role="alert"></p>
     <button value="cancel">Cancel</button> <button id="cfg-submit" value="ok" class="primary">Start session</button></form>`;
-  dialog.querySelector("#cfg-submit").addEventListener("click", async (event) => {
-    event.preventDefault();
+  const formScenario = () => {
     const scenario = { engine: { ...(current.engine || {}) }, workload: { ...(current.workload || {}) } };
     delete scenario.engine.compat;
     for (const input of dialog.querySelectorAll("[data-path]")) {
@@ -127,12 +170,28 @@ async function openConfigForm(store, dialog) {
       if (value === null) continue;
       if (path === "top") scenario[name] = value; else scenario[path][name] = value;
     }
-    if (scenario.engine.num_gpu_blocks === undefined) delete scenario.engine.num_gpu_blocks;
-    const check = await fetch("/api/scenarios/validate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ scenario }) });
+    // An empty block count sizes the KV cache from GPU memory, as vLLM does.
+    if (dialog.querySelector("#cfg-engine-num_gpu_blocks").value === "") delete scenario.engine.num_gpu_blocks;
+    return scenario;
+  };
+  const validate = (scenario) => fetch("/api/scenarios/validate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ scenario }) });
+  const errorText = (body) => Array.isArray(body.detail) ? body.detail.map((d) => `${d.loc.filter((l) => l !== "body").join(".")}: ${d.msg}`).join("; ") : body.detail;
+  // The startup lines vLLM would log (KV cache size, maximum concurrency), refreshed as settings change.
+  const showStartup = async (event) => {
+    // New hardware, model or memory share: the old block count means nothing any more.
+    if (event && event.target.dataset.path === "top") dialog.querySelector("#cfg-engine-num_gpu_blocks").value = "";
+    const response = await validate(formScenario());
+    const body = await response.json();
+    dialog.querySelector("#cfg-startup").textContent = response.ok ? body.memory.startup_lines.join("\n") : errorText(body);
+  };
+  dialog.querySelector("form").addEventListener("change", showStartup);
+  showStartup();
+  dialog.querySelector("#cfg-submit").addEventListener("click", async (event) => {
+    event.preventDefault();
+    const scenario = formScenario();
+    const check = await validate(scenario);
     if (!check.ok) {
-      const body = await check.json();
-      const detail = Array.isArray(body.detail) ? body.detail.map((d) => `${d.loc.filter((l) => l !== "body").join(".")}: ${d.msg}`).join("; ") : body.detail;
-      dialog.querySelector(".form-error").textContent = detail;
+      dialog.querySelector(".form-error").textContent = errorText(await check.json());
       return;
     }
     location.href = `/?config=${encodeURIComponent(JSON.stringify(scenario))}`;

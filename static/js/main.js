@@ -10,12 +10,16 @@ import { mount as mountInspector } from "./panels/inspector.js";
 import { mount as mountKv } from "./panels/kvgrid.js";
 import { mount as mountNarration } from "./panels/narration.js";
 import { mount as mountQueues } from "./panels/queues.js";
+import { mount as mountWhy } from "./panels/why.js";
+import { endSession, forget, tokenFor } from "./sessions.js";
+import { mount as mountStage } from "./stage.js";
 import { createStore } from "./store.js";
 
 const body = document.body;
 const sessionId = body.dataset.session;
-const token = body.dataset.token;
-const canControl = body.dataset.canControl === "true";
+// The presenter is the tab that holds the token (boot.js put it in sessionStorage).
+const token = tokenFor(sessionId);
+const canControl = Boolean(token);
 const $ = (id) => document.getElementById(id);
 
 const store = createStore();
@@ -31,38 +35,63 @@ const { send } = connect(store, {
   sessionId,
   token,
   stats,
-  onError: (frame) => console.warn(`servescope: ${frame.code}: ${frame.message}`),
+  onError: (frame) => {
+    // A token the session does not know (a stale tab): forget it and show the view-only page.
+    if (frame.code === "bad_token") { forget(sessionId); location.reload(); return; }
+    console.warn(`servescope: ${frame.code}: ${frame.message}`);
+  },
   onStatus: (frame) => { if (frame.note) showNote(frame.note); },
 });
 
-// Keep the scenario in the address bar, so the link still recreates this run after the session ends.
+// The address bar shows the view link (never the token) with the scenario, so the link still
+// recreates this run after the session ends.
 let urlWritten = false;
 function writeUrl() {
   if (urlWritten || !store.session || !store.session.origin) return;
   urlWritten = true;
-  const base = canControl ? `/s/${sessionId}?token=${encodeURIComponent(token)}&` : `/s/${sessionId}/view?`;
-  history.replaceState(null, "", base + store.session.origin);
+  history.replaceState(null, "", `/s/${sessionId}/view?${store.session.origin}`);
 }
 
+const endButton = $("end-session");
+endButton.hidden = !canControl;
+endButton.addEventListener("click", async () => {
+  if (!confirm("End this session? Everyone watching it loses it; the link can start the same run again.")) return;
+  await endSession(sessionId);
+  location.replace(`/s/${sessionId}/view${store.session && store.session.origin ? `?${store.session.origin}` : ""}`);
+});
+
 // Clicking the selected chip again deselects it; an event or a block always selects.
-function select(id, { toggle = true } = {}) {
+function select(id, { toggle = true, tab = "inspector" } = {}) {
   store.selected = toggle && id === store.selected ? null : id;
   store.dirty.add("selection");
-  if (store.selected) showTab("inspector");
+  if (store.selected) showTab(tab);
 }
 function seek(step) { if (canControl) send({ type: "seek", step }); }
 
+// In the projector theme the side panel may be folded away: showing one of its tabs brings it on
+// stage, beside the KV grid (where the Why? tab draws the step's block diff).
+function bringSideOnStage() {
+  const panels = stage.panels();
+  if (document.documentElement.dataset.theme !== "projector" || panels.includes("side")) return;
+  stage.follow([...panels.filter((p) => p !== "batch" && p !== "charts").slice(-2), "side"]);
+}
+
 function showTab(name) {
-  for (const tab of ["events", "inspector"]) {
+  bringSideOnStage();
+  for (const tab of ["events", "inspector", "why"]) {
     const on = tab === name;
     $(`tab-${tab}`).classList.toggle("on", on);
     $(`tab-${tab}`).setAttribute("aria-selected", String(on));
     $(tab).hidden = !on;
   }
   store.dirty.add("inspector");
+  store.dirty.add("why");
+  // The step's block diff is drawn on the grid only while the Why? tab shows it.
+  if (name !== "why" && store.blockDiff) { store.blockDiff = null; store.dirty.add("kv"); }
 }
 $("tab-events").addEventListener("click", () => showTab("events"));
 $("tab-inspector").addEventListener("click", () => showTab("inspector"));
+$("tab-why").addEventListener("click", () => showTab("why"));
 
 let noteTimer = null;
 function showNote(text) {
@@ -79,14 +108,15 @@ const kv = mountKv($("kv-canvas"), store, {
   pagedButton: $("view-paged"), contiguousButton: $("view-contiguous"),
 });
 const charts = mountCharts($("charts"), store);
-const events = mountEvents($("events"), store, { onSeek: seek, onSelect: (id) => select(id, { toggle: false }) });
-const inspector = mountInspector($("inspector"), store, { sessionId });
-const narration = mountNarration($("narration"), store, { seek, canControl });
-document.addEventListener("keydown", (event) => {
-  if (event.target.closest("input, select, textarea, dialog") || event.ctrlKey || event.metaKey || event.altKey) return;
-  if (event.key === "n") narration.next();
-  if (event.key === "p") narration.prev();
+// A preemption line opens the evidence for it; other events inspect their request.
+const events = mountEvents($("events"), store, {
+  onSeek: seek, onSelect: (id, kind) => select(id, { toggle: false, tab: kind === "preempted" ? "why" : "inspector" }),
 });
+const inspector = mountInspector($("inspector"), store, { sessionId, onWhy: () => showTab("why"), onSelect: select });
+const why = mountWhy($("why"), store, { sessionId, onSelect: select });
+const stage = mountStage(document.querySelector("main.grid"), $("stage-bar"), { onChange: () => store.dirty.add("all") });
+const narration = mountNarration($("narration"), store, { seek, canControl, stage, dialog: $("claims-dialog") });
+controls.lessonKeys({ next: narration.next, prev: narration.prev, claims: () => narration.openClaims() });
 
 function toggleTheme() {
   const next = document.documentElement.dataset.theme === "projector" ? "normal" : "projector";
@@ -101,7 +131,7 @@ function timed(name, draw) {
   draw();
   stats.panelMs[name] = (stats.panelMs[name] || 0) + performance.now() - start;
 }
-window.servescope = { store, send, stats };
+window.servescope = { store, send, stats, narration, stage };
 
 // The charts show the whole run over simulated time: while playing, two redraws a second keep
 // them current at a fraction of the cost of redrawing four plots every frame.
@@ -122,7 +152,8 @@ function frame(now) {
     if (all || d.has("events")) timed("events", events.update);
     if (all || state) timed("narration", narration.update);
     if (all) writeUrl();
-    if (!$("inspector").hidden && (state || d.has("selection") || d.has("inspector"))) inspector.update();
+    if (!$("inspector").hidden && (state || d.has("selection") || d.has("inspector") || d.has("status"))) inspector.update();
+    if (!$("why").hidden && (state || d.has("selection") || d.has("why") || d.has("status"))) why.update();
     d.clear();
     stats.frames += 1;
     if (state) stats.stateFrames += 1;

@@ -22,14 +22,15 @@ export function mount(el, store, { onSelect }) {
 
 function render(el, store) {
   const record = store.lastRecord;
-  const key = `${record ? record.step : -1}/${store.selected}/${store.requests.size}`;
+  if (!store.session) return; // the budget is not known before the first snapshot
+  const key = `${record ? record.step : -1}/${store.selected}/${store.requests.size}/${store.session.session_id}`;
   if (el.dataset.key === key) return; // nothing this panel shows has changed
   el.dataset.key = key;
-  const budget = store.session ? store.session.max_num_batched_tokens : 1;
+  const budget = store.session.max_num_batched_tokens;
   if (!record) {
     el.parts = null;
     el.innerHTML = `<p class="muted">No step yet. Press <b>Step</b> (→) or <b>Play</b> (Space).</p>` +
-      `<p class="muted">Each step spends at most <b>${fmtInt(budget)}</b> tokens: running requests first, then new ones.</p>`;
+      `<p class="muted">Each step spends at most <b>${fmtInt(budget)}</b> ${budget === 1 ? "token" : "tokens"}: running requests first, then new ones.</p>`;
     return;
   }
   let prefill = 0, decode = 0;
@@ -54,11 +55,11 @@ function render(el, store) {
   const notes = [];
   if (record.admitted.length) notes.push(`admitted ${record.admitted.length}`);
   if (record.resumed.length) notes.push(`resumed ${record.resumed.length}`);
-  if (record.preempted.length) notes.push(`<b style="color:var(--preempted)">preempted ${record.preempted.length}</b>`);
+  if (record.preempted.length) notes.push(`<b style="color:var(--preempted-text)">preempted ${record.preempted.length}</b>`);
   if (record.finished.length) notes.push(`finished ${record.finished.length}`);
   if (!el.parts) {
     el.innerHTML = `<div class="budget"></div><div class="budget-bar" role="img"></div><div class="legend"></div>` +
-      `<div class="cost"></div><div class="batch-rows"><p class="muted" hidden></p></div>`;
+      `<div class="cost"></div><div class="batch-rows" tabindex="0" role="region" aria-label="Requests in this step"><p class="muted" hidden></p></div>`;
     el.parts = Object.fromEntries(["budget", "budget-bar", "legend", "cost"].map((name) => [name, { el: el.querySelector(`.${name}`), html: null }]));
     el.rows = { box: el.querySelector(".batch-rows"), more: el.querySelector(".batch-rows p"), shown: [] };
   }

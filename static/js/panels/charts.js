@@ -11,6 +11,7 @@ const LATENCIES = { ttft_s: "TTFT", itl_s: "ITL", e2e_s: "E2E" };
 export function mount(el, store) {
   let latency = "ttft_s";
   let plots = [];
+  let percentiles = []; // [label, colour, dash] of p50, p90, p99
   el.innerHTML = `
     <div class="chart" id="chart-latency"><h3><span class="seg" role="radiogroup" aria-label="Latency metric">
       ${Object.entries(LATENCIES).map(([k, v]) => `<button data-latency="${k}" role="radio">${v}</button>`).join("")}
@@ -20,18 +21,81 @@ export function mount(el, store) {
     <div class="chart" id="chart-tokens"><h3 title="Prefill and decode tokens in each step">Tokens per step</h3><div class="plot"></div></div>`;
   el.querySelector(".seg").addEventListener("click", (event) => {
     const button = event.target.closest("button[data-latency]");
-    if (button) { latency = button.dataset.latency; store.dirty.add("charts"); }
+    if (button) { latency = button.dataset.latency; button.blur(); build(); }
   });
 
+  // An axis whose room is measured from its widest tick label, so its title never sits on the
+  // numbers; at least three ticks (`space`), integer steps for counts.
   function axis(label, extra = {}) {
     const text = cssVar("--text"), grid = cssVar("--border");
     const px = Number.parseFloat(cssVar("--small")) || 12;
     const font = `${px}px system-ui, sans-serif`;
-    return { label, stroke: text, grid: { stroke: grid, width: 0.5 }, ticks: { stroke: grid }, font, labelFont: `bold ${font}`,
-      labelSize: px + 6, size: px * 3.6, ...extra };
+    return { label, stroke: text, grid: { stroke: grid, width: 0.5 }, ticks: { stroke: grid, size: 4 }, font, labelFont: `bold ${font}`,
+      labelSize: px + 4, labelGap: 2, gap: 3, space: px * 1.8, size: measuredSize(px), ...extra };
   }
 
-  function seconds(u, values) { return values.map((v) => (v == null ? "" : v >= 1 ? `${+v.toFixed(1)}s` : `${+(v * 1000).toFixed(v < 0.01 ? 1 : 0)}ms`)); }
+  function measuredSize(px) {
+    return (u, values, index, cycle) => {
+      const a = u.axes[index];
+      if (cycle > 1) return a._size;
+      if (a.side % 2 === 0) return Math.ceil(a.ticks.size + a.gap + px * 1.3); // horizontal: one line of text
+      u.ctx.font = a.font[0];
+      const widest = (values || []).reduce((w, v) => Math.max(w, u.ctx.measureText(v ?? "").width), 0);
+      return Math.ceil(a.ticks.size + a.gap + widest / devicePixelRatio + 4);
+    };
+  }
+
+  // Ticks from 0 in steps of 1, 2 or 5 times a power of ten (whole numbers for counts): as many
+  // as the axis has room for, and never fewer than three.
+  const STEPS = [];
+  for (let e = -3; e <= 7; e++) for (const m of [1, 2, 5]) STEPS.push(+(m * 10 ** e).toPrecision(3));
+  // The smallest step whose ticks from 0 to `max` fit the room (whole steps for counts).
+  function niceStep(max, room, integer) {
+    const steps = integer ? STEPS.filter((s) => s >= 1) : STEPS;
+    return steps.find((step) => Math.ceil(max / step) + 1 <= Math.max(3, room)) || steps[steps.length - 1];
+  }
+  function room(u, index) {
+    const a = u.axes[index], horizontal = a.side % 2 === 0;
+    const length = horizontal ? u.bbox.width / devicePixelRatio : u.bbox.height / devicePixelRatio;
+    const fits = Math.floor(length / (typeof a.space === "number" ? a.space : 30)) + 1;
+    return Number.isFinite(fits) ? fits : 4; // before the first layout the plot has no size yet
+  }
+  const splitsFrom0 = (integer) => (u, index, min, max) => {
+    const steps = integer ? STEPS.filter((x) => x >= 1) : STEPS;
+    let step = niceStep(max, room(u, index), integer);
+    while (Math.floor(max / step + 1e-9) < 2 && steps.indexOf(step) > 0) step = steps[steps.indexOf(step) - 1]; // three ticks at least
+    const ticks = [];
+    for (let v = 0; v <= max + step * 1e-9; v += step) ticks.push(+v.toPrecision(12));
+    return ticks;
+  };
+  // The top of a count scale: a whole number of steps, at least two, so the ticks reach it.
+  const roundedRange = (integer, scaleAxis) => (u, lo, hi) => {
+    const top = Math.max(integer ? 2 : 1e-3, hi || 0);
+    const axisIndex = u.axes ? u.axes.findIndex((a) => (a.scale || "y") === scaleAxis) : -1;
+    const step = niceStep(top, axisIndex >= 0 && u.bbox ? room(u, axisIndex) : 4, integer);
+    return [0, Math.max(2, Math.ceil(top / step)) * step];
+  };
+  const countAxis = (label, extra = {}) => axis(label, { splits: splitsFrom0(true), values: (u, v) => v.map((x) => x.toLocaleString("en-US")), ...extra });
+  const countRange = roundedRange(true, "y");
+
+  // Log-scaled latency axis: ticks at 1, 3 or 1-2-5 times powers of ten (finer when the range is
+  // narrow) as many as the axis has room for, never fewer than three.
+  function logSplits(u, index, min, max) {
+    if (!(min > 0) || !(max > min)) return [min, max];
+    const fits = Math.max(3, room(u, index));
+    for (const mantissas of [[1], [1, 3], [1, 2, 5], [1, 1.5, 2, 3, 5, 7], [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9]]) {
+      const ticks = [];
+      for (let e = Math.floor(Math.log10(min)); e <= Math.ceil(Math.log10(max)); e++) {
+        for (const m of mantissas) { const v = m * 10 ** e; if (v >= min && v <= max) ticks.push(v); }
+      }
+      if (ticks.length < 3) continue;
+      const every = Math.ceil(ticks.length / fits);
+      return ticks.filter((_, i) => i % every === 0);
+    }
+    return [min, Math.sqrt(min * max), max];
+  }
+
+  function seconds(u, values) { return values.map((v) => (v == null ? "" : v >= 1 ? `${+v.toFixed(2)}s` : `${+(v * 1000).toPrecision(2)}ms`)); }
 
   function build() {
     for (const p of plots) p.destroy();
@@ -39,48 +103,47 @@ export function mount(el, store) {
     const width = stroke * 1.3;
     const c = { prefill: cssVar("--prefill"), decode: cssVar("--decode"), waiting: cssVar("--waiting"), accent: cssVar("--accent"),
       finished: cssVar("--finished"), preempted: cssVar("--preempted"), text: cssVar("--text") };
+    percentiles = [["p50", c.finished, []], ["p90", c.prefill, [8, 4]], ["p99", c.preempted, [2, 3]]];
     const common = { legend: { show: true, live: false }, cursor: { drag: { x: false, y: false } } };
-    const timeAxis = axis("simulated s");
+    const timeAxis = axis("simulated time (s)", { space: 48, splits: splitsFrom0(false), values: (u, v) => v.map((x) => `${+x.toPrecision(6)}`) });
+    const timeScale = { time: false, range: (u, lo, hi) => [0, Math.max(hi || 0, 1e-3)] };
+    // The percentiles are dashed lines in their legend's colour and dash; their values are in the
+    // legend above the plot, so labels never collide with the bars or with each other.
     const percentileLines = {
       draw: [(u) => {
-        const marks = u._marks || [];
         const ctx = u.ctx;
         ctx.save();
-        for (const [index, [value, label, colour]] of marks.entries()) {
+        for (const [value, colour, dash] of u._marks || []) {
           const x = u.valToPos(value, "x", true);
           if (!Number.isFinite(x)) continue;
-          ctx.strokeStyle = colour; ctx.lineWidth = width * devicePixelRatio; ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
+          ctx.strokeStyle = colour; ctx.lineWidth = width * 1.5 * devicePixelRatio;
+          ctx.setLineDash(dash.map((d) => d * devicePixelRatio));
           ctx.beginPath(); ctx.moveTo(x, u.bbox.top); ctx.lineTo(x, u.bbox.top + u.bbox.height); ctx.stroke();
-          const px = (Number.parseFloat(cssVar("--small")) || 12) * devicePixelRatio;
-          ctx.setLineDash([]);
-          ctx.font = `bold ${px}px sans-serif`; ctx.textAlign = "left"; ctx.textBaseline = "top";
-          const y = u.bbox.top + index * px * 1.15; // stacked, so close percentiles stay legible
-          ctx.fillStyle = cssVar("--panel"); ctx.fillRect(x + 2, y, ctx.measureText(label).width + 4, px);
-          ctx.fillStyle = colour; ctx.fillText(label, x + 4, y);
         }
         ctx.restore();
       }],
     };
     const specs = [
       ["#chart-latency", {
-        ...common, scales: { x: { time: false, distr: 3 }, y: { range: (u, lo, hi) => [0, Math.max(1, hi)] } },
-        axes: [axis("", { values: seconds }), axis("requests")],
+        ...common, scales: { x: { time: false, distr: 3 }, y: { range: countRange } },
+        axes: [axis(`${LATENCIES[latency]} (log scale)`, { values: seconds, splits: logSplits, filter: (u, splits) => splits, space: 60 }), countAxis("requests")],
         legend: { show: false },
         series: [{}, { label: "requests", stroke: c.accent, fill: c.accent + "55", width, paths: uPlot.paths.bars({ size: [0.95, 40], align: 1 }) }],
         hooks: percentileLines,
       }],
       ["#chart-queues", {
-        ...common, scales: { x: { time: false } }, axes: [timeAxis, axis("requests")],
+        ...common, scales: { x: timeScale, y: { range: countRange } }, axes: [timeAxis, countAxis("requests")],
         series: [{}, { label: "running", stroke: c.decode, width }, { label: "waiting", stroke: c.waiting, width, dash: [6, 4] }],
       }],
       ["#chart-kv", {
-        ...common, scales: { x: { time: false }, pct: { range: [0, 100] }, tps: {} },
-        axes: [timeAxis, axis("KV %", { scale: "pct" }), axis("tok/s", { scale: "tps", side: 1, grid: { show: false } })],
-        series: [{}, { label: "KV usage %", stroke: c.accent, width, scale: "pct", fill: c.accent + "22" },
+        ...common, scales: { x: timeScale, pct: { range: [0, 100] }, tps: { range: roundedRange(true, "tps") } },
+        axes: [timeAxis, axis("KV %", { scale: "pct", splits: () => [0, 50, 100] }),
+          countAxis("tok/s", { scale: "tps", side: 1, grid: { show: false } })],
+        series: [{}, { label: "KV %", stroke: c.accent, width, scale: "pct", fill: c.accent + "22" },
           { label: "output tok/s", stroke: c.finished, width, scale: "tps" }],
       }],
       ["#chart-tokens", {
-        ...common, scales: { x: { time: false } }, axes: [timeAxis, axis("tokens")],
+        ...common, scales: { x: timeScale, y: { range: countRange } }, axes: [timeAxis, countAxis("tokens")],
         series: [{}, { label: "prefill", stroke: c.prefill, width }, { label: "decode", stroke: c.decode, width }],
       }],
     ];
@@ -88,31 +151,38 @@ export function mount(el, store) {
       const box = el.querySelector(`${selector} .plot`);
       box.innerHTML = "";
       const size = plotSize(box);
-      return new uPlot({ ...options, ...size }, options.series.map(() => []), box);
+      const plot = new uPlot({ ...options, ...size }, options.series.map(() => []), box);
+      plot.setSize(plotSize(box, plot));
+      return plot;
     });
-    const observer = new ResizeObserver(() => { plots.forEach((p, i) => p.setSize(plotSize(el.querySelectorAll(".plot")[i]))); });
+    const observer = new ResizeObserver(() => { plots.forEach((p, i) => p.setSize(plotSize(el.querySelectorAll(".plot")[i], p))); });
     el.querySelectorAll(".plot").forEach((box) => observer.observe(box));
     store.dirty.add("charts");
   }
 
-  function plotSize(box) {
-    const legend = box.parentElement.id === "chart-latency" ? 0 : 26;
-    return { width: Math.max(120, box.clientWidth), height: Math.max(80, box.clientHeight - legend) };
+  // The plot takes the box less its legend's measured height: the legend always stays in view.
+  function plotSize(box, plot) {
+    const legend = plot && plot.root.querySelector(".u-legend");
+    const legendHeight = legend && legend.style.display !== "none" ? legend.offsetHeight + 2 : 0;
+    return { width: Math.max(120, box.clientWidth), height: Math.max(80, box.clientHeight - legendHeight) };
   }
 
   function series() {
     const points = store.points;
     const stride = Math.max(1, Math.ceil(points.length / MAX_DRAWN_POINTS));
     const t = [], running = [], waiting = [], kv = [], tps = [], prefill = [], decode = [];
-    let windowTokens = 0, windowTime = 0;
-    const tokenQueue = [];
+    // Output tokens per simulated second over the last THROUGHPUT_WINDOW steps: the tokens they
+    // decoded over the clock time they spanned.
+    let windowTokens = 0;
     for (let i = 0; i < points.length; i++) {
-      const [clock, r, w, k, p, d, dt] = points[i];
-      windowTokens += d; windowTime += dt; tokenQueue.push([d, dt]);
-      if (tokenQueue.length > THROUGHPUT_WINDOW) { const [od, odt] = tokenQueue.shift(); windowTokens -= od; windowTime -= odt; }
+      const [clock, r, w, k, p, d] = points[i];
+      windowTokens += d;
+      const start = i - THROUGHPUT_WINDOW;
+      if (start >= 0) windowTokens -= points[start][5];
+      const span = clock - (start >= 0 ? points[start][0] : points[0][0] - points[0][6]);
       if (i % stride && i !== points.length - 1) continue;
       t.push(clock); running.push(r); waiting.push(w); kv.push(k * 100);
-      tps.push(windowTime > 0 ? windowTokens / windowTime : 0); prefill.push(p); decode.push(d);
+      tps.push(span > 0 ? windowTokens / span : 0); prefill.push(p); decode.push(d);
     }
     return { t, running, waiting, kv, tps, prefill, decode };
   }
@@ -125,9 +195,12 @@ export function mount(el, store) {
       b.classList.toggle("on", b.dataset.latency === latency);
       b.setAttribute("aria-checked", String(b.dataset.latency === latency));
     });
-    el.querySelector("#latency-pct").textContent = stats && stats.p50 != null
-      ? `p50 ${fmtSeconds(stats.p50)} · p90 ${fmtSeconds(stats.p90)} · p99 ${fmtSeconds(stats.p99)}` : "no finished requests yet";
-    plots[0]._marks = stats && stats.p50 != null ? [[stats.p50, "p50", cssVar("--finished")], [stats.p90, "p90", cssVar("--prefill")], [stats.p99, "p99", cssVar("--preempted")]] : [];
+    const has = stats && stats.p50 != null;
+    el.querySelector("#latency-pct").innerHTML = has
+      ? percentiles.map(([label, colour, dash]) => `<span><svg width="22" height="10" aria-hidden="true"><line x1="0" y1="5" x2="22" y2="5" ` +
+        `stroke="${colour}" stroke-width="3" stroke-dasharray="${dash.join(" ")}"/></svg>${label} ${fmtSeconds(stats[label])}</span>`).join("")
+      : "no finished requests yet";
+    plots[0]._marks = has ? percentiles.map(([label, colour, dash]) => [stats[label], colour, dash]) : [];
     return [bins.map((b) => b[0]), bins.map((b) => b[1])];
   }
 

@@ -1,50 +1,84 @@
 // The event log: admissions (with prefix-cache hits), prefill chunks, preemptions and why,
-// finishes, evictions. Clicking an event seeks the session to that step (presenter only) and
-// selects its request.
+// finishes, evictions. Clicking an event seeks the session to the end of its step (presenter only)
+// and selects its request. Steps are numbered as everywhere else: "step N" is the state after N
+// engine iterations, so an event of iteration k shows k + 1.
+// Repeats are coalesced for a room: evictions close together become one line ("14 cached blocks
+// evicted, steps 2850–2858"), so they never push preemptions and finishes out of view.
 
 const KINDS = { admitted: "admitted", resumed: "resumed", chunk: "prefill chunks", preempted: "preempted", finished: "finished", evicted: "evictions" };
 const MAX_SHOWN = 150;
+const MERGE_STEPS = 20; // evictions within this many steps of the last eviction line join it
+
+const plural = (n, one, many) => `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`;
+const escape = (text) => text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
 export function mount(el, store, { onSeek, onSelect }) {
   const hidden = new Set(["chunk"]);
   el.innerHTML = `<div class="filters">${Object.entries(KINDS).map(([k, label]) =>
-    `<label><input type="checkbox" data-kind="${k}" ${hidden.has(k) ? "" : "checked"}> ${label}</label>`).join("")}</div><div class="list"></div>`;
+    `<label><input type="checkbox" data-kind="${k}" ${hidden.has(k) ? "" : "checked"}> ${label}</label>`).join("")}</div>` +
+    '<div class="list"></div>';
   const list = el.querySelector(".list");
   el.querySelector(".filters").addEventListener("change", (event) => {
     const kind = event.target.dataset.kind;
     if (event.target.checked) hidden.delete(kind); else hidden.add(kind);
+    event.target.blur();
     store.dirty.add("events");
   });
   list.addEventListener("click", (event) => {
     const item = event.target.closest(".event");
     if (!item) return;
-    if (item.dataset.request) onSelect(item.dataset.request);
-    onSeek(Number(item.dataset.step) + 1);
+    if (item.dataset.request) onSelect(item.dataset.request, item.dataset.kind);
+    onSeek(Number(item.dataset.step));
+    item.blur();
   });
 
-  let shownArray = null; // the store.events array drawn from (a snapshot replaces it)
+  let shownArray = null; // the store.events array the rows were built from (a snapshot replaces it)
   let shownLastId = -1;
   let shownFilter = "";
+  let rows = []; // oldest first: { kind, step, to, request, text, blocks }
 
-  const item = (e) =>
-    `<button class="event ${e.kind}" data-step="${e.step}" data-request="${e.request || ""}" title="Go to the end of step ${e.step + 1}">` +
-    `<span class="at">${e.step + 1}</span><span class="what">${e.text}</span></button>`;
+  // One event into the row model; an eviction joins the latest eviction line if it is recent.
+  function add(e) {
+    const step = e.step + 1;
+    if (e.kind === "evicted") {
+      const blocks = Number.parseInt(e.text, 10) || 0;
+      const index = rows.findLastIndex((r) => r.kind === "evicted");
+      if (index >= 0 && step - rows[index].to <= MERGE_STEPS) {
+        const [group] = rows.splice(index, 1);
+        rows.push({ ...group, to: step, blocks: group.blocks + blocks });
+      } else {
+        rows.push({ kind: "evicted", step, to: step, request: "", blocks });
+      }
+      return;
+    }
+    rows.push({ kind: e.kind, step, to: step, request: e.request || "", text: e.text });
+  }
+
+  function text(row) {
+    if (row.kind !== "evicted") return escape(row.text);
+    const steps = row.step === row.to ? `step ${row.step}` : `steps ${row.step}–${row.to}`;
+    return `${plural(row.blocks, "cached block", "cached blocks")} evicted from the prefix cache, ${steps}`;
+  }
+
+  const item = (row) =>
+    `<button class="event ${row.kind}" data-step="${row.to}" data-kind="${row.kind}" data-request="${row.request}" ` +
+    `title="Go to step ${row.to}${row.kind === "preempted" ? " and see why" : ""}">` +
+    `<span class="at">${row.to}</span><span class="what">${text(row)}</span></button>`;
 
   function update() {
     const filter = [...hidden].join();
     const events = store.events;
     const lastId = events.length ? events[events.length - 1].id : 0;
     if (events === shownArray && filter === shownFilter && lastId === shownLastId) return;
-    const incremental = events === shownArray && filter === shownFilter && list.querySelector(".event");
-    if (incremental) { // newest first: put only the new events on top, drop the oldest rows
-      const fresh = events.filter((e) => e.id > shownLastId && !hidden.has(e.kind)).slice(-MAX_SHOWN).reverse();
-      list.insertAdjacentHTML("afterbegin", fresh.map(item).join(""));
-      while (list.children.length > MAX_SHOWN) list.lastElementChild.remove();
-    } else {
-      const shown = [];
-      for (let i = events.length - 1; i >= 0 && shown.length < MAX_SHOWN; i--) if (!hidden.has(events[i].kind)) shown.push(events[i]);
-      list.innerHTML = shown.map(item).join("") || '<p class="muted">Nothing yet: events appear as the engine steps.</p>';
+    const incremental = events === shownArray && filter === shownFilter;
+    if (!incremental) rows = [];
+    for (const e of events) {
+      if ((incremental && e.id <= shownLastId) || hidden.has(e.kind)) continue;
+      add(e);
     }
+    if (rows.length > MAX_SHOWN) rows = rows.slice(-MAX_SHOWN);
+    list.innerHTML = rows.length ? rows.slice().reverse().map(item).join("")
+      : '<p class="muted">Nothing yet: events appear as the engine steps.</p>';
     shownArray = events; shownLastId = lastId; shownFilter = filter;
   }
   return { update };

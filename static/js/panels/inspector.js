@@ -1,30 +1,47 @@
-// One request, inspected: its counters and latencies, its life on a timeline (queued, prefill
-// chunks, decodes, preemptions) and its block table. Fetched from the server for the current step.
+// One request, inspected: why it got what it got in the last step (from the decision trace), its
+// counters and latencies, its life on a timeline (queued, prefill chunks, decodes, preemptions),
+// its whole block table and its history step by step (both virtualised lists, never truncated).
+// Fetched from the server for the current step.
 
-import { fmtInt, fmtSeconds, requestColor } from "../colors.js";
+import { cssVar, fmtInt, fmtSeconds, requestColor } from "../colors.js";
+import { virtualList } from "../virtual_list.js";
+import { reasonsOf } from "../why_data.js";
+import { esc, explainRequest } from "../why_words.js";
 
-export function mount(el, store, { sessionId }) {
+export function mount(el, store, { sessionId, onWhy, onSelect }) {
   let shown = null; // `${id}@${step}` last fetched
   let inflight = false;
+
+  el.addEventListener("click", (event) => {
+    if (event.target.closest(".why-open")) onWhy();
+    const other = event.target.closest("[data-id]");
+    if (other) onSelect(other.dataset.id, { toggle: false });
+  });
 
   async function update() {
     const id = store.selected;
     if (!id) { el.innerHTML = '<p class="muted">Select a request (a chip, a batch row or a KV block) to inspect it.</p>'; shown = null; return; }
-    const key = `${id}@${store.step}`;
+    const key = `${id}@${store.step}@${store.status.playing}`;
     if (key === shown || inflight) return;
     inflight = true;
     try {
-      const response = await fetch(`/api/sessions/${sessionId}/requests/${encodeURIComponent(id)}`);
-      if (!response.ok) { el.innerHTML = `<p class="muted">${id} has not arrived by step ${store.step}.</p>`; shown = key; return; }
-      render(await response.json());
+      // The history (a row per step) only while paused: it is long and the step moves on.
+      const paused = !store.status.playing;
+      const response = await fetch(`/api/sessions/${sessionId}/requests/${encodeURIComponent(id)}?history=${paused}`);
+      if (!response.ok) { el.innerHTML = `<p class="muted">${esc(id)} has not arrived by step ${store.step}.</p>`; shown = key; return; }
+      const detail = await response.json();
+      // The evidence only while paused: each answer replays a stretch of the run on the server.
+      const record = store.lastRecord;
+      const answer = record && !store.status.playing ? await reasonsOf(sessionId, record.step) : null;
+      render(detail, answer);
       shown = key;
     } finally {
       inflight = false;
-      if (`${store.selected}@${store.step}` !== shown) store.dirty.add("inspector");
+      if (`${store.selected}@${store.step}@${store.status.playing}` !== shown) store.dirty.add("inspector");
     }
   }
 
-  function render(detail) {
+  function render(detail, answer) {
     const r = detail.request, l = detail.latencies;
     const t0 = r.arrival_s, t1 = Math.max(detail.clock_s, r.finish_s || 0, t0 + 1e-6);
     const pos = (s) => (100 * (s - t0)) / (t1 - t0);
@@ -34,19 +51,21 @@ export function mount(el, store, { sessionId }) {
     segs.push(`<span title="queued" style="left:0;width:${pos(firstScheduled)}%;background:var(--waiting);opacity:.5"></span>`);
     for (const run of detail.timeline) {
       if (run.kind === "prefill" || run.kind === "decode") {
-        segs.push(`<span title="${run.kind} ${run.tokens} tokens, steps ${run.step}–${run.to_step}" style="left:${pos(run.s)}%;` +
+        segs.push(`<span title="${run.kind} ${run.tokens} tokens, steps ${run.step + 1}–${run.to_step + 1}" style="left:${pos(run.s)}%;` +
           `width:${Math.max(0.4, pos(run.to_s) - pos(run.s))}%;background:var(--${run.kind})"></span>`);
       } else if (run.kind === "preempted") {
-        segs.push(`<span title="preempted at step ${run.step}" style="left:${pos(run.s)}%;width:3px;background:var(--preempted)"></span>`);
+        segs.push(`<span title="preempted in step ${run.step + 1}" style="left:${pos(run.s)}%;width:3px;background:var(--preempted)"></span>`);
       }
     }
-    const rows = detail.timeline.filter((run) => run.kind !== "decode" || run.tokens > 0).slice(-40).map((run) => {
-      if (run.kind === "prefill") return `<li>step ${run.step}: prefill ${run.tokens} tokens from token ${run.from_token}</li>`;
-      if (run.kind === "decode") return `<li>steps ${run.step}–${run.to_step}: ${run.tokens} decode tokens</li>`;
-      if (run.kind === "admitted" || run.kind === "resumed") return `<li>step ${run.step}: ${run.kind}${run.cached ? `, ${run.cached} tokens from the prefix cache` : ""}</li>`;
-      return `<li>step ${run.step}: <b>${run.kind}</b></li>`;
-    }).join("");
-    el.innerHTML = `<div class="inspector"><h3><i class="swatch" style="background:${colour}"></i>${r.id} <span class="pill">${r.status}</span></h3>
+    const why = answer
+      ? `<section class="why-request"><p class="why-head">Why, in step ${fmtInt(answer.step + 1)} <button type="button" class="why-open ghost">Why? tab ›</button></p>` +
+        explainRequest(answer, r.id, r.status).map((s) => `<p>${s}</p>`).join("") + "</section>"
+      : `<p class="muted why-head">Pause to see why it got what it got. <button type="button" class="why-open ghost">Why? tab ›</button></p>`;
+    const events = detail.timeline.filter((run) => run.kind !== "prefill" && run.kind !== "decode")
+      .map((run) => `step ${run.step + 1}: ${run.kind}${run.cached ? ` (${run.cached} tokens from the prefix cache)` : ""}`).join(" · ");
+    const previous = { table: el.querySelector(".vlist.table")?.scrollTop, history: el.querySelector(".vlist.history")?.scrollTop };
+    el.innerHTML = `<div class="inspector"><h3><i class="swatch" style="background:${colour}"></i>${esc(r.id)} <span class="pill">${r.status}</span></h3>
+      ${why}
       <dl class="kvlist">
         <dt>prompt</dt><dd>${fmtInt(Math.min(r.computed, r.prompt))} / ${fmtInt(r.prompt)} computed${r.cached ? ` (${fmtInt(r.cached)} cached)` : ""}</dd>
         <dt>output</dt><dd>${fmtInt(r.output)} / ${fmtInt(r.max_tokens)} tokens</dd>
@@ -57,10 +76,41 @@ export function mount(el, store, { sessionId }) {
         <dt>TTFT</dt><dd>${fmtSeconds(l.ttft_s)}</dd>
         <dt>TPOT</dt><dd>${fmtSeconds(l.tpot_s)}</dd>
         <dt>E2E</dt><dd>${fmtSeconds(l.e2e_s)}</dd>
-        <dt>blocks</dt><dd>${detail.block_table.length ? `${detail.block_table.length}: ${detail.block_table.slice(0, 16).join(" ")}${detail.block_table.length > 16 ? " …" : ""}` : "none"}</dd>
       </dl>
-      <div class="timeline" role="img" aria-label="Timeline of ${r.id}">${segs.join("")}</div>
-      <ul class="muted">${rows}</ul></div>`;
+      <div class="timeline" role="img" aria-label="Timeline of ${esc(r.id)}">${segs.join("")}</div>
+      ${events ? `<p class="muted events-line">${events}</p>` : ""}
+      <h4>Block table: ${fmtInt(detail.block_table.length)} blocks</h4>
+      <div class="vlist table" tabindex="0" aria-label="Block table of ${esc(r.id)}"></div>
+      ${detail.history ? `<h4>History: ${fmtInt(detail.history.length)} steps run</h4>
+      <div class="vlist history" tabindex="0" aria-label="History of ${esc(r.id)}"></div>` : '<p class="muted">Pause to list its history step by step.</p>'}</div>`;
+    const rowHeight = Math.round(parseFloat(cssVar("--small")) * 1.5);
+    const bs = store.session.block_size;
+    const table = detail.block_table;
+    const tableList = virtualList(el.querySelector(".vlist.table"), {
+      rowHeight,
+      header: '<div class="vrow vhead"><span>logical</span><span>physical</span><span>slots</span><span>ref</span></div>',
+      renderRow: (i) => {
+        const block = table[i];
+        const filled = Math.max(0, Math.min(bs, r.computed - i * bs));
+        const ref = store.blocks ? store.blocks.ref[block] : 1;
+        return `<div class="vrow"><span>${i}</span><span>${block}</span><span>${filled}/${bs}</span><span>${ref > 1 ? `${ref} shared` : ref}</span></div>`;
+      },
+    });
+    tableList.setCount(table.length);
+    if (previous.table !== undefined) el.querySelector(".vlist.table").scrollTop = previous.table;
+    const history = detail.history;
+    if (!history) return;
+    const historyList = virtualList(el.querySelector(".vlist.history"), {
+      rowHeight,
+      header: '<div class="vrow vhead"><span>step</span><span>tokens</span><span>from token</span><span>blocks</span></div>',
+      renderRow: (i) => {
+        const [step, tokens, before, blocks] = history[i];
+        return `<div class="vrow"><span>${step + 1}</span><span>${tokens === 1 && before >= r.prompt ? "1 decode" : `${tokens} prefill`}</span>` +
+          `<span>${before}</span><span>${blocks}</span></div>`;
+      },
+    });
+    historyList.setCount(history.length);
+    if (previous.history !== undefined) el.querySelector(".vlist.history").scrollTop = previous.history; else historyList.scrollToEnd();
   }
 
   return { update };

@@ -3,12 +3,17 @@
 // corner mark; blocks shared by several requests carry a dot; a request's last block shows how
 // full it is (PagedAttention's only waste). The "reserve max length" view lays the same running
 // requests out the pre-PagedAttention way, one max_model_len region each, so the waste is seen.
+// Cells never shrink below a readable size: when the pool does not fit, the grid shows a window of
+// it (following the selected request's blocks; scroll or click the strip to move) above an
+// overview strip of the whole pool.
 
 import { cssVar, fmtInt, requestColor } from "../colors.js";
 
 export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gaugeEl, pagedButton, contiguousButton }) {
   let mode = "paged";
-  let layout = null; // { cell, cols, gap, dpr }
+  let layout = null; // { cell, cols, gap, dpr, rows, offset, strip }
+  let offset = 0; // first block in the window (a multiple of cols) when the pool does not fit
+  let followed = null; // the selected request the window last moved to
   let hitOwners = []; // contiguous view: block -> request id drawn there
 
   // The size comes from the observer, so drawing never forces a layout by reading it.
@@ -35,17 +40,41 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     const rect = canvas.getBoundingClientRect();
     const col = Math.floor((event.clientX - rect.left) / layout.cell);
     const row = Math.floor((event.clientY - rect.top) / layout.cell);
-    const block = row * layout.cols + col;
+    if (row >= layout.rows) return -1;
+    const block = layout.offset + row * layout.cols + col;
     return col < layout.cols && block >= 0 && block < store.blocks.n ? block : -1;
   }
+  function inStrip(event) {
+    const rect = canvas.getBoundingClientRect();
+    return layout && layout.strip && event.clientY - rect.top >= layout.stripTop;
+  }
+  function moveWindow(block) {
+    if (!layout || !layout.strip) return;
+    const rows = Math.ceil(store.blocks.n / layout.cols);
+    const row = Math.max(0, Math.min(rows - layout.rows, Math.floor(block / layout.cols) - Math.floor(layout.rows / 2)));
+    if (row * layout.cols !== offset) { offset = row * layout.cols; store.dirty.add("kv"); }
+  }
+  canvas.addEventListener("wheel", (event) => {
+    if (!layout || !layout.strip) return;
+    event.preventDefault();
+    const rows = Math.ceil(store.blocks.n / layout.cols);
+    const row = Math.max(0, Math.min(rows - layout.rows, offset / layout.cols + Math.sign(event.deltaY) * Math.max(1, layout.rows >> 2)));
+    offset = row * layout.cols; store.dirty.add("kv");
+  }, { passive: false });
   function ownerAt(block) {
     return mode === "paged" ? store.blocks.owner[block] : hitOwners[block];
   }
   canvas.addEventListener("click", (event) => {
+    if (inStrip(event)) {
+      const rect = canvas.getBoundingClientRect();
+      moveWindow(Math.floor(((event.clientX - rect.left) / rect.width) * store.blocks.n));
+      return;
+    }
     const block = blockAt(event);
     if (block >= 0 && ownerAt(block)) onSelect(ownerAt(block));
   });
   canvas.addEventListener("mousemove", (event) => {
+    if (inStrip(event)) { canvas.title = "the whole pool: how full each part is; click to show that part above"; return; }
     const block = blockAt(event);
     if (block < 0 || !store.blocks) { canvas.title = ""; return; }
     const owner = ownerAt(block);
@@ -64,15 +93,55 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       canvas.width = Math.round(w * dpr);
       canvas.height = Math.round(h * dpr);
     }
+    // The whole pool while its cells stay at 8 px or more; below that, a window at a size that
+    // reads from the back of a hall in the projector theme.
+    const minCell = document.documentElement.dataset.theme === "projector" ? 10 : 8;
     let cell = Math.max(2, Math.min(48, Math.floor(Math.sqrt((w * h) / n))));
     while (cell > 2 && Math.floor(w / cell) * Math.floor(h / cell) < n) cell -= 1;
-    layout = { cell, cols: Math.max(1, Math.floor(w / cell)), gap: cell >= 6 ? 1 : 0, dpr };
+    if (cell >= 8) {
+      layout = { cell, cols: Math.max(1, Math.floor(w / cell)), gap: 1, dpr, offset: 0, strip: 0 };
+      layout.rows = Math.ceil(n / layout.cols);
+      return layout;
+    }
+    // Too many blocks for readable cells: a window of the pool, and the whole pool as a strip.
+    const strip = Math.round(minCell * 2);
+    const cols = Math.max(1, Math.floor(w / minCell));
+    const rows = Math.max(1, Math.floor((h - strip - 6) / minCell));
+    const maxOffset = Math.max(0, Math.ceil(n / cols) - rows) * cols;
+    offset = Math.min(maxOffset, Math.floor(offset / cols) * cols);
+    layout = { cell: minCell, cols, gap: 1, dpr, rows, offset, strip, stripTop: rows * minCell + 6, width: w };
     return layout;
+  }
+
+  // The overview strip: each pixel column is a run of blocks, filled to how many are held; the
+  // window shown above is framed, the selected request's blocks ticked.
+  function drawStrip(ctx, c) {
+    const { strip, stripTop, width, offset: start, rows, cols } = layout;
+    if (!strip) return;
+    const b = store.blocks, n = b.n;
+    ctx.clearRect(0, stripTop - 2, width, strip + 2);
+    ctx.fillStyle = c.free; ctx.fillRect(0, stripTop, width, strip);
+    ctx.fillStyle = c.accent;
+    const columns = Math.floor(width);
+    for (let x = 0; x < columns; x++) {
+      const from = Math.floor((x * n) / columns), to = Math.max(from + 1, Math.floor(((x + 1) * n) / columns));
+      let held = 0;
+      for (let block = from; block < to; block++) if (b.owner[block]) held += 1;
+      const height = Math.round((strip * held) / (to - from));
+      if (height) ctx.fillRect(x, stripTop + strip - height, 1, height);
+    }
+    const selected = store.selected ? store.tables.get(store.selected) || [] : [];
+    ctx.fillStyle = c.focus;
+    for (const block of selected) ctx.fillRect(Math.floor((block / n) * columns), stripTop, 2, strip);
+    ctx.strokeStyle = c.text; ctx.lineWidth = 2;
+    const x0 = (start / n) * width, x1 = (Math.min(n, start + rows * cols) / n) * width;
+    ctx.strokeRect(x0 + 1, stripTop - 1, Math.max(3, x1 - x0 - 2), strip + 2);
   }
 
   function colours() {
     return { free: cssVar("--free"), cached: cssVar("--cached"), nul: cssVar("--null"), focus: cssVar("--focus"),
-      panel: cssVar("--panel"), text: cssVar("--text") };
+      panel: cssVar("--panel"), text: cssVar("--text"), accent: cssVar("--accent"), allocated: cssVar("--finished"),
+      freed: cssVar("--preempted"), cachedMark: cssVar("--accent") };
   }
 
   // A request's colour never changes, so it is worked out once (the cache is emptied when large).
@@ -122,18 +191,22 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
         shared.push(block);
       }
     }
-    const at = (block) => [(block % cols) * cell, Math.floor(block / cols) * cell];
-    const fillAll = (blocks) => { for (const block of blocks) { const [x, y] = at(block); ctx.fillRect(x, y, size, size); } };
-    ctx.fillStyle = c.nul; ctx.fillRect(0, 0, size, size);
+    const { offset: first, rows } = layout;
+    const last = first + rows * cols;
+    const shown = (block) => block >= first && block < last;
+    const at = (block) => [(block % cols) * cell, Math.floor((block - first) / cols) * cell];
+    const fillAll = (blocks) => { for (const block of blocks) { if (!shown(block)) continue; const [x, y] = at(block); ctx.fillRect(x, y, size, size); } };
+    if (first === 0) { ctx.fillStyle = c.nul; ctx.fillRect(0, 0, size, size); }
     ctx.fillStyle = c.free; fillAll(free);
     ctx.fillStyle = c.cached; // evictable cached prefix: the top-left corner, marked
     const corner = Math.max(1, Math.round(size * 0.5));
-    for (const block of cachedFree) { const [x, y] = at(block); ctx.fillRect(x, y, corner, corner); }
+    for (const block of cachedFree) { if (!shown(block)) continue; const [x, y] = at(block); ctx.fillRect(x, y, corner, corner); }
     for (const [colour, blocks] of byColour) { ctx.fillStyle = colour; fillAll(blocks); }
     ctx.globalAlpha = 0.3; // reserved but unused, and the empty part of partly filled last blocks
     for (const [colour, blocks] of faint) { ctx.fillStyle = colour; fillAll(blocks); }
     ctx.globalAlpha = 1;
     for (const [block, colour, fill] of partial) { // PagedAttention's only waste: the unfilled part
+      if (!shown(block)) continue;
       const [x, y] = at(block);
       const filled = Math.max(1, Math.round(size * fill));
       ctx.fillStyle = colour; ctx.fillRect(x, y + size - filled, size, filled);
@@ -142,12 +215,12 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       ctx.fillStyle = c.panel;
       const dot = Math.max(2, Math.round(size / 3));
       const offset = (size - dot) / 2;
-      for (const block of shared) { const [x, y] = at(block); ctx.fillRect(x + offset, y + offset, dot, dot); }
+      for (const block of shared) { if (!shown(block)) continue; const [x, y] = at(block); ctx.fillRect(x + offset, y + offset, dot, dot); }
     }
     const selected = store.selected ? store.tables.get(store.selected) || [] : [];
     if (selected.length) {
       ctx.strokeStyle = c.focus; ctx.lineWidth = Math.max(1.5, size / 6);
-      for (const block of selected) { const [x, y] = at(block); ctx.strokeRect(x + ctx.lineWidth / 2, y + ctx.lineWidth / 2, size - ctx.lineWidth, size - ctx.lineWidth); }
+      for (const block of selected) { if (!shown(block)) continue; const [x, y] = at(block); ctx.strokeRect(x + ctx.lineWidth / 2, y + ctx.lineWidth / 2, size - ctx.lineWidth, size - ctx.lineWidth); }
     }
   }
 
@@ -157,9 +230,10 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     const { cell, cols, gap } = layout;
     const size = cell - gap;
     const selected = new Set(store.selected ? store.tables.get(store.selected) || [] : []);
+    const { offset: first, rows } = layout;
     for (const block of blocks) {
-      if (block >= b.n) continue;
-      const x = (block % cols) * cell, y = Math.floor(block / cols) * cell;
+      if (block >= b.n || block < first || block >= first + rows * cols) continue;
+      const x = (block % cols) * cell, y = Math.floor((block - first) / cols) * cell;
       ctx.clearRect(x, y, cell, cell);
       if (block === 0) { ctx.fillStyle = c.nul; ctx.fillRect(x, y, size, size); continue; }
       const owner = b.owner[block];
@@ -193,6 +267,26 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     }
   }
 
+  // The Why? tab's block diff of the last step: allocated outlined, freed crossed, evicted struck
+  // through, newly shared ringed (shape and colour both tell them apart).
+  function drawDiff(ctx, c, diff) {
+    const { cell, cols, gap, offset: first, rows } = layout;
+    const size = cell - gap;
+    const line = Math.max(1.5, size / 7);
+    const last = first + rows * cols;
+    const at = (block) => [(block % cols) * cell, Math.floor((block - first) / cols) * cell];
+    ctx.lineWidth = line;
+    const each = (blocks, colour, draw) => {
+      ctx.strokeStyle = colour; ctx.beginPath();
+      for (const b of blocks) if (b >= first && b < last) draw(...at(b));
+      ctx.stroke();
+    };
+    each(diff.allocated, c.allocated, (x, y) => ctx.rect(x + line / 2, y + line / 2, size - line, size - line));
+    each(diff.freed, c.freed, (x, y) => { ctx.moveTo(x + 1, y + 1); ctx.lineTo(x + size - 1, y + size - 1); ctx.moveTo(x + size - 1, y + 1); ctx.lineTo(x + 1, y + size - 1); });
+    each(diff.evicted, c.text, (x, y) => { ctx.moveTo(x, y + size / 2); ctx.lineTo(x + size, y + size / 2); });
+    each(diff.shared, c.cachedMark, (x, y) => { ctx.moveTo(x + size - 1, y + size / 2); ctx.arc(x + size / 2, y + size / 2, size / 2 - 1, 0, 2 * Math.PI); });
+  }
+
   // The pre-PagedAttention layout: the running requests in admission order, each in a region of
   // max_model_len slots; the part beyond what it holds now is reserved but unused.
   function drawContiguous(ctx, c) {
@@ -200,10 +294,13 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     const region = Math.ceil(s.max_model_len / bs);
     const { cell, cols, gap } = layout;
     const size = cell - gap;
+    const { offset: first, rows } = layout;
+    const last = Math.min(n, first + rows * cols);
+    const y0 = (block) => Math.floor((block - first) / cols) * cell;
     hitOwners = new Array(n).fill(null);
     ctx.fillStyle = c.free;
-    for (let block = 1; block < n; block++) ctx.fillRect((block % cols) * cell, Math.floor(block / cols) * cell, size, size);
-    ctx.fillStyle = c.nul; ctx.fillRect(0, 0, size, size);
+    for (let block = Math.max(1, first); block < last; block++) ctx.fillRect((block % cols) * cell, y0(block), size, size);
+    if (first === 0) { ctx.fillStyle = c.nul; ctx.fillRect(0, 0, size, size); }
     let start = 1, fitted = 0, usedSlots = 0;
     for (const id of store.queues.running) {
       if (start + region > n) break;
@@ -213,8 +310,9 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       const colour = colourOf(id);
       for (let i = 0; i < region; i++) {
         const block = start + i;
-        const x = (block % cols) * cell, y = Math.floor(block / cols) * cell;
         hitOwners[block] = id;
+        if (block < first || block >= last) continue;
+        const x = (block % cols) * cell, y = y0(block);
         ctx.fillStyle = colour;
         ctx.globalAlpha = i < held ? 1 : 0.22;
         ctx.fillRect(x, y, size, size);
@@ -236,28 +334,44 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
   function update(full = true) {
     if (!store.blocks || !store.session) return;
     const n = store.blocks.n;
-    const { dpr } = sizeCanvas(n);
+    sizeCanvas(n);
+    if (store.selected !== followed) { // the window goes to the selected request's first block
+      followed = store.selected;
+      const table = store.selected ? store.tables.get(store.selected) || [] : [];
+      if (table.length && layout.strip && (table[0] < layout.offset || table[0] >= layout.offset + layout.rows * layout.cols)) {
+        moveWindow(table[0]);
+        sizeCanvas(n);
+      }
+    }
+    const { dpr } = layout;
+    canvas.dataset.cell = String(layout.cell); // for the tests: cells stay readable
     const ctx = canvas.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     const c = colours();
-    const key = `${canvas.width}x${canvas.height}/${n}/${document.documentElement.dataset.theme}/${mode}`;
-    const partial = !full && mode === "paged" && key === paintedKey;
+    const key = `${canvas.width}x${canvas.height}/${n}/${document.documentElement.dataset.theme}/${mode}/${layout.offset}`;
+    const partial = !full && mode === "paged" && key === paintedKey && !store.blockDiff;
     const dirty = store.kvDirty;
     store.kvDirty = new Set();
     paintedKey = key;
     if (partial) {
       paintCells(ctx, c, dirty);
+      drawStrip(ctx, c);
       updateText();
       return;
     }
     ctx.clearRect(0, 0, canvas.width, canvas.height);
     if (mode === "paged") {
       drawPaged(ctx, c);
+      if (store.blockDiff) drawDiff(ctx, c, store.blockDiff);
     } else {
       reservation = drawContiguous(ctx, c);
     }
+    drawStrip(ctx, c);
     subEl.innerHTML = `· ${fmtInt(n)} blocks × ${store.session.block_size} tokens`;
-    legendEl.innerHTML = legend(mode);
+    const windowNote = layout.strip
+      ? `<span class="window-note">showing blocks ${fmtInt(layout.offset)}–${fmtInt(Math.min(n, layout.offset + layout.rows * layout.cols) - 1)}; ` +
+        "the strip below is the whole pool (click it or scroll to move)</span>" : "";
+    legendEl.innerHTML = legend(mode) + windowNote;
     updateText();
   }
 

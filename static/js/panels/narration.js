@@ -1,30 +1,50 @@
-// The caption bar of a guided lesson: what to watch now (captions follow the step), the other
-// arms of the comparison, and what the lesson proves: its claims, filled in from the simulated
-// numbers by the server and checked by the test suite.
+// The caption bar of a guided lesson: the story of this arm's run, one beat per moment (the
+// opening, the first chunk, the first preemption, ..., the end), each bound to the step where it
+// happens and quoting that run's numbers. The beat shown is the last one at or before the current
+// step; its buttons jump to each beat's step. A beat puts its panels on stage (projector theme),
+// and "What it proves" opens the claims and the table as a slide of their own.
 
-export function mount(el, store, { seek, canControl }) {
+export function mount(el, store, { seek, canControl, stage, dialog }) {
   let lesson = null;
   let loading = false;
-  let showClaims = false;
+  let shownBeat = -1;
 
   el.addEventListener("click", (event) => {
     const button = event.target.closest("button[data-action]");
     if (!button) return;
     const action = button.dataset.action;
-    if (action === "claims") { showClaims = !showClaims; render(); }
+    if (action === "claims") openClaims();
     if (action === "next" || action === "prev") move(action === "next" ? 1 : -1);
+    if (action === "beat") jump(Number(button.dataset.index));
+    button.blur(); // keys go back to the page
   });
+
+  function beats() {
+    const info = store.session && store.session.lesson;
+    return lesson && info ? lesson.stories[info.arm] || [] : [];
+  }
 
   function current() {
     let index = 0;
-    lesson.captions.forEach((c, i) => { if (c.step <= store.step) index = i; });
+    beats().forEach((beat, i) => { if (beat.step <= store.step) index = i; });
     return index;
   }
 
+  function jump(index) {
+    const list = beats();
+    if (!canControl || !list[index]) return null;
+    seek(list[index].step);
+    return `beat ${index + 1}/${list.length}: ${list[index].title} (step ${list[index].step})`;
+  }
+
+  // N / P: to the next beat after the current step, or back to the previous one (or to the start
+  // of the current beat when the step has moved on from it).
   function move(direction) {
-    if (!lesson || !canControl) return;
-    const index = Math.max(0, Math.min(lesson.captions.length - 1, current() + direction));
-    seek(lesson.captions[index].step);
+    const list = beats();
+    if (!list.length || !canControl) return null;
+    const index = current();
+    if (direction < 0 && list[index].step < store.step) return jump(index);
+    return jump(Math.max(0, Math.min(list.length - 1, index + direction)));
   }
 
   async function load(name) {
@@ -35,26 +55,46 @@ export function mount(el, store, { seek, canControl }) {
     render();
   }
 
+  function openClaims() {
+    if (!lesson) return false;
+    const table = `<table><thead><tr><th scope="col">measure</th>${lesson.table.arms.map((a) => `<th scope="col">${a}</th>`).join("")}</tr></thead><tbody>` +
+      lesson.table.rows.map((row) => `<tr><th scope="row">${row.label}</th>${row.values.map((v) => `<td>${v}</td>`).join("")}</tr>`).join("") + "</tbody></table>";
+    const claims = lesson.claims.map((c) => `<li><span aria-hidden="true">${c.holds ? "✔" : "✘"}</span> ${c.holds ? "" : "<b>fails:</b> "}${c.text}</li>`).join("");
+    const info = store.session.lesson;
+    const arms = lesson.arms.map((arm) => arm === info.arm
+      ? `<b class="pill on" aria-current="true">${arm} (this session)</b>`
+      : `<a class="pill" href="/?lesson=${lesson.name}&arm=${encodeURIComponent(arm)}">${arm}</a>`).join(" ");
+    dialog.innerHTML = `<h2 id="claims-title">What it proves: ${lesson.title}</h2><p>${lesson.summary}</p>` +
+      `<div class="claims">${table}<ul>${claims}</ul></div>` +
+      `<p>Open an arm in a new session: ${arms} · <a href="/compare?lesson=${lesson.name}">compare side by side</a></p>` +
+      `<form method="dialog"><button class="primary">Close</button></form>`;
+    dialog.showModal();
+    return true;
+  }
+
   function render() {
     const info = store.session && store.session.lesson;
     if (!info) { el.hidden = true; return; }
     if (!lesson) { if (!loading) load(info.name); return; }
     el.hidden = false;
+    const list = beats();
+    if (!list.length) return;
     const index = current();
-    const caption = lesson.captions[index];
-    const arms = lesson.arms.map((arm) => arm === info.arm
-      ? `<b class="pill" aria-current="true">${arm}</b>`
-      : `<a class="pill" href="/?lesson=${lesson.name}&arm=${encodeURIComponent(arm)}" title="Open this arm in a new session">${arm}</a>`).join(" ");
-    const claims = showClaims ? `<div class="claims"><table><thead><tr><th></th>${lesson.table.arms.map((a) => `<th>${a}</th>`).join("")}</tr></thead><tbody>` +
-      lesson.table.rows.map((row) => `<tr><th>${row.label}</th>${row.values.map((v) => `<td>${v}</td>`).join("")}</tr>`).join("") +
-      `</tbody></table><ul>${lesson.claims.map((c) => `<li>${c.holds ? "✔" : "✘"} ${c.text}</li>`).join("")}</ul></div>` : "";
-    el.innerHTML = `<div class="caption"><h3>${lesson.title}</h3>` +
-      `<p><b>${caption.title}.</b> ${caption.text}</p><p class="arms">arms: ${arms} · <a href="/compare?lesson=${lesson.name}">compare side by side</a></p>${claims}</div>` +
-      `<div class="nav"><button data-action="prev" ${canControl ? "" : "disabled"} title="Previous caption (P)">◀ P</button>` +
-      `<span>${index + 1}/${lesson.captions.length}</span>` +
-      `<button data-action="next" ${canControl ? "" : "disabled"} title="Next caption (N)">N ▶</button>` +
-      `<button data-action="claims" aria-expanded="${showClaims}">${showClaims ? "Hide" : "What it proves"}</button></div>`;
+    const beat = list[index];
+    if (index !== shownBeat) { shownBeat = index; stage.follow(beat.stage); }
+    const key = `${index}/${store.step === beat.step}/${info.arm}`;
+    if (el.dataset.key === key) return;
+    el.dataset.key = key;
+    const dots = list.map((b, i) => `<button data-action="beat" data-index="${i}" class="beat${i === index ? " on" : ""}" ` +
+      `${i === index ? 'aria-current="step"' : ""} ${canControl ? "" : "disabled"} title="Go to step ${b.step}: ${b.title}">${i + 1}</button>`).join("");
+    const away = store.step !== beat.step ? ` <span class="muted">(now at step ${store.step.toLocaleString("en-US")})</span>` : "";
+    el.innerHTML = `<div class="caption"><p class="lesson-title">${lesson.title} · arm <b>${info.arm}</b></p>` +
+      `<p class="beat-text"><b>${index + 1}/${list.length} ${beat.title}.</b> ${beat.text}${away}</p></div>` +
+      `<div class="nav"><button data-action="prev" ${canControl ? "" : "disabled"} title="Previous beat (P)" aria-label="Previous beat">◀</button>` +
+      `<span class="beats" role="group" aria-label="Beats">${dots}</span>` +
+      `<button data-action="next" ${canControl ? "" : "disabled"} title="Next beat (N)" aria-label="Next beat">▶</button>` +
+      `<button data-action="claims" title="The claims and the table, checked on the simulated numbers">What it proves</button></div>`;
   }
 
-  return { update: render, next: () => move(1), prev: () => move(-1) };
+  return { update: render, next: () => move(1), prev: () => move(-1), openClaims, beats, current };
 }

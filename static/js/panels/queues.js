@@ -60,23 +60,41 @@ function setText(lane, part, text) {
   if (lane.text[part] !== text) { lane.text[part] = text; lane[part].textContent = text; }
 }
 
-function createChip(request) {
+const shortId = (id) => id.replace(/^req-0*(?=\d)/, "#");
+
+// A request the frame names without its details (beyond the head of a long queue): its id only,
+// replaced by a full chip once its details arrive.
+function createBareChip(id) {
   const chip = document.createElement("button");
-  chip.className = "chip";
+  chip.className = "chip bare";
+  chip.dataset.id = id;
+  chip.textContent = shortId(id);
+  chip.title = `${id}: waiting`;
+  chip.setAttribute("aria-label", `${shortId(id)}: ${id}, waiting`);
+  chip.bare = true;
+  return chip;
+}
+
+function createChip(request, showPriority) {
+  const chip = document.createElement("button");
+  chip.className = `chip${showPriority && request.priority === 0 ? " urgent" : ""}`;
   chip.dataset.id = request.id;
   chip.style.setProperty("--c", requestColor(request.color));
-  chip.innerHTML = `${request.id.replace(/^req-0*(?=\d)/, "#")}<span class="badge" aria-hidden="true" hidden></span>` +
+  chip.innerHTML = shortId(request.id) + (showPriority ? ` <span class="prio">P${request.priority}</span>` : "") +
+    `<span class="badge" aria-hidden="true" hidden></span>` +
     // Fixed widths scaled by a transform: a bar that grows every step then costs no layout.
     `<span class="bar"><i class="prompt" style="width:50%;transform-origin:0 0"></i><i class="out" style="left:50%;width:50%;transform-origin:0 0"></i></span>`;
   chip.parts = { badge: chip.querySelector(".badge"), prompt: chip.querySelector(".prompt"), out: chip.querySelector(".out") };
   chip.shown = "";
+  chip.showPriority = showPriority;
   return chip;
 }
 
 function title(request) {
   return `${request.id}: ${request.status}, prompt ${Math.min(request.computed, request.prompt)}/${request.prompt}, ` +
     `output ${request.output}/${request.max_tokens}` + (request.preemptions ? `, preempted ${request.preemptions}×` : "") +
-    (request.cached ? `, ${request.cached} prompt tokens from the prefix cache` : "");
+    (request.cached ? `, ${request.cached} prompt tokens from the prefix cache` : "") +
+    (request.priority !== undefined ? `, priority ${request.priority}` : "");
 }
 
 // A chip is rewritten when what it shows changes: its status, its bars by a visible step (a
@@ -112,6 +130,9 @@ function render(store, lanes, chips) {
     running: q.running.length, preempted: ids.preempted.length, waiting: q.num_waiting - ids.preempted.length,
     swapped: q.swapped.length, finished: q.num_finished,
   };
+  // Priority matters when the engine schedules by it or the workload mixes priorities.
+  const scenario = store.session ? store.session.scenario : null;
+  const showPriority = Boolean(scenario && (scenario.engine.scheduling_order === "priority" || scenario.workload.high_priority_fraction > 0));
   const used = new Set();
   for (const [key, title] of LANES) {
     const lane = lanes.get(key);
@@ -120,15 +141,20 @@ function render(store, lanes, chips) {
     setText(lane, "title", title + note);
     setText(lane, "count", String(counts[key]));
     // Place the shown chips in order before the lane's closing note, moving only those out of place.
-    const wanted = ids[key].slice(0, MAX_CHIPS).filter((id) => store.requests.has(id));
+    const wanted = ids[key].slice(0, MAX_CHIPS);
     const wantedSet = new Set(wanted);
     let cursor = lane.chips.firstChild;
     for (const id of wanted) {
       while (cursor !== lane.more && !wantedSet.has(cursor.dataset.id)) { const next = cursor.nextSibling; cursor.remove(); cursor = next; }
       const request = store.requests.get(id);
       let chip = chips.get(id);
-      if (!chip) { chip = createChip(request); chips.set(id, chip); }
-      updateChip(chip, request, id === store.selected);
+      if (chip && (request ? chip.bare || chip.showPriority !== showPriority : !chip.bare)) { // its kind changed
+        if (chip === cursor) cursor = cursor.nextSibling;
+        chip.remove(); chip = null;
+      }
+      if (!chip) { chip = request ? createChip(request, showPriority) : createBareChip(id); chips.set(id, chip); }
+      if (request) updateChip(chip, request, id === store.selected);
+      else chip.classList.toggle("selected", id === store.selected);
       used.add(id);
       if (chip === cursor) cursor = cursor.nextSibling;
       else lane.chips.insertBefore(chip, cursor);

@@ -1,0 +1,66 @@
+""""Why?" for a session: the decision trace of any past step, and a request's history step by step.
+
+The live simulation runs without the trace. When a viewer asks about a step, the step is replayed
+with the trace on from the nearest checkpoint, on a scratch copy (the run is deterministic, so it
+is the same step); the last few answers are kept, since the page asks about the current step often.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections import OrderedDict
+
+from scheduler_core.decision_trace import traced_record
+
+from .frames import finite, record_view
+
+MAX_CACHED_STEPS = 8
+# A decode run of a request's history is expanded to one row per step up to this many rows.
+MAX_HISTORY_ROWS = 20_000
+
+
+class StepReasons:
+    """The reasons behind past steps of one session, computed on demand and cached (a step's
+    reasons never change: stepping back and forth replays the same run)."""
+
+    def __init__(self) -> None:
+        self._cache: OrderedDict[int, dict] = OrderedDict()
+
+    async def of_step(self, live, step: int) -> dict | None:
+        """{"step", "record", "decisions"} for a step already taken, or None if it was not."""
+        if step in self._cache:
+            self._cache.move_to_end(step)
+            return self._cache[step]
+        async with live.lock:
+            session = live.session
+            if not 0 <= step < session.step:
+                return None
+            checkpoint = max((c for c in session.checkpoints if c.step_index <= step), key=lambda c: c.step_index)
+            sim = copy.copy(session.sim)
+        # Outside the lock: the checkpoint is immutable and the scratch copy shares nothing mutable.
+        record = await asyncio.to_thread(traced_record, sim, checkpoint.state, step)
+        if record is None:
+            return None
+        answer = finite({"step": step, "record": record_view(record), "decisions": record.decisions})
+        self._cache[step] = answer
+        if len(self._cache) > MAX_CACHED_STEPS:
+            self._cache.popitem(last=False)
+        return answer
+
+
+def request_history(timeline: list[dict], kv) -> list[list]:
+    """One row per step the request ran: [step, tokens scheduled, tokens computed before, blocks
+    held after scheduling], expanded from the timeline's runs (decode runs are one token a step)."""
+    rows: list[list] = []
+    for run in timeline:
+        if run["kind"] == "prefill":
+            before = run["from_token"]
+            rows.append([run["step"], run["tokens"], before, kv.num_blocks_holding(before + run["tokens"])])
+        elif run["kind"] == "decode":
+            before = run["from_token"]
+            for offset in range(run["to_step"] - run["step"] + 1):
+                rows.append([run["step"] + offset, 1, before + offset, kv.num_blocks_holding(before + offset + 1)])
+        if len(rows) >= MAX_HISTORY_ROWS:
+            return rows[-MAX_HISTORY_ROWS:]
+    return rows

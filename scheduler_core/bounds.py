@@ -1,0 +1,108 @@
+"""The bounds of every scenario value, in one table read by both the core's checks and the web schema.
+
+They keep one run inside a stated budget (README, "Budgets"): at most 1,000,000 requests,
+contexts of at most 1,000,000 tokens, at most 2^20 shared-prefix tokens held in all, and finite
+rates and spreads whose random draws cannot overflow. `app/schemas.py` turns each bound into
+pydantic `Field` constraints; the core calls `check` so the CLI and scenario files are held
+to the same limits.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Bound:
+    """An allowed range: integers or finite floats in [low, high] (or (low, high] with `low_open`)."""
+
+    low: float
+    high: float
+    integer: bool = True
+    low_open: bool = False
+    # arrival_rate alone: inf means every request at time 0.
+    infinite_ok: bool = False
+
+    def check(self, field: str, value: object) -> None:
+        kind = "an integer" if self.integer else "a number"
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (self.integer and not isinstance(value, int)):
+            raise ConfigError(field, f"must be {kind}, got {value!r}")
+        if self.infinite_ok and value == math.inf:
+            return
+        if not math.isfinite(value):
+            raise ConfigError(field, f"must be finite, got {value!r}")
+        low_ok = value > self.low if self.low_open else value >= self.low
+        if not low_ok or value > self.high:
+            raise ConfigError(field, f"must be {self.describe()}, got {value!r}")
+
+    def describe(self) -> str:
+        def show(x: float) -> str:
+            return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+        low = f"> {show(self.low)}" if self.low_open else f">= {show(self.low)}"
+        return f"{low} and <= {show(self.high)}" + (" (or inf)" if self.infinite_ok else "")
+
+    def field_constraints(self) -> dict:
+        """The same bound as pydantic `Field` keyword arguments."""
+        return {"gt" if self.low_open else "ge": self.low, "le": self.high}
+
+
+# Below the 1,000,003-id stride between synthetic prompts' unique tails, so no two can share a block.
+MAX_TOKENS_PER_CONTEXT = 1_000_000
+MAX_BLOCKS = 1 << 20
+
+ENGINE_BOUNDS = {
+    "block_size": Bound(1, 256),
+    "num_gpu_blocks": Bound(2, MAX_BLOCKS),
+    "max_num_seqs": Bound(1, 16_384),
+    "max_num_batched_tokens": Bound(1, MAX_TOKENS_PER_CONTEXT),
+    "max_model_len": Bound(1, MAX_TOKENS_PER_CONTEXT),
+    "long_prefill_token_threshold": Bound(0, MAX_TOKENS_PER_CONTEXT),
+    "num_cpu_blocks": Bound(0, MAX_BLOCKS),
+}
+
+WORKLOAD_BOUNDS = {
+    "num_requests": Bound(1, 1_000_000),
+    "arrival_rate": Bound(0, 1e6, integer=False, low_open=True, infinite_ok=True),
+    # Gamma gaps have shape 1/cv^2: beyond these the draws underflow to 0 or overflow.
+    "arrival_cv": Bound(0.01, 100, integer=False),
+    "concurrency": Bound(0, 100_000),
+    "prompt_len": Bound(1, MAX_TOKENS_PER_CONTEXT, integer=False),
+    "prompt_len_high": Bound(0, MAX_TOKENS_PER_CONTEXT),
+    "output_len": Bound(1, MAX_TOKENS_PER_CONTEXT, integer=False),
+    "output_len_high": Bound(0, MAX_TOKENS_PER_CONTEXT),
+    "sigma": Bound(0, 4, integer=False),
+    "shared_prefix_len": Bound(0, MAX_TOKENS_PER_CONTEXT),
+    "num_shared_prefixes": Bound(1, 10_000),
+    "high_priority_fraction": Bound(0, 1, integer=False),
+    "seed": Bound(0, 2**63 - 1),
+}
+
+# Every shared prefix's tokens are held (4 bytes each) for the whole run: 4 MiB at most.
+MAX_SHARED_PREFIX_TOKENS = 1 << 20
+
+SCENARIO_BOUNDS = {
+    "tensor_parallel_size": Bound(1, 64),
+    "gpu_memory_utilization": Bound(0, 1, integer=False, low_open=True),
+    "slo_ttft_s": Bound(0, 1e6, integer=False, low_open=True, infinite_ok=True),
+    "slo_tpot_s": Bound(0, 1e6, integer=False, low_open=True, infinite_ok=True),
+}
+
+MAX_NAME_CHARS = 200
+MAX_DESCRIPTION_CHARS = 2_000
+
+
+def check_all(bounds: dict[str, Bound], values: object, prefix: str = "") -> None:
+    """Check each bounded attribute of `values` (a config dataclass)."""
+    for name, bound in bounds.items():
+        bound.check(prefix + name, getattr(values, name))
+
+
+def check_text(field: str, value: object, max_chars: int) -> None:
+    if not isinstance(value, str):
+        raise ConfigError(field, f"must be text, got {value!r}")
+    if len(value) > max_chars:
+        raise ConfigError(field, f"at most {max_chars} characters, got {len(value)}")

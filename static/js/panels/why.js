@@ -1,0 +1,88 @@
+// "Why?": the evidence behind the last step, from the server's decision trace: for the selected
+// request what it asked, got and why; the step's preemptions (who needed blocks, how many were
+// free, the victim and the rule, where its blocks went); why the waiting queue stopped; and the
+// block-table diff against the step before, listed here and drawn on the KV grid.
+
+import { fmtInt } from "../colors.js";
+import { blockDiff, reasonsOf } from "../why_data.js";
+import { esc, explainRequest, explainStep, freedWords } from "../why_words.js";
+
+const MAX_IDS = 400; // block ids listed per kind (the count is always whole)
+
+export function mount(el, store, { sessionId, onSelect }) {
+  let shown = ""; // `${step}/${selected}` drawn
+  let drawOnGrid = true;
+
+  el.addEventListener("click", (event) => {
+    const rid = event.target.closest("[data-id]");
+    if (rid) onSelect(rid.dataset.id, { toggle: false, tab: "why" });
+  });
+  el.addEventListener("change", (event) => {
+    if (event.target.id !== "why-draw") return;
+    drawOnGrid = event.target.checked;
+    shown = "";
+    store.dirty.add("why");
+  });
+
+  async function update() {
+    const record = store.lastRecord;
+    if (!record) { el.innerHTML = '<p class="muted">Step the engine, then ask why.</p>'; setDiff(null); return; }
+    if (store.status.playing) {
+      if (shown !== "playing") el.innerHTML = '<p class="muted">Pause (Space) to see why the scheduler did what it did.</p>';
+      shown = "playing";
+      setDiff(null);
+      return;
+    }
+    const key = `${record.step}/${store.selected}/${drawOnGrid}`;
+    if (key === shown) return;
+    shown = key;
+    const answer = await reasonsOf(sessionId, record.step);
+    if (shown !== key) return; // the step or the selection moved on while fetching
+    if (!answer) { el.innerHTML = `<p class="muted">No reasons for step ${record.step + 1}.</p>`; setDiff(null); return; }
+    render(answer);
+  }
+
+  function setDiff(diff) {
+    const next = diff && drawOnGrid ? diff : null;
+    if (store.blockDiff === next) return;
+    store.blockDiff = next;
+    store.dirty.add("kv");
+  }
+
+  function render(answer) {
+    const rid = store.selected;
+    const status = rid ? store.requests.get(rid)?.status : null;
+    const diff = blockDiff(answer);
+    const request = rid
+      ? `<section class="why-request" aria-label="Why ${esc(rid)}"><h3>${esc(rid)} in step ${fmtInt(answer.step + 1)}</h3>` +
+        explainRequest(answer, rid, status).map((s) => `<p>${s}</p>`).join("") + "</section>"
+      : '<p class="muted">Select a request (a chip, a batch row, a KV block) to see why it got what it got.</p>';
+    const step = explainStep(answer, rid).map((s) => `<p>${s}</p>`).join("");
+    el.innerHTML = `${request}<section class="why-step"><h3>Step ${fmtInt(answer.step + 1)}</h3>${step}</section>` +
+      diffSection(answer, diff);
+    setDiff(diff);
+  }
+
+  function diffSection(answer, diff) {
+    const d = answer.decisions;
+    const list = (ids) => ids.slice(0, MAX_IDS).join(" ") + (ids.length > MAX_IDS ? ` … (+${ids.length - MAX_IDS})` : "");
+    const perRequest = (map) => Object.entries(map).map(([r, ids]) =>
+      `<li><button type="button" class="rid" data-id="${esc(r)}">${esc(r)}</button>: ${list(ids)}</li>`).join("");
+    const frees = d.frees.filter((f) => f.blocks).map((f) =>
+      `<li><button type="button" class="rid" data-id="${esc(f.request)}">${esc(f.request)}</button> ${f.cause}: ${freedWords(f)}` +
+      ` <span class="ids">${list([...f.to_head, ...f.to_tail_cached, ...f.to_tail])}</span></li>`).join("");
+    const row = (kind, label, count, body) =>
+      `<div class="diff-kind"><h4><i class="glyph ${kind}" aria-hidden="true"></i>${label} <b>${fmtInt(count)}</b></h4>${body}</div>`;
+    return `<section class="why-diff" aria-label="Block table diff"><h3>Blocks, against step ${fmtInt(answer.step)}</h3>` +
+      `<label><input type="checkbox" id="why-draw" ${drawOnGrid ? "checked" : ""}> draw on the KV grid</label>` +
+      row("allocated", "allocated", diff.allocated.length, `<ul>${perRequest(d.allocated)}</ul>`) +
+      row("freed", "freed", diff.freed.length, `<ul>${frees}</ul>`) +
+      row("evicted", "evicted from the prefix cache", diff.evicted.length, `<p class="ids">${list(diff.evicted)}</p>`) +
+      row("shared", "newly shared or hit in the prefix cache", diff.shared.length,
+        (Object.keys(d.newly_shared).length ? `<p>shared with requests that hold them:</p><ul>${perRequest(d.newly_shared)}</ul>` : "") +
+        (Object.keys(d.revived).length ? `<p>cached prefixes taken back off the free queue:</p><ul>${perRequest(d.revived)}</ul>` : "")) +
+      "</section>";
+  }
+
+  return { update };
+}

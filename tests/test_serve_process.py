@@ -1,0 +1,216 @@
+"""`servescope serve` as a real process: what its access log holds, and how fast it stops."""
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class ServeProcess:
+    def __init__(self, log_path: Path, *args: str):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        self.log = open(log_path, "w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port), *args],
+            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while True:
+            assert self.process.poll() is None, self.read_log()
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "servescope serve did not start"
+            time.sleep(0.1)
+        self.http = httpx.Client(base_url=self.url, timeout=10)
+
+    def read_log(self) -> str:
+        self.log.flush()
+        return self.log_path.read_text()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.log.close()
+
+
+@pytest.fixture
+def serve(tmp_path):
+    started = []
+
+    def start(*args: str) -> ServeProcess:
+        started.append(ServeProcess(tmp_path / f"serve-{len(started)}.log", *args))
+        return started[-1]
+
+    yield start
+    for process in started:
+        process.stop()
+
+
+async def presenter_commands(ws_url: str, token: str, commands: list[dict], wait_for: str = "pong") -> None:
+    async with connect(ws_url) as ws:
+        await ws.send(json.dumps({"type": "auth", "token": token}))
+        for command in commands:
+            await ws.send(json.dumps(command))
+        await ws.send(json.dumps({"type": "ping"}))
+        while json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] != wait_for:
+            pass
+
+
+def test_the_control_token_never_reaches_the_access_log(serve):
+    """What a presenter's browser requests, and what an API client does with a session, leave
+    the token out of every logged line."""
+    server = serve("--log-level", "info")
+    server.http.get("/", follow_redirects=True)
+    created = server.http.post("/api/sessions", json={"preset": "default"}).json()
+    token, sid = created["control_token"], created["session_id"]
+    asyncio.run(presenter_commands(created["websocket_url"], token, [{"type": "step", "n": 3}]))
+    for path in (f"/s/{sid}", f"/s/{sid}/view", f"/api/sessions/{sid}/export/metrics.json"):
+        server.http.get(path, headers={"x-control-token": token})
+    assert server.http.get(f"/api/sessions/{sid}").json()["step"] == 3
+    assert server.http.delete(f"/api/sessions/{sid}", headers={"x-control-token": token}).status_code == 204
+    time.sleep(0.3)
+    log = server.read_log()
+    assert f"DELETE /api/sessions/{sid}" in log and f"/ws/{sid}" in log  # the access log is on
+    assert token not in log and "token=" not in log
+
+
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """(the process's own CPU seconds, its reaped children's), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
+    return (utime + stime) / ticks, (cutime + cstime) / ticks
+
+
+def test_a_trace_export_is_written_by_a_worker_process_not_the_server(serve):
+    """The replay behind trace.json costs the server process (its event loop, its viewers) next to
+    nothing: a worker process does it, and its output streams through."""
+    server = serve()
+    created = server.http.post("/api/sessions", json={"preset": "default"}).json()
+    sid, token = created["session_id"], created["control_token"]
+    asyncio.run(presenter_commands(created["websocket_url"], token, [{"type": "seek", "step": 3000}]))
+    assert server.http.get(f"/api/sessions/{sid}").json()["step"] == 3000
+    own_before, children_before = cpu_seconds(server.process.pid)
+    response = server.http.get(f"/api/sessions/{sid}/export/trace.json", headers={"x-control-token": token})
+    own_after, children_after = cpu_seconds(server.process.pid)
+    slices = [e for e in json.loads(response.text)["traceEvents"] if e["ph"] == "X"]
+    assert len(slices) == 3000
+    worker_s, server_s = children_after - children_before, own_after - own_before
+    assert worker_s > 0.5 and server_s < worker_s / 3, (worker_s, server_s)
+
+
+def test_at_most_two_exports_are_written_at_once(serve):
+    server = serve()
+    created = server.http.post("/api/sessions", json={"preset": "default"}).json()
+    sid, token = created["session_id"], created["control_token"]
+    asyncio.run(presenter_commands(created["websocket_url"], token, [{"type": "seek", "step": 2000}]))
+    url, headers = f"/api/sessions/{sid}/export/trace.json", {"x-control-token": token}
+    with server.http.stream("GET", url, headers=headers) as first, server.http.stream("GET", url, headers=headers) as second:
+        assert first.status_code == second.status_code == 200
+        third = server.http.get(url, headers=headers)
+        assert third.status_code == 429 and "try again" in third.json()["detail"]
+    # Abandoned downloads give their places back (their workers are killed) within moments.
+    deadline = time.monotonic() + 3
+    while (status := server.http.get(url, headers=headers).status_code) == 429 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert status == 200
+
+
+# -- long commands stop when nobody wants them any more --------------------------------------
+# 20,000 requests: a run of tens of thousands of steps, far more than these tests wait for.
+LONG_RUN = {"scenario": {"name": "long", "workload": {"num_requests": 20000, "arrival_rate": 50.0}}}
+SEEK_FAR = {"type": "seek", "step": 10_000_000}
+
+
+def cpu_busy_s(pid: int, seconds: float) -> float:
+    before = cpu_seconds(pid)[0]
+    time.sleep(seconds)
+    return cpu_seconds(pid)[0] - before
+
+
+def session_step(server: ServeProcess, sid: str, after_s: float = 0.0) -> int:
+    time.sleep(after_s)
+    return server.http.get(f"/api/sessions/{sid}").json()["step"]
+
+
+async def start_long_seek(ws_url: str, token: str):
+    ws = await connect(ws_url)
+    await ws.send(json.dumps({"type": "auth", "token": token}))
+    await ws.send(json.dumps(SEEK_FAR))
+    return ws
+
+
+def test_a_long_seek_is_cancelled_by_delete_within_a_second(serve):
+    server = serve()
+    created = server.http.post("/api/sessions", json=LONG_RUN).json()
+    sid, token = created["session_id"], created["control_token"]
+
+    async def scenario():
+        ws = await start_long_seek(created["websocket_url"], token)
+        await asyncio.sleep(1.0)
+        assert 0 < session_step(server, sid) < session_step(server, sid, after_s=0.3)  # the seek is running
+        started = time.monotonic()
+        response = await asyncio.to_thread(server.http.delete, f"/api/sessions/{sid}", headers={"x-control-token": token})
+        assert response.status_code == 204
+        assert time.monotonic() - started < 1.0
+        await ws.close()
+
+    asyncio.run(scenario())
+    time.sleep(0.2)
+    assert cpu_busy_s(server.process.pid, 1.0) < 0.15  # nothing left running
+    assert server.http.get("/healthz").json()["sessions"] == 0
+
+
+def test_a_long_seek_stops_when_its_presenter_disconnects(serve):
+    server = serve()
+    created = server.http.post("/api/sessions", json=LONG_RUN).json()
+
+    async def scenario():
+        ws = await start_long_seek(created["websocket_url"], created["control_token"])
+        await asyncio.sleep(1.5)
+        await ws.close()
+
+    asyncio.run(scenario())
+    time.sleep(1.0)
+    assert cpu_busy_s(server.process.pid, 1.0) < 0.15
+    step = server.http.get(f"/api/sessions/{created['session_id']}").json()["step"]
+    time.sleep(0.5)
+    assert 0 < step == server.http.get(f"/api/sessions/{created['session_id']}").json()["step"]
+
+
+def test_sigterm_stops_the_server_within_a_second_even_mid_command(serve):
+    server = serve()
+    created = server.http.post("/api/sessions", json=LONG_RUN).json()
+
+    async def scenario():
+        ws = await start_long_seek(created["websocket_url"], created["control_token"])
+        await asyncio.sleep(1.5)
+        started = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(server.process.wait, 5)
+        return time.monotonic() - started, ws
+
+    elapsed, _ = asyncio.run(scenario())
+    assert elapsed < 1.0, f"took {elapsed:.2f} s"

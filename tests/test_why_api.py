@@ -1,0 +1,85 @@
+""""Why?" over the API: any past step's decision trace, replayed on demand from a checkpoint, and
+a request's history step by step; the live simulation itself runs without the trace."""
+
+import pytest
+
+from scheduler_core.scenario import Scenario
+
+from test_api import app_client, create, default_scenario, step_session
+
+
+@pytest.fixture(scope="module")
+def first_preemption():
+    """The default scenario's first preempting step, and that step's record with the trace on."""
+    sim = Scenario.from_dict(default_scenario()).build(keep_finished=True)
+    sim.scheduler.enable_decision_trace()
+    while True:
+        record = sim.step()
+        if record.preempted:
+            return record
+
+
+@pytest.fixture(scope="module")
+def stepped(first_preemption):
+    """A default session stepped just past its first preemption."""
+    with app_client() as client:
+        created = create(client, preset="default")
+        step_session(client, created, first_preemption.step + 1)
+        yield client, created
+
+
+def why(client, created, step):
+    return client.get(f"/api/sessions/{created['session_id']}/steps/{step}/why")
+
+
+def test_a_preemption_step_names_the_needing_request_the_victim_and_the_rule(stepped, first_preemption):
+    client, created = stepped
+    answer = why(client, created, first_preemption.step).json()
+    assert answer["record"]["preempted"] == first_preemption.preempted
+    preemption = answer["decisions"]["preemptions"][0]
+    assert preemption == first_preemption.decisions["preemptions"][0]
+    assert preemption["victim"] == first_preemption.preempted[0]
+    assert preemption["blocks_needed"] > preemption["blocks_free"]
+    assert preemption["rule"] in ("fcfs_last_running", "self")
+    freed = [f for f in answer["decisions"]["frees"] if f["request"] == preemption["victim"]]
+    assert freed and freed[0]["cause"] == "preempted" and freed[0]["blocks"] == preemption["victim_blocks"]
+
+
+def test_the_live_simulation_does_not_trace(stepped):
+    client, created = stepped
+    live = client.app.state.manager.get(created["session_id"])
+    assert live.session.sim.scheduler.decision_trace is None
+    assert live.session.last_record.decisions is None
+
+
+def test_every_past_step_can_be_asked_and_agrees_with_its_record(stepped, first_preemption):
+    client, created = stepped
+    for step in (0, 1, first_preemption.step // 2, first_preemption.step):
+        answer = why(client, created, step).json()
+        scheduled = {rid: n for rid, n, _, _ in answer["record"]["scheduled"]}
+        given = {e["request"]: e["given"] for e in answer["decisions"]["running"] if e["scheduled"]}
+        given.update((e["request"], e["given"]) for e in answer["decisions"]["waiting"] if e["admitted"])
+        assert given == scheduled and answer["step"] == step
+
+
+def test_a_step_not_yet_taken_is_404_and_a_bad_step_is_422(stepped, first_preemption):
+    client, created = stepped
+    assert why(client, created, first_preemption.step + 1).status_code == 404
+    assert why(client, created, -1).status_code == 404
+    assert why(client, created, "x").status_code == 422
+
+
+def test_request_history_lists_every_step_it_ran_with_the_blocks_it_held(stepped):
+    client, created = stepped
+    live = client.app.state.manager.get(created["session_id"])
+    rid = live.session.sim.scheduler.running[0].request_id
+    url = f"/api/sessions/{created['session_id']}/requests/{rid}"
+    assert client.get(url).json()["history"] is None
+    detail = client.get(url, params={"history": "true"}).json()
+    history = detail["history"]
+    steps = [row[0] for row in history]
+    assert steps == sorted(steps) and len(set(steps)) == len(steps)
+    last_step, tokens, before, blocks = history[-1]
+    assert last_step == live.session.step - 1
+    assert blocks == len(detail["block_table"])
+    assert before + tokens == detail["request"]["computed"]
