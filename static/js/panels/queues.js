@@ -24,7 +24,7 @@ export function mount(el, store, { onSelect }) {
   const describe = (event) => {
     const chip = event.target.closest(".chip");
     const request = chip && store.requests.get(chip.dataset.id);
-    if (request) { chip.title = title(request); chip.setAttribute("aria-label", chip.title); }
+    if (request) describeChip(chip, request);
   };
   el.addEventListener("pointerover", describe);
   el.addEventListener("focusin", describe);
@@ -90,6 +90,13 @@ function createChip(request, showPriority) {
   return chip;
 }
 
+// The accessible name starts with what the chip shows (its label, priority, preemptions).
+function describeChip(chip, request) {
+  chip.title = title(request);
+  const visible = `${shortId(request.id)}${chip.showPriority ? ` P${request.priority}` : ""}${request.preemptions ? ` ↺${request.preemptions}` : ""}`;
+  chip.setAttribute("aria-label", `${visible}: ${chip.title}`);
+}
+
 function title(request) {
   return `${request.id}: ${request.status}, prompt ${Math.min(request.computed, request.prompt)}/${request.prompt}, ` +
     `output ${request.output}/${request.max_tokens}` + (request.preemptions ? `, preempted ${request.preemptions}×` : "") +
@@ -108,7 +115,7 @@ function updateChip(chip, request, selected) {
   chip.shown = shown;
   chip.classList.toggle("selected", selected);
   chip.classList.toggle("preempted", request.status === "preempted");
-  if (statusChanged) { chip.title = title(request); chip.setAttribute("aria-label", chip.title); }
+  if (statusChanged || chip.parts.badge.textContent !== (request.preemptions ? `↺${request.preemptions}` : "")) describeChip(chip, request);
   chip.parts.badge.hidden = !request.preemptions;
   chip.parts.badge.textContent = request.preemptions ? `↺${request.preemptions}` : "";
   chip.parts.prompt.style.transform = `scaleX(${prompt.toFixed(2)})`;
