@@ -1,20 +1,27 @@
 """What the browser receives: versioned snapshot and delta frames built from the simulation.
 
 A snapshot carries everything a panel draws; a delta carries one or more steps' changes (the
-step records, the requests and blocks they touched, new chart points) and the sequence number
-the client uses to notice a gap (then it asks for a snapshot).
+last step's record, the requests and blocks they touched, new chart points) and the sequence
+number it applies on top of (`base_seq`), which the client checks to notice a gap (then it asks
+for a snapshot). Deltas a viewer has not been sent yet merge into one, so a page that draws
+slower than the simulation steps gets fewer, not bigger, frames. Both go out as binary frames
+(app/wire.py): the block pool and the block tables as typed arrays, the rest as JSON.
 """
 
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable
+from itertools import islice
 
 from scheduler_core.request import Request
 from scheduler_core.simulation import Simulation
 from scheduler_core.step_record import StepRecord
 
-PROTOCOL_VERSION = 1
+from . import wire
+
+PROTOCOL_VERSION = 2
 # Queues are long under overload; frames carry the head of each and the count.
 MAX_QUEUE_IDS = 200
 MAX_RECENT_FINISHED = 100
@@ -82,7 +89,8 @@ def queues_view(sim: Simulation) -> dict:
         if len(waiting) == MAX_QUEUE_IDS:
             break
         waiting.append(request.request_id)
-    finished = list(sim.finished_requests)[-MAX_RECENT_FINISHED:]
+    # The latest finished, without listing all of them (the dict keeps finishing order).
+    finished = list(islice(reversed(sim.finished_requests), MAX_RECENT_FINISHED))[::-1]
     return {
         "waiting": waiting,
         "num_waiting": len(scheduler.waiting),
@@ -125,18 +133,23 @@ def blocks_view(sim: Simulation) -> dict:
     return {"num_blocks": num_blocks, "owner_ids": owner_ids, "owner": owner, "ref": ref, "cached": cached}
 
 
-def changed_blocks_view(sim: Simulation, block_ids: Iterable[int]) -> list[list]:
-    """[block id, owner request id or None, ref count, cached] for each block that changed."""
-    block_ids = sorted(set(block_ids))
+def changed_blocks_view(sim: Simulation, block_ids: Iterable[int]) -> dict[int, tuple]:
+    """Block id -> (owner request id or None, ref count, cached) for each block that changed."""
+    block_ids = set(block_ids)
     if not block_ids:
-        return []
+        return {}
     kv = sim.scheduler.kv_cache_manager
-    owners = block_owners(sim)
+    # The first table holding each block, as block_owners() finds it, for these blocks only: a
+    # set intersection per table instead of a Python loop over every block of every table.
+    owners: dict[int, str] = {}
+    for rid, table in kv.req_to_blocks.items():
+        for block_id in block_ids.intersection(table):
+            owners.setdefault(block_id, rid)
     pool = getattr(kv, "block_pool", None)
-    return [
-        [b, owners.get(b), pool.ref_cnt[b] if pool else int(b in owners), int(pool is not None and pool.block_hash[b] is not None)]
+    return {
+        b: (owners.get(b), pool.ref_cnt[b] if pool else int(b in owners), int(pool is not None and pool.block_hash[b] is not None))
         for b in block_ids
-    ]
+    }
 
 
 def finite(value):
@@ -156,3 +169,85 @@ def metrics_view(sim: Simulation) -> dict:
         "report": finite(metrics.report()),
         "histograms": {"ttft_s": metrics.ttft.bins(), "itl_s": metrics.itl.bins(), "e2e_s": metrics.e2e.bins()},
     }
+
+
+def tables_arrays(tables: dict[str, list[int]]) -> tuple[list[str], dict[str, array]]:
+    """Block tables as ids and two flat arrays: each table's length, then all their blocks."""
+    lengths, blocks = array("i"), array("i")
+    for table in tables.values():
+        lengths.append(len(table))
+        blocks.extend(table)
+    return list(tables), {"table_lengths": lengths, "table_blocks": blocks}
+
+
+def snapshot_blocks(sim: Simulation) -> tuple[dict, dict[str, array]]:
+    """The whole pool: per block its owner (index into `owner_ids`, -1 for none), ref count and
+    whether it holds a cached prefix."""
+    view = blocks_view(sim)
+    header = {"num_blocks": view["num_blocks"], "owner_ids": view["owner_ids"]}
+    return header, {"block_owner": array("i", view["owner"]), "block_ref": array("i", view["ref"]),
+                    "block_cached": array("B", view["cached"])}
+
+
+class Delta:
+    """The changes of one or more consecutive steps, ready to merge with later ones or to encode.
+
+    `requests` hold whole views (their status changed), `progress` only (computed, output) for the
+    others that ran; a later whole view replaces earlier progress, later progress updates an
+    earlier view. Tables, blocks and queues: the latest wins; points add up.
+    """
+
+    def __init__(self, envelope: dict, from_step: int, num_steps: int, last_record: dict | None, requests: dict,
+                 progress: dict, tables: dict, blocks: dict, queues: dict, points: list, metrics: dict | None):
+        self.envelope = envelope  # v, type, seq, step, clock_s, done
+        self.base_seq = envelope["seq"] - 1
+        self.from_step, self.num_steps = from_step, num_steps
+        self.last_record, self.requests, self.progress = last_record, requests, progress
+        self.tables, self.blocks, self.queues, self.points, self.metrics = tables, blocks, queues, points, metrics
+        self._encoded: bytes | None = None
+
+    @property
+    def seq(self) -> int:
+        return self.envelope["seq"]
+
+    def merged(self, later: "Delta") -> "Delta":
+        """This delta followed by `later`, as one (neither is changed: both may be shared)."""
+        requests, progress = dict(self.requests), dict(self.progress)
+        for rid, view in later.requests.items():
+            requests[rid] = view
+            progress.pop(rid, None)
+        for rid, counts in later.progress.items():
+            if rid in requests:
+                requests[rid] = {**requests[rid], "computed": counts[0], "output": counts[1]}
+            else:
+                progress[rid] = counts
+        merged = Delta(later.envelope, self.from_step, self.num_steps + later.num_steps,
+                       later.last_record or self.last_record, requests, progress, {**self.tables, **later.tables},
+                       {**self.blocks, **later.blocks}, later.queues, self.points + later.points,
+                       later.metrics or self.metrics)
+        merged.base_seq = self.base_seq
+        return merged
+
+    def encode(self) -> bytes:
+        if self._encoded is None:
+            table_ids, table_arrays = tables_arrays(self.tables)
+            owner_ids = sorted({owner for owner, _, _ in self.blocks.values() if owner is not None})
+            index = {rid: i for i, rid in enumerate(owner_ids)}
+            block_ids = sorted(self.blocks)
+            header = {
+                **self.envelope, "base_seq": self.base_seq, "from_step": self.from_step, "last_record": self.last_record,
+                "requests": self.requests, "progress_ids": list(self.progress), "table_ids": table_ids,
+                "owner_ids": owner_ids, "queues": self.queues, "points": self.points,
+            }
+            if self.metrics is not None:
+                header["metrics"] = self.metrics
+            arrays = {
+                "progress": array("i", [n for counts in self.progress.values() for n in counts]),
+                **table_arrays,
+                "block_ids": array("i", block_ids),
+                "block_owner": array("i", [index.get(self.blocks[b][0], -1) for b in block_ids]),
+                "block_ref": array("i", [self.blocks[b][1] for b in block_ids]),
+                "block_cached": array("B", [self.blocks[b][2] for b in block_ids]),
+            }
+            self._encoded = wire.encode(header, arrays)
+        return self._encoded

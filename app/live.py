@@ -16,18 +16,18 @@ import uuid
 from scheduler_core.errors import ConfigError
 from scheduler_core.scenario import Scenario
 
+from .frames import PROTOCOL_VERSION, Delta
 from .session import Breakpoint, Session
 from .settings import Settings
-from .viewer import Viewer, error_frame
+from .viewer import MAX_DELTA_STEPS, Viewer, error_frame
 
-# More steps than this in one go reach viewers as a snapshot rather than a long delta.
-MAX_DELTA_STEPS = 200
 # Stepping time between turns of the event loop during a long step, seek or run to breakpoint:
 # short, so viewers keep their frames and a cancel (DELETE, presenter gone, SIGTERM) lands at once
-# however slow a step is.
+# however slow a step is. `Session.advance`'s deadline is the one mechanism, for these and for play.
 ADVANCE_SLICE_S = 0.005
-
-
+# The share of each playback tick spent stepping; the rest is the viewers' senders' (and, on a
+# small machine, the browser's).
+STEPPING_SHARE = 0.5
 # Play ticks a busy event loop or machine may owe and still make up (sent as frames in quick
 # succession), before play lets them go and slows down instead.
 CATCH_UP_TICKS = 5
@@ -53,6 +53,7 @@ class LiveSession:
         self.viewers: set[Viewer] = set()
         self.lock = asyncio.Lock()
         self.playback: asyncio.Task | None = None
+        self.unpublished: list = []  # step records not in a delta yet
         # Control commands running now (each in its viewer's message task), cancelled on close.
         self.commands: set[asyncio.Task] = set()
 
@@ -62,23 +63,32 @@ class LiveSession:
 
     # -- publishing -------------------------------------------------------------------------
     def publish_steps(self, records) -> None:
-        """The steps just taken, as one delta; a long jump (`records` None or long) goes out as a
-        snapshot instead."""
+        """The steps just taken, kept until a viewer can take a delta (`flush`); a long jump
+        (`records` None, or more than a delta spans) goes out as a snapshot instead."""
         if records is not None and not records:
             return
-        if records is None or len(records) > MAX_DELTA_STEPS:
+        if records is None or len(self.unpublished) + len(records) > MAX_DELTA_STEPS:
             self.session.jump()
             self.publish_snapshot()
-            text = None
         else:
-            text = self.session.delta_frame(records)
+            self.unpublished += records
         events = self.session.take_events()
         for viewer in self.viewers:
-            if text is not None:
-                viewer.offer_delta(self.session.seq, text)
             viewer.offer_events(events)
+            viewer.wakeup.set()
+
+    def flush(self) -> None:
+        """The steps no viewer has been offered yet, as one delta to every viewer. Called by a
+        sender that can send, under the lock: a delta is built only as often as some page can
+        take one, however fast the session steps."""
+        if self.unpublished:
+            delta = self.session.delta_frame(self.unpublished)
+            self.unpublished = []
+            for viewer in self.viewers:
+                viewer.offer_delta(delta)
 
     def publish_snapshot(self) -> None:
+        self.unpublished = []  # a snapshot holds them
         for viewer in self.viewers:
             viewer.offer_snapshot()
 
@@ -123,9 +133,11 @@ class LiveSession:
                 if not self.token_matches(message.get("token")):
                     raise CommandError("bad_token", "that is not this session's control token")
                 viewer.can_control = True
-                viewer.reply(json.dumps({"v": 1, "type": "auth", "control": True}))
+                viewer.reply(json.dumps({"v": PROTOCOL_VERSION, "type": "auth", "control": True}))
             elif kind == "ping":
-                viewer.reply(json.dumps({"v": 1, "type": "pong", "step": self.session.step}))
+                viewer.reply(json.dumps({"v": PROTOCOL_VERSION, "type": "pong", "step": self.session.step}))
+            elif kind == "ack":
+                viewer.acknowledge(self._int(message, "seq", 0, 0, 2**53))
             elif kind in CONTROL_COMMANDS:
                 if not viewer.can_control:
                     raise CommandError("read_only", "this is a view-only link: only the presenter controls the session")
@@ -174,13 +186,13 @@ class LiveSession:
 
     async def _advance(self, num_steps: int, stop_at_breakpoints: bool = False):
         """Up to `num_steps` steps, yielding to the event loop every ADVANCE_SLICE_S so the
-        viewers' senders keep running. Returns (records, or None once too many for one delta; the
-        breakpoint hit, if any)."""
+        viewers' senders keep running and a cancel lands. Returns (records, or None once too many
+        for one delta; the breakpoint hit, if any)."""
         records: list | None = []
         remaining = num_steps
-        slice_end = time.monotonic() + ADVANCE_SLICE_S
         while remaining > 0 and not self.session.done:
-            chunk, hit = self.session.advance(1, stop_at_breakpoints)
+            chunk, hit = self.session.advance(remaining, stop_at_breakpoints,
+                                              deadline=time.monotonic() + ADVANCE_SLICE_S)
             remaining -= len(chunk)
             if records is not None:
                 records += chunk
@@ -188,9 +200,7 @@ class LiveSession:
                     records = None
             if hit:
                 return records, hit
-            if time.monotonic() > slice_end:
-                await asyncio.sleep(0)
-                slice_end = time.monotonic() + ADVANCE_SLICE_S
+            await asyncio.sleep(0)
         return records, None
 
     async def cmd_step(self, message: dict) -> None:
@@ -256,7 +266,9 @@ class LiveSession:
         """Step at the chosen speed, one frame per tick, until paused, a breakpoint, or the end.
 
         By steps per second, or (with `time_ratio`) as many steps as keep simulated time at that
-        multiple of wall time; either way at most max_steps_per_s, so viewers are never flooded.
+        multiple of wall time; either way at most max_steps_per_s, so viewers are never flooded,
+        and for at most a share of each tick, so the viewers' senders always get their turn: when
+        the simulation cannot keep up, play slows down and frames keep coming.
         """
         frame_s = 1.0 / self.settings.max_frames_per_s
         max_per_tick = max(1, int(self.settings.max_steps_per_s * frame_s))
@@ -269,18 +281,19 @@ class LiveSession:
             async with self.lock:
                 if not session.playing:
                     break
+                deadline = now + frame_s * STEPPING_SHARE
                 if session.time_ratio is None:
                     # One tick's worth, counted by ticks rather than by the wall time between
                     # them (whose jitter left some ticks with no step: a frame lost): the tick
-                    # schedule keeps the rate, and when stepping falls behind it play slows down
-                    # rather than sending ever larger frames.
+                    # schedule keeps the rate, and when stepping falls behind it (or past the
+                    # tick's deadline) play slows down rather than sending ever larger frames.
                     owed += session.steps_per_s * max(frame_s, 1.0 / session.steps_per_s)
                     due = min(int(owed + 1e-9), max_per_tick)
                     owed = min(owed - due, 1.0)
-                    records, hit = session.advance(due, stop_at_breakpoints=True)
+                    records, hit = session.advance(due, stop_at_breakpoints=True, deadline=deadline)
                 else:
                     target_clock = session.sim.clock_s + session.time_ratio * elapsed
-                    records, hit = session.advance_until(target_clock, max_per_tick)
+                    records, hit = session.advance_until(target_clock, max_per_tick, deadline)
                 self.publish_steps(records)
                 if hit or session.done:
                     session.playing = False

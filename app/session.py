@@ -17,9 +17,10 @@ from scheduler_core.scenario import Scenario
 from scheduler_core.simulation import SimulationState
 from scheduler_core.step_record import StepRecord
 
+from . import wire
 from .frames import (
     PROTOCOL_VERSION,
-    blocks_view,
+    Delta,
     changed_blocks_view,
     finite,
     metrics_view,
@@ -27,6 +28,8 @@ from .frames import (
     queues_view,
     record_view,
     request_view,
+    snapshot_blocks,
+    tables_arrays,
     visible_requests,
 )
 from .history import ChartHistory, append_capped
@@ -146,9 +149,9 @@ class Session:
         self.time_ratio: float | None = None
         self.breakpoints: list[Breakpoint] = []
         self.last_activity = time.monotonic()
-        # (sequence number, status, frame): a snapshot is built once per state and status, however
+        # (sequence number, status, encoded frame): a snapshot is built once per state and status, however
         # many viewers ask for it.
-        self._snapshot_cache: tuple[int, dict, str] | None = None
+        self._snapshot_cache: tuple[int, dict, bytes] | None = None
         # "Why?": the decision trace of past steps, replayed on demand.
         self.reasons = StepReasons()
 
@@ -242,11 +245,13 @@ class Session:
             self.checkpoints = self.checkpoints[:1] + self.checkpoints[2::2]
             self.checkpoint_interval *= 2
 
-    def advance(self, num_steps: int, stop_at_breakpoints: bool = False) -> tuple[list[StepRecord], Breakpoint | None]:
-        """Up to `num_steps` steps (fewer at the end, or at a breakpoint if asked)."""
+    def advance(self, num_steps: int, stop_at_breakpoints: bool = False,
+                deadline: float | None = None) -> tuple[list[StepRecord], Breakpoint | None]:
+        """Up to `num_steps` steps (fewer at the end, at a breakpoint if asked, or once the
+        monotonic clock passes `deadline`, after at least one step)."""
         records: list[StepRecord] = []
         for _ in range(num_steps):
-            if self.done:
+            if self.done or (records and deadline is not None and time.monotonic() >= deadline):
                 break
             record = self._step_once()
             records.append(record)
@@ -256,10 +261,14 @@ class Session:
                     return records, hit
         return records, None
 
-    def advance_until(self, clock_s: float, max_steps: int) -> tuple[list[StepRecord], Breakpoint | None]:
-        """Steps until the simulated clock reaches `clock_s` (at most `max_steps`), stopping at breakpoints."""
+    def advance_until(self, clock_s: float, max_steps: int,
+                      deadline: float | None = None) -> tuple[list[StepRecord], Breakpoint | None]:
+        """Steps until the simulated clock reaches `clock_s` (at most `max_steps`, and none once past
+        `deadline` after the first), stopping at breakpoints."""
         records: list[StepRecord] = []
         while len(records) < max_steps and not self.done and self.sim.clock_s < clock_s:
+            if records and deadline is not None and time.monotonic() >= deadline:
+                break
             step_records, hit = self.advance(1, stop_at_breakpoints=True)
             records += step_records
             if hit:
@@ -298,8 +307,8 @@ class Session:
         return {"v": PROTOCOL_VERSION, "type": kind, "seq": self.seq, "step": self.step,
                 "clock_s": self.sim.clock_s, "done": self.done}
 
-    def delta_frame(self, records: list[StepRecord]) -> str:
-        """One frame for the steps just taken; advances the sequence number."""
+    def delta_frame(self, records: list[StepRecord]) -> Delta:
+        """The changes of the steps just taken; advances the sequence number."""
         self.seq += 1
         sim = self.sim
         # Requests whose status changed go out whole; the others that ran only as progress.
@@ -309,30 +318,29 @@ class Session:
             changed.update(record.arrived, record.admitted, record.resumed, record.preempted, record.finished)
             changed.update(rid for rid, _ in record.swapped_out)
             ran.update(c.request_id for c in record.scheduled)
-        progress = []
+        progress = {}
         for rid in ran - changed:
             request = sim.request(rid)
             if request.token_times and request.token_times[0] > records[0].clock_s_before:
                 changed.add(rid)  # its first token came in these steps: `first_token_s` is new
                 continue
-            progress.append([rid, request.num_computed_tokens, request.num_output_tokens])
+            progress[rid] = (request.num_computed_tokens, request.num_output_tokens)
         kv = sim.scheduler.kv_cache_manager
         changed_blocks, changed_tables = self._drain_changed_blocks()
-        frame = self._envelope("delta")
-        frame.update({
-            "from_step": records[0].step if records else self.step,
-            "records": [record_view(r) for r in records],
-            "requests": {rid: request_view(sim.request(rid)) for rid in changed},
-            "progress": progress,
-            "tables": {rid: list(kv.get_block_ids(rid)) for rid in changed_tables},
-            "blocks": changed_blocks_view(sim, changed_blocks),
-            "queues": queues_view(sim),
-            "points": [point_view(r) for r in records],
-        })
-        if any(r.finished for r in records):
-            frame["metrics"] = metrics_view(sim)
         self._snapshot_cache = None
-        return json.dumps(frame, separators=(",", ":"))
+        return Delta(
+            self._envelope("delta"),
+            from_step=records[0].step if records else self.step,
+            num_steps=len(records),
+            last_record=record_view(records[-1]) if records else None,
+            requests={rid: request_view(sim.request(rid)) for rid in changed},
+            progress=progress,
+            tables={rid: list(kv.get_block_ids(rid)) for rid in changed_tables},
+            blocks=changed_blocks_view(sim, changed_blocks),
+            queues=queues_view(sim),
+            points=[point_view(r) for r in records],
+            metrics=metrics_view(sim) if any(r.finished for r in records) else None,
+        )
 
     def jump(self) -> None:
         """Mark a change that viewers get as a snapshot, not a delta (seek, long runs)."""
@@ -340,7 +348,7 @@ class Session:
         self._drain_changed_blocks()
         self._snapshot_cache = None
 
-    def snapshot_frame(self) -> str:
+    def snapshot_frame(self) -> bytes:
         """Everything the dashboard draws, at the current step (built once per sequence number)."""
         status = self.status()
         if self._snapshot_cache and self._snapshot_cache[:2] == (self.seq, status):
@@ -348,24 +356,26 @@ class Session:
         sim = self.sim
         queues = queues_view(sim)
         kv = sim.scheduler.kv_cache_manager
+        table_ids, table_arrays = tables_arrays(kv.req_to_blocks)
+        blocks_header, blocks_arrays = snapshot_blocks(sim)
         frame = self._envelope("snapshot")
         frame.update({
             "session": self.info(),
             "status": status,
             "requests": visible_requests(sim, queues),
             "queues": queues,
-            "tables": {rid: list(table) for rid, table in kv.req_to_blocks.items()},
-            "blocks": blocks_view(sim),
+            "table_ids": table_ids,
+            **blocks_header,
             "points": self.history.points(),
             "metrics": metrics_view(sim),
             "last_record": record_view(self.last_record) if self.last_record else None,
             "events": list(self.events)[-300:],
         })
-        text = json.dumps(frame, separators=(",", ":"))
+        data = wire.encode(frame, {**table_arrays, **blocks_arrays})
         # No draining of the change lists here: they belong to the next delta, which the other
         # viewers still need whole.
-        self._snapshot_cache = (self.seq, status, text)
-        return text
+        self._snapshot_cache = (self.seq, status, data)
+        return data
 
     def status(self) -> dict:
         return {"playing": self.playing, "steps_per_s": self.steps_per_s, "time_ratio": self.time_ratio,

@@ -17,8 +17,9 @@ class Settings:
     max_steps_per_session: int = 1_000_000
     # Chart points a session keeps (and a snapshot sends): beyond it, every other one is dropped.
     max_chart_points: int = 3_000
-    # Frames per second a playing session sends; faster play puts several steps in one frame.
-    max_frames_per_s: float = 30.0
+    # Playback ticks per second (each one delta); faster play puts several steps in one tick, and
+    # a viewer that draws slower gets the ticks merged.
+    max_frames_per_s: float = 60.0
     max_message_bytes: int = 64 * 1024
     idle_timeout_s: float = 15 * 60
     heartbeat_s: float = 5.0

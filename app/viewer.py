@@ -1,9 +1,11 @@
 """A viewer of a live session: one websocket with its own mailbox and sender.
 
-The mailbox holds the state the viewer has not seen yet: the deltas while it keeps up (a few at
-most), and a "send a snapshot" mark once it has fallen further behind, so a slow or stalled
-viewer costs the others and the simulation nothing. Events (the log) queue losslessly up to a
-bound. A viewer that stops reading altogether is dropped after `viewer_stall_s`.
+The mailbox holds the state the viewer has not been sent yet: one delta (later ones merge into
+it) while it keeps up, and a "send a snapshot" mark once that delta would span too many steps, so
+a slow or stalled viewer costs the others and the simulation nothing. A page that acknowledges
+what it drew ("ack") has at most MAX_UNACKED_FRAMES state frames in flight. Events (the log)
+queue losslessly up to a bound. A viewer that stops reading altogether is dropped after
+`viewer_stall_s`.
 """
 
 from __future__ import annotations
@@ -15,38 +17,58 @@ from typing import TYPE_CHECKING
 
 from fastapi import WebSocket
 
+from .frames import PROTOCOL_VERSION, Delta
+
 if TYPE_CHECKING:
     from .live import LiveSession
 
-# Deltas a viewer may fall behind by before the next thing it gets is one snapshot instead: a
-# brief stall costs a few small frames, a long one never more than the current state.
-MAX_PENDING_DELTAS = 6
+# More steps than this in one pending delta reach the viewer as a snapshot instead: a brief
+# stall costs one merged delta, a long one never more than the current state.
+MAX_DELTA_STEPS = 200
+
+# Frames a page that acknowledges what it drew ("ack") may have in flight: one being drawn, one
+# on its way, so the next is ready when a frame is drawn but none piles up behind a slow page.
+MAX_UNACKED_FRAMES = 2
 
 
 class Viewer:
+    """One websocket's mailbox and sender."""
+
     def __init__(self, websocket: WebSocket, can_control: bool, event_backlog: int):
         self.websocket = websocket
         self.can_control = can_control
         self.needs_snapshot = True
-        self.pending_deltas: deque[tuple[int, str]] = deque()  # (seq, frame)
+        self.pending_delta: Delta | None = None
+        # Sequence numbers of the state frames sent and not yet acknowledged; a viewer that never
+        # acknowledges (a script) is sent frames as fast as its socket takes them.
+        self.acknowledges = False
+        self.unacked: deque[int] = deque()
         self.replies: deque[str] = deque(maxlen=64)
         self.events: deque[dict] = deque(maxlen=event_backlog)
         self.dropped_events = 0
         self.wakeup = asyncio.Event()
         self.wakeup.set()
 
-    def offer_delta(self, seq: int, text: str) -> None:
-        if self.needs_snapshot or len(self.pending_deltas) >= MAX_PENDING_DELTAS:
-            # Too far behind: the next thing it gets is the whole current state (latest wins).
-            self.needs_snapshot = True
-            self.pending_deltas.clear()
-        else:
-            self.pending_deltas.append((seq, text))
+    def offer_delta(self, delta: Delta) -> None:
+        if not self.needs_snapshot:
+            pending = self.pending_delta
+            merged = delta if pending is None else pending.merged(delta)
+            if merged.num_steps > MAX_DELTA_STEPS:  # too far behind: the whole current state (latest wins)
+                self.offer_snapshot()
+                return
+            self.pending_delta = merged
         self.wakeup.set()
 
     def offer_snapshot(self) -> None:
         self.needs_snapshot = True
-        self.pending_deltas.clear()
+        self.pending_delta = None
+        self.wakeup.set()
+
+    def acknowledge(self, seq: int) -> None:
+        """The page has drawn the state up to `seq`."""
+        self.acknowledges = True
+        while self.unacked and self.unacked[0] <= seq:
+            self.unacked.popleft()
         self.wakeup.set()
 
     def offer_events(self, events: list[dict]) -> None:
@@ -61,42 +83,61 @@ class Viewer:
         self.replies.append(text)
         self.wakeup.set()
 
+    def _sent(self, seq: int) -> None:
+        if self.acknowledges:
+            self.unacked.append(seq)
+
+    def _window_open(self) -> bool:
+        return not self.acknowledges or len(self.unacked) < MAX_UNACKED_FRAMES
+
     async def send_loop(self, live: "LiveSession", heartbeat_s: float, stall_s: float) -> None:
-        """This viewer's own sender: replies, then the latest state, then queued events. A frame
-        that cannot be sent within `stall_s` (the viewer stopped reading) ends the loop, and with
-        it the viewer's connection."""
-        async def send(text: str) -> None:
+        """This viewer's own sender: replies, then the latest state and the queued events while
+        the page keeps up with what it was sent. A frame that cannot be sent within `stall_s`
+        (the viewer stopped reading) ends the loop, and with it the viewer's connection."""
+        async def send(data: str | bytes) -> None:
             async with asyncio.timeout(stall_s):
-                await self.websocket.send_text(text)
+                if isinstance(data, bytes):
+                    await self.websocket.send_bytes(data)
+                else:
+                    await self.websocket.send_text(data)
 
         while True:
             try:
                 await asyncio.wait_for(self.wakeup.wait(), heartbeat_s)
             except TimeoutError:
-                await send(json.dumps({"v": 1, "type": "heartbeat", "step": live.session.step}))
+                await send(json.dumps({"v": PROTOCOL_VERSION, "type": "heartbeat", "step": live.session.step}))
                 continue
             self.wakeup.clear()
             while self.replies:
                 await send(self.replies.popleft())
+            if not self._window_open():
+                continue  # the next acknowledgement wakes this loop up again
+            if live.unpublished and not self.needs_snapshot:
+                async with live.lock:  # never the half-done state of a long command
+                    live.flush()
             if self.needs_snapshot:
                 self.needs_snapshot = False
                 # Under the session's lock: never the half-done state of a long command.
                 async with live.lock:
-                    seq, text = live.session.seq, live.session.snapshot_frame()
+                    live.flush()  # steps taken since the last delta: the others need them as one
+                    seq, data = live.session.seq, live.session.snapshot_frame()
                 # Deltas offered while waiting for the lock are already in the snapshot.
-                while self.pending_deltas and self.pending_deltas[0][0] <= seq:
-                    self.pending_deltas.popleft()
-                await send(text)
-            while self.pending_deltas and not self.needs_snapshot:
-                await send(self.pending_deltas.popleft()[1])
+                if self.pending_delta is not None and self.pending_delta.seq <= seq:
+                    self.pending_delta = None
+                self._sent(seq)
+                await send(data)
+            elif self.pending_delta is not None:
+                delta, self.pending_delta = self.pending_delta, None
+                self._sent(delta.seq)
+                await send(delta.encode())
+            if self.pending_delta is not None or self.needs_snapshot:
+                self.wakeup.set()  # more to send once the window allows
             if self.events:
                 batch = list(self.events)
                 self.events.clear()
                 dropped, self.dropped_events = self.dropped_events, 0
-                await send(json.dumps({"v": 1, "type": "events", "events": batch, "dropped": dropped}))
+                await send(json.dumps({"v": PROTOCOL_VERSION, "type": "events", "events": batch, "dropped": dropped}))
 
 
 def error_frame(code: str, message: str) -> str:
-    return json.dumps({"v": 1, "type": "error", "code": code, "message": message})
-
-
+    return json.dumps({"v": PROTOCOL_VERSION, "type": "error", "code": code, "message": message})

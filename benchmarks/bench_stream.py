@@ -49,6 +49,7 @@ from app.main import create_app
 from app.settings import Settings
 uvicorn.run(create_app(Settings()), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 """
+# State frames are binary: a 4-byte header length, then the JSON header (app/wire.py).
 HEADER = re.compile(rb'"type":\s*"(\w+)".*?"seq":\s*(\d+),\s*"step":\s*(\d+)')
 
 
@@ -74,12 +75,12 @@ def frame_costs(steps_per_frame: int, samples: int = 30) -> list[tuple[str, list
     for _ in range(samples):
         for name, n in (("delta, 1 step", 1), (f"delta, {steps_per_frame} steps", steps_per_frame)):
             records, _ = session.advance(n)
-            seconds, text = timed(lambda: session.delta_frame(records))
+            seconds, data = timed(lambda: session.delta_frame(records).encode())
             rows[name][0].append(seconds)
-            rows[name][1].append(len(text.encode()))
-        seconds, text = timed(session.snapshot_frame)  # the delta just built invalidated the cache
+            rows[name][1].append(len(data))
+        seconds, data = timed(session.snapshot_frame)  # the delta just built invalidated the cache
         rows["snapshot"][0].append(seconds)
-        rows["snapshot"][1].append(len(text.encode()))
+        rows["snapshot"][1].append(len(data))
     scheduler = session.sim.scheduler
     print(f"in process, steps {WARM_STEP}..{session.step}: {len(scheduler.running)} running, "
           f"{session.scenario.engine.num_gpu_blocks} blocks, KV usage {scheduler.kv_cache_manager.usage:.0%}")
@@ -109,7 +110,7 @@ async def view(url: str, stats: ViewerStats, start: asyncio.Event, stop_at: list
                 data = await asyncio.wait_for(ws.recv(decode=False), timeout)
             except TimeoutError:
                 return
-            match = HEADER.search(data[:160])
+            match = HEADER.search(data[4:164])
             if not match or match[1] not in (b"snapshot", b"delta"):
                 continue
             if not stats.connected.is_set():

@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from app import wire
 from app.frames import finite
 from app.main import create_app
 from app.schemas import CompatModel, EngineModel, WorkloadModel
@@ -79,7 +80,7 @@ def field_errors(response) -> list[list]:
 
 def step_session(client, created: dict, num_steps: int) -> list[dict]:
     """Step a session over its websocket, at most 200 steps per command so each comes back as a
-    delta; returns the step records the deltas carried."""
+    delta; returns the step records the deltas carried (each its last step's)."""
     records: list[dict] = []
     with client.websocket_connect(f"/ws/{created['session_id']}") as ws:
         ws.send_json({"type": "auth", "token": created["control_token"]})
@@ -88,9 +89,9 @@ def step_session(client, created: dict, num_steps: int) -> list[dict]:
             n = min(remaining, 200)
             ws.send_json({"type": "step", "n": n})
             for _ in range(50):
-                frame = ws.receive_json()
-                if frame["type"] == "delta":
-                    records.extend(frame["records"])
+                message = ws.receive()
+                if message.get("bytes") is not None and (frame := wire.decode(message["bytes"]))["type"] == "delta":
+                    records.append(frame["last_record"])
                     break
             else:
                 pytest.fail("no delta after a step command")
@@ -422,13 +423,15 @@ def test_metrics_csv_has_a_header_and_one_row_per_metric(client, stepped):
 
 
 def test_steps_jsonl_is_what_the_session_stepped(client, stepped):
-    """steps.jsonl has one line per step taken, each equal to the record the deltas carried."""
+    """steps.jsonl has one line per step taken, and the steps the deltas ended on are the records
+    they carried."""
     created, records = stepped
 
     lines = client.get(f"/api/sessions/{created['session_id']}/export/steps.jsonl", headers=token_of(created)).text.splitlines()
 
-    assert len(lines) == NUM_EXPORT_STEPS == len(records)
-    assert [json.loads(line) for line in lines] == records
+    assert len(lines) == NUM_EXPORT_STEPS
+    assert [record["step"] for record in records] == [199, 399, 449]
+    assert [json.loads(lines[record["step"]]) for record in records] == records
 
 
 def test_trace_json_is_a_chrome_trace(client, stepped):

@@ -12,10 +12,16 @@ import uvicorn
 from fastapi.testclient import TestClient
 from websockets.asyncio.client import connect
 
+from app import wire
 from app.cli import main as cli_main
 from app.main import create_app
 from app.settings import PUBLIC_DEFAULTS, Settings
 from tests.test_live_server import masked_text_frame, open_stalled_viewer
+
+
+def frame_of(message: str | bytes) -> dict:
+    """State frames come binary (app/wire.py, protocol v2), the others as JSON text."""
+    return wire.decode(message) if isinstance(message, bytes) else json.loads(message)
 
 
 class Server:
@@ -56,7 +62,7 @@ def test_a_crowd_joining_costs_each_viewer_a_few_status_frames_not_one_per_join(
                 status_frames, deadline = [], time.monotonic() + 1.5
                 while (left := deadline - time.monotonic()) > 0:
                     try:
-                        frame = json.loads(await asyncio.wait_for(first.recv(), left))
+                        frame = frame_of(await asyncio.wait_for(first.recv(), left))
                     except TimeoutError:
                         break
                     if frame["type"] == "status":
@@ -150,7 +156,7 @@ def test_play_at_twenty_steps_per_second_sends_twenty_frames_per_second():
                 await ws.send(json.dumps({"type": "play", "steps_per_s": 20}))
                 deltas, started = [], None
                 while True:
-                    frame = json.loads(await asyncio.wait_for(ws.recv(), 5))
+                    frame = frame_of(await asyncio.wait_for(ws.recv(), 5))
                     if frame["type"] != "delta":
                         continue
                     started = started or time.monotonic()
@@ -159,6 +165,6 @@ def test_play_at_twenty_steps_per_second_sends_twenty_frames_per_second():
                     deltas.append(frame)
 
         deltas, span_s = asyncio.run(scenario())
-    steps = sum(len(delta["records"]) for delta in deltas)
+    steps = sum(len(delta["points"]) for delta in deltas)  # one chart point per step
     assert len(deltas) / span_s >= 18.5
     assert steps <= len(deltas) + 3  # one step per frame, bar a catch-up or two

@@ -19,6 +19,7 @@ import uvicorn
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from app import wire
 from app.main import create_app
 from app.settings import Settings
 
@@ -102,8 +103,13 @@ def run(coroutine, timeout_s: float = 20.0):
     return outcome["value"]
 
 
+def frame_of(message: str | bytes) -> dict:
+    """State frames come binary (app/wire.py), the others as JSON text."""
+    return wire.decode(message) if isinstance(message, bytes) else json.loads(message)
+
+
 async def receive(ws) -> dict:
-    return json.loads(await asyncio.wait_for(ws.recv(), RECV_TIMEOUT_S))
+    return frame_of(await asyncio.wait_for(ws.recv(), RECV_TIMEOUT_S))
 
 
 async def receive_until(ws, predicate, max_frames: int = 500) -> list[dict]:
@@ -129,7 +135,7 @@ async def collect_states(url: str, duration_s: float) -> list[dict]:
         deadline = time.monotonic() + duration_s
         while (left := deadline - time.monotonic()) > 0:
             try:
-                frame = json.loads(await asyncio.wait_for(ws.recv(), left))
+                frame = frame_of(await asyncio.wait_for(ws.recv(), left))
             except TimeoutError:
                 break
             if frame["type"] in STATE_TYPES:
@@ -139,13 +145,13 @@ async def collect_states(url: str, duration_s: float) -> list[dict]:
 
 
 def assert_well_ordered(states: list[dict]) -> None:
-    """A snapshot first; seq always increases; a delta always follows its predecessor's seq."""
+    """A snapshot first; seq always increases; a delta always applies to its predecessor's seq."""
     assert states and states[0]["type"] == "snapshot"
     for previous, frame in zip(states, states[1:]):
         assert frame["seq"] > previous["seq"]
         assert frame["step"] >= previous["step"]
         if frame["type"] == "delta":
-            assert frame["seq"] == previous["seq"] + 1
+            assert frame["base_seq"] == previous["seq"]
             assert frame["from_step"] == previous["step"]
 
 
@@ -288,7 +294,7 @@ def test_a_viewer_that_never_reads_does_not_slow_the_others(server):
             viewer = await stalled_viewer_of(server, created, stalled)
             await until_stalled(viewer)
             with_stall = await asyncio.gather(*(collect_states(server.ws_url(created), 1.5) for _ in range(3)))
-            undelivered = viewer.wakeup.is_set() and (viewer.needs_snapshot or viewer.pending_deltas or viewer.events)
+            undelivered = viewer.wakeup.is_set() and (viewer.needs_snapshot or viewer.pending_delta or viewer.events)
             demander.cancel()
             drainer.cancel()
             await asyncio.gather(demander, drainer, return_exceptions=True)
@@ -350,7 +356,7 @@ def test_a_viewer_that_reconnects_gets_a_snapshot_at_the_current_step_and_contin
     assert paused_at > left_at["step"]
     assert snapshot["type"] == "snapshot" and snapshot["step"] == paused_at
     assert snapshot["seq"] > left_at["seq"]
-    assert delta["type"] == "delta" and delta["seq"] == snapshot["seq"] + 1 and delta["from_step"] == paused_at
+    assert delta["type"] == "delta" and delta["base_seq"] == snapshot["seq"] and delta["from_step"] == paused_at
 
 
 # -- fuzzing -------------------------------------------------------------------------------

@@ -2,12 +2,14 @@
 with increasing ids, exact step back, breakpoints, playback, read-only viewers and bad messages."""
 
 import copy
+import json
 import time
 
 import pytest
 from fastapi.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
+from app import wire
 from app.main import create_app
 from app.session import EVENT_HISTORY
 from app.settings import Settings
@@ -28,6 +30,37 @@ HEARTBEAT_S = 0.1
 MAX_FRAMES = 400
 
 
+def readable(frame: dict) -> dict:
+    """A decoded state frame with its arrays gathered back per table and per block: `tables`
+    (request -> blocks), and `blocks` (a snapshot: the whole pool; a delta: [block, owner, ref,
+    cached] per changed block) and `progress` ([request, computed, output]) of a delta."""
+    tables, at = {}, 0
+    for rid, length in zip(frame["table_ids"], frame["table_lengths"]):
+        tables[rid] = frame["table_blocks"][at:at + length]
+        at += length
+    frame["tables"] = tables
+    owner_ids = frame["owner_ids"]
+    owners = [owner_ids[i] if i >= 0 else None for i in frame["block_owner"]]
+    if frame["type"] == "snapshot":
+        frame["blocks"] = {"num_blocks": frame["num_blocks"], "owner": owners, "ref": frame["block_ref"],
+                           "cached": frame["block_cached"]}
+    else:
+        frame["blocks"] = [list(block) for block in zip(frame["block_ids"], owners, frame["block_ref"], frame["block_cached"])]
+        counts = frame["progress"]
+        frame["progress"] = [[rid, counts[2 * i], counts[2 * i + 1]] for i, rid in enumerate(frame["progress_ids"])]
+    return frame
+
+
+def receive_frame(ws) -> dict:
+    """The next message: state frames come binary (app/wire.py), the others as JSON text."""
+    message = ws.receive()
+    if message["type"] == "websocket.close":
+        raise WebSocketDisconnect(message.get("code", 1000), message.get("reason"))
+    if message.get("bytes") is not None:
+        return readable(wire.decode(message["bytes"]))
+    return json.loads(message["text"])
+
+
 class Connection:
     """A websocket with the waits a test needs, every one bounded by a frame count."""
 
@@ -39,7 +72,7 @@ class Connection:
         self.ws.send_json(message)
 
     def next(self) -> dict:
-        frame = self.ws.receive_json()
+        frame = receive_frame(self.ws)
         self.seen.append(frame)
         return frame
 
@@ -156,23 +189,25 @@ def test_first_state_frame_is_a_snapshot(client, connect):
 
     frame = conn.state()
 
-    assert frame["type"] == "snapshot" and frame["v"] == 1
+    assert frame["type"] == "snapshot" and frame["v"] == 2
     assert frame["step"] == 0 and frame["seq"] == 0 and frame["done"] is False
-    assert {"session", "status", "requests", "queues", "tables", "blocks", "points", "metrics", "events"} <= set(frame)
-    assert frame["blocks"]["num_blocks"] == TIGHT["engine"]["num_gpu_blocks"]
+    assert {"session", "status", "requests", "queues", "table_ids", "table_lengths", "table_blocks", "owner_ids",
+            "block_owner", "block_ref", "block_cached", "points", "metrics", "events"} <= set(frame)
+    assert frame["num_blocks"] == len(frame["block_owner"]) == TIGHT["engine"]["num_gpu_blocks"]
     assert all(earlier["type"] in ("status", "heartbeat") for earlier in conn.seen[:-1])
 
 
-def test_step_n_sends_one_delta_with_the_next_seq_and_n_records(session):
-    """`step n` answers with a delta whose seq is one more and which holds n step records."""
+def test_step_n_sends_one_delta_with_the_next_seq_and_n_points(session):
+    """`step n` answers with a delta whose seq is one more, applying to the snapshot's seq, with n
+    chart points and the last step's record."""
     _, presenter = session
 
     delta = presenter.step(5)
 
     assert delta["type"] == "delta"
-    assert delta["seq"] == 1
+    assert delta["seq"] == 1 and delta["base_seq"] == 0
     assert delta["from_step"] == 0 and delta["step"] == 5
-    assert [record["step"] for record in delta["records"]] == [0, 1, 2, 3, 4]
+    assert delta["last_record"]["step"] == 4
     assert len(delta["points"]) == 5
 
 
@@ -184,14 +219,15 @@ def test_deltas_arrive_in_order_with_consecutive_seq(session):
 
     assert [d["type"] for d in deltas] == ["delta"] * 10
     assert [d["seq"] for d in deltas] == list(range(1, 11))
+    assert [d["base_seq"] for d in deltas] == list(range(0, 10))
     assert [d["from_step"] for d in deltas] == list(range(0, 30, 3))
-    records = [r["step"] for d in deltas for r in d["records"]]
-    assert records == list(range(30))
+    assert [d["last_record"]["step"] for d in deltas] == list(range(2, 30, 3))
+    assert sum(len(d["points"]) for d in deltas) == 30
 
 
 def test_a_viewer_that_falls_behind_gets_a_snapshot_never_a_gap(session):
-    """Commands sent faster than frames are read: every delta follows its predecessor's seq, and a
-    skipped seq only ever follows a snapshot."""
+    """Commands sent faster than frames are read: every delta applies to the seq of the frame
+    before it (deltas not yet sent merge into one)."""
     _, presenter = session
 
     for _ in range(30):
@@ -205,7 +241,7 @@ def test_a_viewer_that_falls_behind_gets_a_snapshot_never_a_gap(session):
     previous = 0
     for frame in states:
         if frame["type"] == "delta":
-            assert frame["seq"] == previous + 1
+            assert frame["base_seq"] == previous
         assert frame["seq"] > previous
         previous = frame["seq"]
 
@@ -260,14 +296,14 @@ class ClientState:
         self.seq = snapshot["seq"]
         self.requests = dict(snapshot["requests"])
         self.tables = {rid: table for rid, table in snapshot["tables"].items() if table}
-        self.owner = [blocks["owner_ids"][i] if i >= 0 else None for i in blocks["owner"]]
+        self.owner = list(blocks["owner"])
         self.ref = list(blocks["ref"])
         self.cached = list(blocks["cached"])
         self.queues = snapshot["queues"]
         self.points = list(snapshot["points"])
 
     def apply(self, delta: dict) -> None:
-        assert delta["seq"] == self.seq + 1
+        assert delta["base_seq"] == self.seq
         assert delta["from_step"] == self.step
         self.step, self.seq = delta["step"], delta["seq"]
         self.requests.update(delta["requests"])
@@ -311,6 +347,79 @@ def test_snapshot_plus_deltas_equals_a_fresh_snapshot(client, connect, scenario)
     assert state.queues == fresh.queues
     assert state.points == fresh.points
     assert {rid: state.requests[rid] for rid in snapshot["requests"]} == snapshot["requests"]
+
+
+def acknowledging_viewer(created: dict, connect) -> tuple[Connection, ClientState]:
+    """A read-only viewer that has acknowledged its first snapshot, as the dashboard does."""
+    viewer = connect(created, control=False)
+    state = ClientState(viewer.state())
+    viewer.send({"type": "ack", "seq": state.seq})
+    viewer.ping()  # the acknowledgement has been handled
+    return viewer, state
+
+
+def test_a_page_that_acknowledges_gets_two_frames_in_flight_then_the_rest_merged(client, connect):
+    """A viewer that acknowledges what it drew has at most two state frames unacknowledged; the
+    steps taken meanwhile come as one delta, and applying it still gives a fresh snapshot's state."""
+    created = create(client)
+    presenter = connect(created)
+    presenter.state()
+    viewer, state = acknowledging_viewer(created, connect)
+
+    for n in (1, 7, 30, 50, 3, 80):
+        presenter.step(n)
+    in_flight = [f for f in viewer.until(lambda f: f["type"] == "delta" and f["seq"] == 2) if f["type"] in STATE_TYPES]
+    held_back = [f for f in viewer.ping()[1] + viewer.ping()[1] if f["type"] in STATE_TYPES]
+    for delta in in_flight:
+        state.apply(delta)
+    viewer.send({"type": "ack", "seq": state.seq})
+    merged = viewer.state()
+    state.apply(merged)
+    fresh = ClientState(viewer.fresh_snapshot())
+
+    assert [f["seq"] for f in in_flight] == [1, 2] and not held_back
+    assert merged["type"] == "delta" and (merged["base_seq"], merged["seq"]) == (2, 6)
+    assert merged["from_step"] == 8 and len(merged["points"]) == 163
+    assert state.step == fresh.step == 171
+    assert (state.tables, state.owner, state.ref, state.cached) == (fresh.tables, fresh.owner, fresh.ref, fresh.cached)
+    assert state.queues == fresh.queues and state.points == fresh.points
+    assert {rid: state.requests[rid] for rid in fresh.requests} == fresh.requests
+
+
+def test_merged_deltas_longer_than_200_steps_become_one_snapshot(client, connect):
+    """A page that stops acknowledging while more than 200 steps go by gets the current state
+    as one snapshot, not a long delta."""
+    created = create(client)
+    presenter = connect(created)
+    presenter.state()
+    viewer, _ = acknowledging_viewer(created, connect)
+
+    for _ in range(4):  # two deltas in flight, then 240 steps held back
+        presenter.step(120)
+    viewer.until(lambda f: f["type"] == "delta" and f["seq"] == 2)
+    viewer.send({"type": "ack", "seq": 2})
+    frame = viewer.state()
+
+    assert frame["type"] == "snapshot" and frame["step"] == 480 and frame["seq"] == 4
+
+
+def test_no_delta_is_built_while_no_page_can_take_one(client, connect):
+    """A playing session whose only viewer stopped acknowledging keeps stepping, but builds no
+    deltas for it: the sequence number stays where the viewer's window closed."""
+    created = create(client)
+    presenter = connect(created)
+    state = ClientState(presenter.state())
+    presenter.send({"type": "ack", "seq": state.seq})
+    presenter.ping()
+
+    presenter.send({"type": "play", "steps_per_s": 200})
+    second = presenter.until(lambda f: f["type"] == "delta" and f["seq"] == 2)[-1]
+    time.sleep(0.5)
+    presenter.send({"type": "pause"})
+    paused = presenter.until(lambda f: f["type"] == "status" and not f["playing"])[-1]
+
+    assert paused["step"] > second["step"]
+    assert paused["seq"] == 2
 
 
 # -- stepping back -------------------------------------------------------------------------
@@ -377,13 +486,14 @@ def test_seek_forward_equals_stepping_forward_fresh(client, connect, session):
 def test_step_back_then_forward_again_repeats_the_same_steps(session):
     """Steps replayed after a step back are the same records as the first time."""
     _, presenter = session
-    first = presenter.step(150)["records"]
+    first = presenter.step(150)
 
     presenter.send({"type": "seek", "step": 20})
     presenter.until_type("snapshot")
-    again = presenter.step(130)["records"]
+    again = presenter.step(130)
 
-    assert again == first[20:]
+    assert again["points"] == first["points"][20:]
+    assert again["last_record"] == first["last_record"]
 
 
 def test_step_back_is_a_snapshot_with_the_next_seq(session):
@@ -498,8 +608,7 @@ def test_run_to_finish_breakpoint_stops_at_each_finish_in_turn(session):
     again = presenter.until(lambda f: f["type"] == "status" and "note" in f)[-1]
 
     assert status["step"] == first and again["step"] == second
-    assert delta["type"] == "delta" and delta["records"][-1]["finished"]
-    assert not any(r["finished"] for r in delta["records"][:-1])
+    assert delta["type"] == "delta" and delta["last_record"]["finished"]
 
 
 def test_run_to_kv_usage_breakpoint_stops_when_usage_first_reaches_it(session):
@@ -512,8 +621,8 @@ def test_run_to_kv_usage_breakpoint_stops_when_usage_first_reaches_it(session):
 
     assert status["note"] == "breakpoint: kv_usage"
     assert status["step"] == expected
-    assert delta["records"][-1]["kv_usage"] >= 0.9
-    assert all(r["kv_usage"] < 0.9 for r in delta["records"][:-1])
+    assert delta["last_record"]["kv_usage"] >= 0.9
+    assert all(point[3] < 0.9 for point in delta["points"][:-1])
 
 
 def test_earliest_of_several_breakpoints_wins(session):
@@ -564,7 +673,7 @@ def test_play_streams_deltas_and_pause_stops_them(client, session):
     still_at, _ = presenter.ping()
 
     assert playing["steps_per_s"] == 100
-    assert [d["seq"] for d in deltas] == list(range(deltas[0]["seq"], deltas[0]["seq"] + 4))
+    assert [d["base_seq"] for d in deltas[1:]] == [d["seq"] for d in deltas[:-1]]
     assert deltas[-1]["step"] > deltas[0]["step"] > 0
     assert "note" not in paused and paused["done"] is False
     assert paused_at == still_at >= deltas[-1]["step"]

@@ -1,11 +1,13 @@
 """What a stranger's request, or a hostile page in the lecturer's browser, must never get:
 a file on the server, a session it did not make, or a server that stops answering."""
 
+import json
 import os
 
 import pytest
 from fastapi.testclient import TestClient
 
+from app import wire
 from app.main import create_app
 from app.settings import Settings
 
@@ -153,6 +155,12 @@ def test_a_chunked_body_over_the_limit_is_413(client):
     assert client.get("/api/sessions").json() == []
 
 
+def received(ws) -> dict:
+    """The next message: state frames come binary (app/wire.py, protocol v2), the others as JSON text."""
+    message = ws.receive()
+    return wire.decode(message["bytes"]) if message.get("bytes") is not None else json.loads(message["text"])
+
+
 def steps_taken_by(client, created: dict, url_suffix: str = "", auth: str | None = None) -> tuple[int, list[str]]:
     """(the step after asking for one step, error codes) on a websocket opened as given."""
     with client.websocket_connect(f"/ws/{created['session_id']}{url_suffix}") as ws:
@@ -161,7 +169,7 @@ def steps_taken_by(client, created: dict, url_suffix: str = "", auth: str | None
         ws.send_json({"type": "step", "n": 1})
         ws.send_json({"type": "ping"})
         codes = []
-        while (frame := ws.receive_json())["type"] != "pong":
+        while (frame := received(ws))["type"] != "pong":
             if frame["type"] == "error":
                 codes.append(frame["code"])
     return client.get(f"/api/sessions/{created['session_id']}").json()["step"], codes
@@ -233,7 +241,7 @@ def test_an_export_over_its_byte_budget_is_cut_off_and_its_worker_stopped():
         with client.websocket_connect(f"/ws/{created['session_id']}") as ws:
             ws.send_json({"type": "auth", "token": created["control_token"]})
             ws.send_json({"type": "seek", "step": 300})
-            while ws.receive_json().get("step") != 300:
+            while received(ws).get("step") != 300:
                 pass
         with pytest.raises(ExportBudgetSpent):
             client.get(f"/api/sessions/{created['session_id']}/export/trace.json",

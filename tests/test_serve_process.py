@@ -14,6 +14,8 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
+from app import wire
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -68,13 +70,18 @@ def serve(tmp_path):
         process.stop()
 
 
+def frame_of(message: str | bytes) -> dict:
+    """State frames come binary (app/wire.py, protocol v2), the others as JSON text."""
+    return wire.decode(message) if isinstance(message, bytes) else json.loads(message)
+
+
 async def presenter_commands(ws_url: str, token: str, commands: list[dict], wait_for: str = "pong") -> None:
     async with connect(ws_url) as ws:
         await ws.send(json.dumps({"type": "auth", "token": token}))
         for command in commands:
             await ws.send(json.dumps(command))
         await ws.send(json.dumps({"type": "ping"}))
-        while json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] != wait_for:
+        while frame_of(await asyncio.wait_for(ws.recv(), 10))["type"] != wait_for:
             pass
 
 

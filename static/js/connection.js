@@ -1,24 +1,61 @@
 // The one owner of the session's websocket: connects, reconnects with backoff, keeps frames in
-// order (a gap in sequence numbers asks for a snapshot) and shows a banner while disconnected.
+// order (a delta that does not apply to the state held asks for a snapshot) and shows a banner
+// while disconnected. Messages are decoded by a worker (frame-decoder.js); after each state
+// frame the page acknowledges, once it has drawn, the sequence number it has handled, and the
+// server sends the next state only then: a page never receives more than it can draw.
 
 import { applyDelta, applyEvents, applySnapshot } from "./store.js";
 
-export function connect(store, { sessionId, token, onError, onStatus }) {
+export function connect(store, { sessionId, token, onError, onStatus, stats }) {
   const banner = document.getElementById("banner");
   // The control token goes in the first message, never in the URL (URLs reach access logs).
   const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws/${sessionId}`;
+  const decoder = new Worker(new URL("./frame-decoder.js", import.meta.url), { type: "module" });
   let socket = null;
   let retryMs = 500;
   let everConnected = false;
   let closedForGood = false;
+  let handledSeq = -1;
+  let ackScheduled = false;
 
   function showBanner(text) {
     banner.textContent = text;
     banner.hidden = !text;
   }
 
+  // Runs after the dashboard's own animation-frame callback (registered earlier), so after it drew.
+  function acknowledge() {
+    if (ackScheduled) return;
+    ackScheduled = true;
+    requestAnimationFrame(() => { ackScheduled = false; send({ type: "ack", seq: handledSeq }); });
+  }
+
+  decoder.addEventListener("message", ({ data: frame }) => {
+    const start = performance.now();
+    switch (frame.type) {
+      case "snapshot": applySnapshot(store, frame); break;
+      case "delta": if (!applyDelta(store, frame)) send({ type: "snapshot" }); break;
+      case "events": applyEvents(store, frame); break;
+      case "status":
+        store.status = frame; store.dirty.add("status");
+        if (onStatus) onStatus(frame);
+        break;
+      case "error":
+        if (frame.code === "no_session") { closedForGood = true; showBanner("This session no longer exists (it expired or was deleted). Open / to start a new one."); }
+        if (onError) onError(frame);
+        break;
+      default: break; // heartbeat, pong
+    }
+    if (frame.type === "snapshot" || frame.type === "delta") {
+      handledSeq = frame.seq;
+      acknowledge();
+      if (stats) { stats.decodeMs += frame.decodeMs; stats.applyMs += performance.now() - start; stats.states += 1; }
+    }
+  });
+
   function open() {
     socket = new WebSocket(url);
+    socket.binaryType = "arraybuffer";
     socket.addEventListener("open", () => {
       if (token) socket.send(JSON.stringify({ type: "auth", token }));
       retryMs = 500;
@@ -26,22 +63,8 @@ export function connect(store, { sessionId, token, onError, onStatus }) {
       showBanner("");
     });
     socket.addEventListener("message", (message) => {
-      let frame;
-      try { frame = JSON.parse(message.data); } catch { return; }
-      switch (frame.type) {
-        case "snapshot": applySnapshot(store, frame); break;
-        case "delta": if (!applyDelta(store, frame)) send({ type: "snapshot" }); break;
-        case "events": applyEvents(store, frame); break;
-        case "status":
-          store.status = frame; store.dirty.add("status");
-          if (onStatus) onStatus(frame);
-          break;
-        case "error":
-          if (frame.code === "no_session") { closedForGood = true; showBanner("This session no longer exists (it expired or was deleted). Open / to start a new one."); }
-          if (onError) onError(frame);
-          break;
-        default: break; // heartbeat, pong
-      }
+      const data = message.data;
+      decoder.postMessage(data, typeof data === "string" ? [] : [data]);
     });
     socket.addEventListener("close", () => {
       if (closedForGood) return;

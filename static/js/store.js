@@ -8,11 +8,11 @@ export function createStore() {
     step: 0,
     clock: 0,
     done: false,
-    seq: -1,
     requests: new Map(),  // id -> request view
     queues: { waiting: [], num_waiting: 0, running: [], swapped: [], finished: [], num_finished: 0, num_pending: 0 },
     tables: new Map(),    // id -> [physical block ids]
     blocks: null,         // { owner: Array<string|null>, ref: Int32Array, cached: Uint8Array, n }
+    seq: -1,              // the sequence number of the state held (a delta names the one it follows)
     points: [],           // [clock, running, waiting, kv, prefill, decode, step_s]
     metrics: null,
     lastRecord: null,
@@ -27,6 +27,25 @@ export function createStore() {
 const MAX_POINTS = 6000;
 const MAX_EVENTS = 1500;
 
+// The cells a request's progress repaints: its last filled block before and after, and those it
+// filled in between (the grid draws a request's last block filled to its height).
+function markProgress(store, table, before, after) {
+  const bs = store.session.block_size;
+  const held = (computed) => Math.max(1, Math.min(table.length, Math.ceil(computed / bs)));
+  const from = held(Math.min(before, after)) - 1, to = held(Math.max(before, after));
+  for (let j = from; j < to; j++) store.kvDirty.add(table[j]);
+}
+
+// Block tables arrive as ids, each table's length and one flat array of their blocks.
+function* tablesOf(frame) {
+  let at = 0;
+  for (let i = 0; i < frame.table_ids.length; i++) {
+    const length = frame.table_lengths[i];
+    yield [frame.table_ids[i], Array.from(frame.table_blocks.subarray(at, at + length))];
+    at += length;
+  }
+}
+
 export function applySnapshot(store, frame) {
   store.session = frame.session;
   store.status = frame.status;
@@ -36,59 +55,66 @@ export function applySnapshot(store, frame) {
   store.seq = frame.seq;
   store.requests = new Map(Object.entries(frame.requests));
   store.queues = frame.queues;
-  store.tables = new Map(Object.entries(frame.tables));
-  const b = frame.blocks;
-  const owner = new Array(b.num_blocks).fill(null);
-  b.owner.forEach((index, block) => { if (index >= 0) owner[block] = b.owner_ids[index]; });
-  store.blocks = { n: b.num_blocks, owner, ref: Int32Array.from(b.ref), cached: Uint8Array.from(b.cached) };
+  store.tables = new Map(tablesOf(frame));
+  const n = frame.num_blocks, ownerIndex = frame.block_owner, owner = new Array(n);
+  for (let block = 0; block < n; block++) owner[block] = ownerIndex[block] >= 0 ? frame.owner_ids[ownerIndex[block]] : null;
+  store.blocks = { n, owner, ref: frame.block_ref, cached: frame.block_cached };
   store.points = frame.points;
   store.metrics = frame.metrics;
   store.lastRecord = frame.last_record;
   store.events = frame.events;
   store.lastEventId = frame.events.length ? frame.events[frame.events.length - 1].id : 0;
+  store.kvDirty.clear();
   store.dirty.add("all");
 }
 
-// Returns false when the delta does not follow the state we hold (the caller asks for a snapshot).
+// Returns false when the delta does not apply to the state we hold (the caller asks for a snapshot).
 export function applyDelta(store, frame) {
-  if (frame.seq !== store.seq + 1 || !store.blocks) return false;
+  if (frame.base_seq !== store.seq || !store.blocks) return false;
   store.seq = frame.seq;
   store.step = frame.step;
   store.clock = frame.clock_s;
   store.done = frame.done;
-  for (const [id, view] of Object.entries(frame.requests)) store.requests.set(id, view);
-  for (const [id, computed, output] of frame.progress) {
-    const view = store.requests.get(id);
-    if (view) { view.computed = computed; view.output = output; }
+  for (const [id, view] of Object.entries(frame.requests)) {
+    const before = store.requests.get(id), table = store.tables.get(id);
+    if (before && table) markProgress(store, table, before.computed, view.computed);
+    store.requests.set(id, view);
   }
-  for (const [id, computed, output] of frame.progress) {
-    const view = store.requests.get(id);
-    if (view) { view.computed = computed; view.output = output; }
-    // Its last block fills up, and the one before it may have just become full.
-    const table = store.tables.get(id);
-    if (table) for (const block of table.slice(-2)) store.kvDirty.add(block);
-  }
-  for (const [id, table] of Object.entries(frame.tables)) {
+  const progress = frame.progress;
+  frame.progress_ids.forEach((id, i) => {
+    const view = store.requests.get(id), table = store.tables.get(id);
+    if (view && table) markProgress(store, table, view.computed, progress[2 * i]);
+    if (view) { view.computed = progress[2 * i]; view.output = progress[2 * i + 1]; }
+  });
+  for (const [id, table] of tablesOf(frame)) {
+    // Repaint the blocks that joined or left the table, and the last one kept (it may be full now).
+    const old = store.tables.get(id) || [];
+    let same = 0;
+    while (same < old.length && same < table.length && old[same] === table[same]) same += 1;
+    for (let j = Math.max(0, same - 1); j < table.length; j++) store.kvDirty.add(table[j]);
+    for (let j = same; j < old.length; j++) store.kvDirty.add(old[j]);
     if (table.length) store.tables.set(id, table); else store.tables.delete(id);
-    for (const block of table) store.kvDirty.add(block);
   }
-  for (const [block, owner, ref, cached] of frame.blocks) {
-    store.blocks.owner[block] = owner;
-    store.blocks.ref[block] = ref;
-    store.blocks.cached[block] = cached;
+  const b = store.blocks;
+  frame.block_ids.forEach((block, i) => {
+    const owner = frame.block_owner[i];
+    b.owner[block] = owner >= 0 ? frame.owner_ids[owner] : null;
+    b.ref[block] = frame.block_ref[i];
+    b.cached[block] = frame.block_cached[i];
     store.kvDirty.add(block);
-  }
+  });
   store.queues = frame.queues;
   // Forget requests no panel shows any more, so a long run keeps bounded memory.
-  const visible = new Set([...frame.queues.waiting, ...frame.queues.running, ...frame.queues.swapped, ...frame.queues.finished]);
-  if (store.selected) visible.add(store.selected);
-  if (store.requests.size > 4 * visible.size + 1000) {
+  const q = frame.queues;
+  if (store.requests.size > 4 * (q.waiting.length + q.running.length + q.swapped.length + q.finished.length) + 1000) {
+    const visible = new Set([...q.waiting, ...q.running, ...q.swapped, ...q.finished]);
+    if (store.selected) visible.add(store.selected);
     for (const id of store.requests.keys()) if (!visible.has(id)) store.requests.delete(id);
   }
   store.points.push(...frame.points);
   if (store.points.length > MAX_POINTS) store.points = store.points.filter((_, i) => i % 2 === 0 || i === store.points.length - 1);
   if (frame.metrics) store.metrics = frame.metrics;
-  if (frame.records.length) store.lastRecord = frame.records[frame.records.length - 1];
+  if (frame.last_record) store.lastRecord = frame.last_record;
   store.dirty.add("state");
   return true;
 }

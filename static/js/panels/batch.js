@@ -12,6 +12,11 @@ export function mount(el, store, { onSelect }) {
     const row = event.target.closest(".batch-row");
     if (row) onSelect(row.dataset.id);
   });
+  el.addEventListener("pointerover", (event) => {
+    const row = event.target.closest(".batch-row");
+    if (row && row.fullTitle) row.title = row.fullTitle;
+  });
+  el.parts = null; // the panel's parts and the HTML each shows, once a step has been drawn
   return { update: () => render(el, store) };
 }
 
@@ -23,6 +28,7 @@ function render(el, store) {
   el.dataset.key = key;
   const budget = store.session.max_num_batched_tokens;
   if (!record) {
+    el.parts = null;
     el.innerHTML = `<p class="muted">No step yet. Press <b>Step</b> (→) or <b>Play</b> (Space).</p>` +
       `<p class="muted">Each step spends at most <b>${fmtInt(budget)}</b> ${budget === 1 ? "token" : "tokens"}: running requests first, then new ones.</p>`;
     return;
@@ -40,26 +46,57 @@ function render(el, store) {
     const width = Math.max(0.6, Math.min(100, (100 * n) / budget));
     const label = kind === "prefill" ? `${fmtInt(n)} tok` : "1 tok";
     const title = kind === "prefill" ? `${id}: prefill chunk of ${n} tokens after ${before} cached` : `${id}: decode, 1 token after ${before} cached`;
-    return `<div class="batch-row${id === store.selected ? " selected" : ""}" data-id="${id}" title="${title}">` +
-      `<span><i class="swatch" style="background:${colour}"></i>${id.replace(/^req-0*(?=\d)/, "#")}</span>` +
+    const body = `<span><i class="swatch" style="background:${colour}"></i>${id.replace(/^req-0*(?=\d)/, "#")}</span>` +
       `<span class="track"><span class="fill ${kind}" style="width:${width}%"></span></span>` +
-      `<span class="kind">${kind === "prefill" ? "P " : "D "}${label}</span></div>`;
-  }).join("");
-  const more = record.scheduled.length > MAX_ROWS ? `<p class="muted">+${record.scheduled.length - MAX_ROWS} more</p>` : "";
+      `<span class="kind">${kind === "prefill" ? "P " : "D "}${label}</span>`;
+    return { id, title, body, selected: id === store.selected };
+  });
+  const more = record.scheduled.length > MAX_ROWS ? `+${record.scheduled.length - MAX_ROWS} more` : "";
   const notes = [];
   if (record.admitted.length) notes.push(`admitted ${record.admitted.length}`);
   if (record.resumed.length) notes.push(`resumed ${record.resumed.length}`);
   if (record.preempted.length) notes.push(`<b style="color:var(--preempted-text)">preempted ${record.preempted.length}</b>`);
   if (record.finished.length) notes.push(`finished ${record.finished.length}`);
-  el.innerHTML =
-    `<div class="budget"><span>step <b>${fmtInt(record.step + 1)}</b> · <b>${fmtInt(used)}</b> of ${fmtInt(budget)} tokens · ` +
-    `<b>${record.scheduled.length}</b> requests</span><span>${notes.join(" · ")}</span></div>` +
-    `<div class="budget-bar" role="img" aria-label="${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget">` +
-    `<span style="width:${(100 * prefill) / budget}%;background:var(--prefill)"></span>` +
-    `<span style="width:${(100 * decode) / budget}%;background:var(--decode)"></span></div>` +
-    `<div class="legend"><span><i class="swatch" style="background:var(--prefill)"></i>P prefill ${fmtInt(prefill)}</span>` +
+  if (!el.parts) {
+    el.innerHTML = `<div class="budget"></div><div class="budget-bar" role="img"></div><div class="legend"></div>` +
+      `<div class="cost"></div><div class="batch-rows" tabindex="0" role="region" aria-label="Requests in this step"><p class="muted" hidden></p></div>`;
+    el.parts = Object.fromEntries(["budget", "budget-bar", "legend", "cost"].map((name) => [name, { el: el.querySelector(`.${name}`), html: null }]));
+    el.rows = { box: el.querySelector(".batch-rows"), more: el.querySelector(".batch-rows p"), shown: [] };
+  }
+  // Each part is written only when it changed: from one decode step to the next, most do not.
+  const set = (name, html) => { const part = el.parts[name]; if (part.html !== html) { part.html = html; part.el.innerHTML = html; } };
+  set("budget", `<span>step <b>${fmtInt(record.step + 1)}</b> · <b>${fmtInt(used)}</b> of ${fmtInt(budget)} tokens · ` +
+    `<b>${record.scheduled.length}</b> requests</span><span>${notes.join(" · ")}</span>`);
+  set("budget-bar", `<span style="width:${(100 * prefill) / budget}%;background:var(--prefill)"></span>` +
+    `<span style="width:${(100 * decode) / budget}%;background:var(--decode)"></span>`);
+  el.parts["budget-bar"].el.setAttribute("aria-label", `${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget`);
+  set("legend", `<span><i class="swatch" style="background:var(--prefill)"></i>P prefill ${fmtInt(prefill)}</span>` +
     `<span><i class="swatch" style="background:var(--decode)"></i>D decode ${fmtInt(decode)}</span>` +
-    `<span>step time <b>${fmtSeconds(record.step_s)}</b></span></div>` +
-    `<div class="cost">${cost}</div>` +
-    `<div class="batch-rows" tabindex="0" role="region" aria-label="Requests in this step">${rows}${more}</div>`;
+    `<span>step time <b>${fmtSeconds(record.step_s)}</b></span>`);
+  set("cost", cost);
+  renderRows(el.rows, rows, more);
+}
+
+// One element per row position, rewritten only where its request, kind or size changed: in a
+// run of decode steps, nothing.
+function renderRows(rows, wanted, more) {
+  wanted.forEach((row, i) => {
+    let shown = rows.shown[i];
+    if (!shown) {
+      shown = { el: document.createElement("div"), body: null, id: null, selected: null };
+      rows.box.insertBefore(shown.el, rows.more);
+      rows.shown.push(shown);
+    }
+    if (shown.body !== row.body) { shown.body = row.body; shown.el.innerHTML = row.body; }
+    // The title (tokens cached so far) changes every step: written when the pointer reaches it.
+    shown.el.fullTitle = row.title;
+    if (shown.id !== row.id || shown.selected !== row.selected) {
+      shown.id = row.id; shown.selected = row.selected;
+      shown.el.className = `batch-row${row.selected ? " selected" : ""}`;
+      shown.el.dataset.id = row.id;
+    }
+  });
+  for (const extra of rows.shown.splice(wanted.length)) extra.el.remove();
+  rows.more.hidden = !more;
+  if (rows.more.textContent !== more) rows.more.textContent = more;
 }

@@ -144,12 +144,16 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       freed: cssVar("--preempted"), cachedMark: cssVar("--accent") };
   }
 
-  function colourOf(id, cache) {
-    let colour = cache.get(id);
+  // A request's colour never changes, so it is worked out once (the cache is emptied when large).
+  const requestColours = new Map();
+  function colourOf(id) {
+    let colour = requestColours.get(id);
     if (!colour) {
       const request = store.requests.get(id);
-      colour = requestColor(request ? request.color : Number.parseInt(id.replace(/\D/g, ""), 10) || 0);
-      cache.set(id, colour);
+      if (!request) return requestColor(Number.parseInt(id.replace(/\D/g, ""), 10) || 0);
+      colour = requestColor(request.color);
+      if (requestColours.size > 4096) requestColours.clear();
+      requestColours.set(id, colour);
     }
     return colour;
   }
@@ -158,7 +162,6 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     const b = store.blocks, bs = store.session.block_size;
     const { cell, cols, gap } = layout;
     const size = cell - gap;
-    const cache = new Map();
     // Sort the cells by what they are, then draw each kind with one fill style: thousands of
     // fillStyle changes per frame cost more than the drawing itself. Walking the block tables
     // (one colour per request) is cheaper than looking up an owner for every block.
@@ -167,7 +170,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     for (const [id, table] of store.tables) {
       const request = store.requests.get(id);
       if (!table.length) continue;
-      const colour = colourOf(id, cache);
+      const colour = colourOf(id);
       // Tokens held: the last block may be partly full; blocks past it are reserved ahead of
       // need (the contiguous allocator).
       const held = request ? Math.max(1, Math.min(table.length, Math.ceil(request.computed / bs))) : table.length;
@@ -226,7 +229,6 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     const b = store.blocks, bs = store.session.block_size;
     const { cell, cols, gap } = layout;
     const size = cell - gap;
-    const cache = new Map();
     const selected = new Set(store.selected ? store.tables.get(store.selected) || [] : []);
     const { offset: first, rows } = layout;
     for (const block of blocks) {
@@ -240,7 +242,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
         if (b.cached[block]) { const corner = Math.max(1, Math.round(size * 0.5)); ctx.fillStyle = c.cached; ctx.fillRect(x, y, corner, corner); }
         continue;
       }
-      const colour = colourOf(owner, cache);
+      const colour = colourOf(owner);
       const table = store.tables.get(owner) || [];
       const request = store.requests.get(owner);
       const index = table.indexOf(block);
@@ -292,7 +294,6 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     const region = Math.ceil(s.max_model_len / bs);
     const { cell, cols, gap } = layout;
     const size = cell - gap;
-    const cache = new Map();
     const { offset: first, rows } = layout;
     const last = Math.min(n, first + rows * cols);
     const y0 = (block) => Math.floor((block - first) / cols) * cell;
@@ -306,7 +307,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       const request = store.requests.get(id);
       const held = request ? Math.ceil(request.computed / bs) : 0;
       usedSlots += request ? request.computed : 0;
-      const colour = colourOf(id, cache);
+      const colour = colourOf(id);
       for (let i = 0; i < region; i++) {
         const block = start + i;
         hitOwners[block] = id;
@@ -374,15 +375,21 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     updateText();
   }
 
+  // Written only when it changed: the text of a panel drawn every frame mostly stays the same.
+  const shownHtml = new WeakMap();
+  function setHtml(el, html) {
+    if (shownHtml.get(el) !== html) { shownHtml.set(el, html); el.innerHTML = html; }
+  }
+
   function updateText() {
     const usage = store.lastRecord ? store.lastRecord.kv_usage : 0;
-    gaugeEl.innerHTML = `<i style="width:${(usage * 100).toFixed(1)}%"></i><span>${(usage * 100).toFixed(1)}% used</span>`;
+    setHtml(gaugeEl, `<i style="width:${(usage * 100).toFixed(1)}%"></i><span>${(usage * 100).toFixed(1)}% used</span>`);
     gaugeEl.setAttribute("aria-valuenow", (usage * 100).toFixed(1));
     const r = reservation;
     const summary = mode === "paged" ? pagedSummary()
       : `reserving ${fmtInt(r.region)} blocks (max_model_len) per request: <b>${r.fitted} of ${r.running}</b> running requests fit; ` +
         `<b>${(r.waste * 100).toFixed(0)}%</b> of reserved slots unused`;
-    summaryEl.innerHTML = `<div>${summary}</div>` + blockTable();
+    setHtml(summaryEl, `<div>${summary}</div>` + blockTable());
   }
 
   function pagedSummary() {
@@ -394,8 +401,12 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       slots += table.length * bs;
       tokens += Math.min(request.computed, table.length * bs);
     }
-    const shared = store.blocks.ref.reduce((a, r) => a + (r > 1 ? 1 : 0), 0);
-    const cached = store.blocks.cached.reduce((a, v, i) => a + (v && !store.blocks.owner[i] ? 1 : 0), 0);
+    const { ref, cached: hasPrefix, owner, n } = store.blocks;
+    let shared = 0, cached = 0;
+    for (let block = 0; block < n; block++) {
+      if (ref[block] > 1) shared += 1;
+      if (hasPrefix[block] && !owner[block]) cached += 1;
+    }
     const reserving = store.session.scenario.engine.kv_allocator === "contiguous";
     return `${reserving ? "reserved but unused slots" : "unused slots in last blocks"}: ` +
       `<b>${slots ? (((slots - tokens) / slots) * 100).toFixed(1) : "0.0"}%</b>` +
