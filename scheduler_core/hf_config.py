@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .cost_model import ModelSpec
 from .errors import ConfigError
+from .files import MAX_SCENARIO_BYTES, read_text
 
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
 # quantization_config.quant_method values whose linear weights are stored as 8-bit floats.
@@ -85,7 +86,7 @@ def is_hf_config(data: dict) -> bool:
 
 def read_json(path: Path, where: str = "model") -> dict:
     try:
-        return json.loads(path.read_text())
+        return json.loads(read_text(path, MAX_SCENARIO_BYTES))  # a regular file of bounded size, never a FIFO
     except json.JSONDecodeError as e:
         raise ConfigError(where, f"{path}: not valid JSON ({e.msg}, line {e.lineno})") from None
     except OSError as e:

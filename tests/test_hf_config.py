@@ -110,3 +110,10 @@ def test_a_scenario_runs_a_model_from_its_config_json(tmp_path):
     path.write_text(json.dumps(packaged_configs()["mistral-7b"]))
     scenario = Scenario.from_dict({"model": str(path), "gpu": "l40s", "workload": {"num_requests": 3}})
     assert scenario.model_spec() == MODELS["mistral-7b"].__class__(**{**MODELS["mistral-7b"].__dict__, "name": tmp_path.name})
+
+
+def test_an_oversized_config_json_is_refused_without_reading_it_whole(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"num_hidden_layers": 2, "padding": "x" * (2 << 20)}))
+    with pytest.raises(ConfigError, match="larger than"):
+        resolve_model(str(path))

@@ -57,9 +57,12 @@ def test_the_preemption_line_opens_the_evidence_and_its_numbers_are_the_steps(pr
 
     match = re.search(rf"Preempted in step {NUMBER}\. (\S+) needed {NUMBER} blocks? for {NUMBER} more tokens? but only "
                       rf"{NUMBER} blocks? (?:was|were) free \(counting {NUMBER} free blocks that still hold evictable "
-                      rf"cached prefixes\)\. Rule: (.+?): (\S+?)\. The victim held {NUMBER} blocks?\.", text)
+                      rf"cached prefixes\)\. Rule: (.+?)(?:: (\S+?)|, and that was (\S+) itself: it preempted itself)\. "
+                      rf"The victim held {NUMBER} blocks?\.", text)
     assert match, text
-    step, needing, needed, tokens, free, evictable, rule, victim, held = match.groups()
+    step, needing, needed, tokens, free, evictable, rule, other_victim, self_victim, held = match.groups()
+    victim = other_victim or self_victim
+    assert (self_victim is not None) == (preemption["victim"] == preemption["request"])
     assert as_int(step) == first_preemption.step + 1
     assert needing == preemption["request"]
     assert as_int(needed) == preemption["blocks_needed"] and as_int(tokens) == preemption["tokens"]
