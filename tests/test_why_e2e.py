@@ -12,7 +12,7 @@ import pytest
 
 from test_dashboard_e2e import browser, new_page, presenter, server, wait_for_step  # noqa: F401 (fixtures)
 
-from scheduler_core.scenario import PRESET_SCENARIOS, Scenario
+from scheduler_core.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 
 NUMBER = r"([\d,]+)"
 
@@ -23,9 +23,10 @@ def as_int(text: str) -> int:
 
 @pytest.fixture(scope="module")
 def first_preemption():
-    """The default scenario's first preempting step, with its decision trace."""
+    """The default scenario's first preempting step, with its decision trace, run as a session runs
+    it (vLLM's defaults: async scheduling on for 0.33.0)."""
     data = json.loads(json.dumps(PRESET_SCENARIOS["default"]))
-    sim = Scenario.from_dict({**data, "name": "default"}).build(keep_finished=True)
+    sim = Scenario.from_dict(with_vllm_defaults({**data, "name": "default"})).build(keep_finished=True)
     sim.scheduler.enable_decision_trace()
     while True:
         record = sim.step()
