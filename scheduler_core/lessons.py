@@ -59,11 +59,16 @@ class ArmResult:
 
     def get(self, path: str):
         """A number by dotted path: `report.ttft_s.p99`, `peak_running`, `ttft_by_priority.0`, ..."""
-        head, *keys = path.split(".")
-        value = getattr(self, head)
-        for key in keys:
-            value = value[int(key)] if key.isdigit() else value[key]
-        return value
+        return value_at(self, path)
+
+
+def value_at(result, path: str):
+    """The attribute named by the path's head, then keys (digits index lists) into what it holds."""
+    head, *keys = path.split(".")
+    value = getattr(result, head)
+    for key in keys:
+        value = value[int(key)] if key.isdigit() else value[key]
+    return value
 
 
 def run_arm(label: str, sim: Simulation) -> ArmResult:

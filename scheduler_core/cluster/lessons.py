@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from ..lessons import Claim
+from ..lessons import Claim, value_at
 from .fleet_metrics import fleet_report
 from .scenario import ClusterScenario
 
@@ -39,11 +39,7 @@ class FleetArmResult:
         return max(r["prefix_cache_hit_rate"] for r in self.report["replicas"])
 
     def get(self, path: str):
-        head, *keys = path.split(".")
-        value = getattr(self, head)
-        for key in keys:
-            value = value[int(key)] if key.isdigit() else value[key]
-        return value
+        return value_at(self, path)
 
 
 @dataclass(frozen=True)
