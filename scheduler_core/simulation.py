@@ -7,7 +7,6 @@ earlier point.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import heapq
 from collections.abc import Iterator, Sequence
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from .config import EngineConfig
 from .cost_model import CostModel
 from .errors import ConfigError
+from .frozen_state import FrozenState
 from .kv_cache_manager import cdiv
 from .metrics import SLO, MetricsCollector
 from .policies import make_scheduler
@@ -53,10 +53,10 @@ class SimulationState:
     next_arrival: int
     pending: list
     next_release: int
-    scheduler: object
-    metrics: MetricsCollector
+    # The scheduler, the engine loop and the metrics, frozen together so the copies share what
+    # the originals share (the loop drives its scheduler, the metrics read its draft counters).
+    frozen: FrozenState
     finished_requests: dict
-    engine_loop: object = None
     gpu_free_at: float = 0.0
 
 
@@ -352,19 +352,15 @@ class Simulation:
     # -- stepping back ----------------------------------------------------------------------
     def snapshot(self) -> SimulationState:
         """Everything needed to resume from this exact point (O(requests + blocks))."""
-        # Finished requests never change again, so the snapshot shares them. The engine loop and
-        # the scheduler are copied together so the copy's loop drives the copy's scheduler.
-        scheduler, engine_loop = copy.deepcopy((self.scheduler, self.engine_loop))
+        # Finished requests never change again, so the snapshot shares them.
         return SimulationState(
             self.step_index,
             self.clock_s,
             self._next_arrival,
             list(self._pending),
             self._next_release,
-            scheduler,
-            copy.deepcopy(self.metrics),
+            FrozenState((self.scheduler, self.engine_loop, self.metrics)),
             dict(self.finished_requests),
-            engine_loop,
             self._gpu_free_at,
         )
 
@@ -375,11 +371,8 @@ class Simulation:
         self._next_arrival = state.next_arrival
         self._pending = list(state.pending)
         self._next_release = state.next_release
-        self.scheduler, self.engine_loop = copy.deepcopy((state.scheduler, state.engine_loop))
+        self.scheduler, self.engine_loop, self.metrics = state.frozen.thaw()
         self._gpu_free_at = state.gpu_free_at
-        if self.config.speculative_config:
-            self.metrics.spec_decode = self.scheduler.spec_stats
-        self.metrics = copy.deepcopy(state.metrics)
         self.finished_requests = dict(state.finished_requests)
 
     # -- read-only views --------------------------------------------------------------------

@@ -99,3 +99,23 @@ def test_lessons_pin_the_synchronous_loop_their_beats_and_claims_were_written_fo
     for lesson in LESSONS:
         for arm in lesson.arms:
             assert lesson.scenario(arm).engine.async_scheduling is False, f"{lesson.name}:{arm}"
+
+
+def test_stepping_back_with_drafts_keeps_the_draft_counters_counting():
+    """After a restore the metrics still read the scheduler's draft counters, so the report of a
+    run that stepped back equals the report of the same run played straight through."""
+    def simulation():
+        return Simulation(EngineConfig(num_gpu_blocks=2048, async_scheduling=True, speculative_config=SpeculativeConfig("eagle", 3)),
+                          synthetic_workload(60, 5.0, 256, 64, seed=1))
+
+    straight = simulation()
+    straight.run()
+    stepped_back = simulation()
+    stepped_back.run(max_steps=40)
+    state = stepped_back.snapshot()
+    stepped_back.run(max_steps=30)
+    stepped_back.restore(state)
+    stepped_back.run()
+
+    assert stepped_back.metrics.report() == straight.metrics.report()
+    assert straight.metrics.report()["spec_decode_num_drafts"] > 0

@@ -1,6 +1,8 @@
 """The simulation loop: deterministic, steppable back and forth, with a sane clock, and validated
 so that an accepted workload can always be served."""
 
+import gc
+
 import pytest
 
 from scheduler_core.config import EngineConfig
@@ -193,3 +195,19 @@ def test_vllm_v0_rejects_a_request_that_only_fits_by_eating_the_watermark():
 
     assert error.value.field == "num_gpu_blocks"
 
+
+
+def test_a_snapshot_is_a_few_objects_whatever_the_number_of_requests():
+    """A session holds about a hundred snapshots: as objects, each would be thousands more for
+    the garbage collector to walk in every full collection (stalling play); frozen, a handful."""
+    sim = Simulation(EngineConfig(num_gpu_blocks=4096, max_num_seqs=64),
+                     synthetic_workload(2000, 1e6, 64, 64, seed=3))
+    take(sim, 20)
+    assert len(sim.scheduler.waiting) > 1000
+    gc.collect()
+    before = len(gc.get_objects())
+    state = sim.snapshot()
+    assert len(gc.get_objects()) - before < 50
+    after = take(sim, 10)
+    sim.restore(state)
+    assert take(sim, 10) == after
