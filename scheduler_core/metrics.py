@@ -8,6 +8,8 @@ Names follow vLLM's benchmark reports (TTFT, TPOT, ITL, E2E) and its Prometheus 
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .request import Request
@@ -29,12 +31,24 @@ class StreamingHistogram:
         self.max = 0.0
 
     def add(self, value: float) -> None:
-        self.count += 1
-        self.total += value
-        self.min = min(self.min, value)
-        self.max = max(self.max, value)
-        index = int(math.log(max(value, self._smallest) / self._smallest) / self._log_base)
-        self.buckets[index] = self.buckets.get(index, 0) + 1
+        self.add_all((value,))
+
+    def add_all(self, values: Sequence[float]) -> None:
+        """The values in turn (the same total, to the last bit, as adding them one by one), at a
+        fraction of the cost: a finishing request brings one inter-token latency per output token."""
+        if not values:
+            return
+        self.count += len(values)
+        total = self.total
+        for value in values:  # not sum(): since Python 3.12 it compensates, and totals would differ
+            total += value
+        self.total = total
+        self.min = min(self.min, min(values))
+        self.max = max(self.max, max(values))
+        log, smallest, log_base, buckets = math.log, self._smallest, self._log_base, self.buckets
+        indices = Counter([int(log(max(value, smallest) / smallest) / log_base) for value in values])
+        for index, count in indices.items():
+            buckets[index] = buckets.get(index, 0) + count
 
     def _value_at_rank(self, rank: int) -> float:
         """The rank-th smallest value (0-based), to within the bucket resolution."""
@@ -147,8 +161,7 @@ class MetricsCollector:
         tpot = (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else 0.0
         if len(times) > 1:
             self.tpot.add(tpot)
-            for earlier, later in zip(times, times[1:]):
-                self.itl.add(later - earlier)
+            self.itl.add_all([later - earlier for earlier, later in zip(times, times[1:])])
         if ttft <= self.slo.ttft_s and tpot <= self.slo.tpot_s:
             self.num_good += 1
 
