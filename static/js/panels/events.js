@@ -45,7 +45,7 @@ export function mount(el, store, { onSeek, onSelect }) {
       const index = rows.findLastIndex((r) => r.kind === "evicted");
       if (index >= 0 && step - rows[index].to <= MERGE_STEPS) {
         const [group] = rows.splice(index, 1);
-        rows.push({ ...group, to: step, blocks: group.blocks + blocks });
+        rows.push({ ...group, to: step, blocks: group.blocks + blocks, el: null });
       } else {
         rows.push({ kind: "evicted", step, to: step, request: "", blocks });
       }
@@ -65,6 +65,17 @@ export function mount(el, store, { onSeek, onSelect }) {
     `title="Go to step ${row.to}${row.kind === "preempted" ? " and see why" : ""}">` +
     `<span class="at">${row.to}</span><span class="what">${text(row)}</span></button>`;
 
+  // A row's element is made once: a step that adds two events adds two lines, it does not
+  // rebuild the other 148 (each rebuild dirtied the layout of the whole log).
+  function element(row) {
+    if (!row.el) {
+      const template = document.createElement("template");
+      template.innerHTML = item(row);
+      row.el = template.content.firstChild;
+    }
+    return row.el;
+  }
+
   function update() {
     const filter = [...hidden].join();
     const events = store.events;
@@ -77,8 +88,17 @@ export function mount(el, store, { onSeek, onSelect }) {
       add(e);
     }
     if (rows.length > MAX_SHOWN) rows = rows.slice(-MAX_SHOWN);
-    list.innerHTML = rows.length ? rows.slice().reverse().map(item).join("")
-      : '<p class="muted">Nothing yet: events appear as the engine steps.</p>';
+    if (!rows.length) list.innerHTML = '<p class="muted">Nothing yet: events appear as the engine steps.</p>';
+    else {
+      const wanted = rows.slice().reverse().map(element); // newest first
+      const keep = new Set(wanted);
+      for (const child of [...list.children]) if (!keep.has(child)) child.remove();
+      let cursor = list.firstChild;
+      for (const line of wanted) {
+        if (line === cursor) cursor = cursor.nextSibling;
+        else list.insertBefore(line, cursor);
+      }
+    }
     shownArray = events; shownLastId = lastId; shownFilter = filter;
   }
   return { update };

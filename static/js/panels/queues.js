@@ -34,6 +34,16 @@ export function mount(el, store, { onSelect }) {
   });
   const lanes = new Map(LANES.map(([key, title, colour]) => [key, createLane(el, key, colour)]));
   const chips = new Map(); // request id -> its chip, wherever it is shown
+  // Only chips in view are written: a lane shows some 35 of its up to 120 chips, and each write
+  // costs style and paint. A chip scrolled into view is brought up to date as it appears.
+  chips.visibility = new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      const chip = entry.target;
+      chip.inView = entry.isIntersecting;
+      const request = store.requests.get(chip.dataset.id);
+      if (chip.inView && request && !chip.bare) updateChip(chip, request, chip.dataset.id === store.selected);
+    }
+  });
   let shownKey = "";
   return {
     update() {
@@ -110,14 +120,18 @@ function updateChip(chip, request, selected) {
   const prompt = Math.min(1, request.computed / request.prompt);
   const out = request.output / request.max_tokens;
   const shown = `${request.status}/${prompt.toFixed(2)}/${out.toFixed(2)}/${request.preemptions}/${selected}`;
-  if (chip.shown === shown) return;
+  if (chip.shown === shown || chip.inView === false) return;
   const statusChanged = !chip.shown.startsWith(`${request.status}/`);
   chip.shown = shown;
   chip.classList.toggle("selected", selected);
   chip.classList.toggle("preempted", request.status === "preempted");
-  if (statusChanged || chip.parts.badge.textContent !== (request.preemptions ? `↺${request.preemptions}` : "")) describeChip(chip, request);
-  chip.parts.badge.hidden = !request.preemptions;
-  chip.parts.badge.textContent = request.preemptions ? `↺${request.preemptions}` : "";
+  const badge = request.preemptions ? `↺${request.preemptions}` : "";
+  const badgeChanged = chip.parts.badge.textContent !== badge;
+  if (badgeChanged) { // only then: writing even the same text would dirty the lane's layout
+    chip.parts.badge.hidden = !badge;
+    chip.parts.badge.textContent = badge;
+  }
+  if (statusChanged || badgeChanged) describeChip(chip, request);
   chip.parts.prompt.style.transform = `scaleX(${prompt.toFixed(2)})`;
   chip.parts.out.style.transform = `scaleX(${out.toFixed(2)})`;
 }
@@ -157,9 +171,13 @@ function render(store, lanes, chips) {
       let chip = chips.get(id);
       if (chip && (request ? chip.bare || chip.showPriority !== showPriority : !chip.bare)) { // its kind changed
         if (chip === cursor) cursor = cursor.nextSibling;
-        chip.remove(); chip = null;
+        chip.remove(); chips.visibility.unobserve(chip); chip = null;
       }
-      if (!chip) { chip = request ? createChip(request, showPriority) : createBareChip(id); chips.set(id, chip); }
+      if (!chip) {
+        chip = request ? createChip(request, showPriority) : createBareChip(id);
+        chips.set(id, chip);
+        chips.visibility.observe(chip);
+      }
       if (request) updateChip(chip, request, id === store.selected);
       else chip.classList.toggle("selected", id === store.selected);
       used.add(id);
@@ -171,5 +189,5 @@ function render(store, lanes, chips) {
     setText(lane, "more", extra > 0 ? `+${extra} more` : !counts[key] ? "none" : "");
     lane.more.hidden = !lane.text.more;
   }
-  for (const [id, chip] of chips) if (!used.has(id)) { chip.remove(); chips.delete(id); }
+  for (const [id, chip] of chips) if (!used.has(id)) { chip.remove(); chips.delete(id); chips.visibility.unobserve(chip); }
 }
