@@ -282,7 +282,12 @@ class LiveSession:
                 if not session.playing:
                     break
                 deadline = now + frame_s * STEPPING_SHARE
-                if session.time_ratio is None:
+                if self.unpublished and self.viewers and all(viewer.drawing_behind for viewer in self.viewers):
+                    # Frames before speed: every page is drawing and the next frame's steps are
+                    # ready; more would only wait, and on a small machine they would take the CPU
+                    # the pages need to draw.
+                    records, hit = [], None
+                elif session.time_ratio is None:
                     # One tick's worth, counted by ticks rather than by the wall time between
                     # them (whose jitter left some ticks with no step: a frame lost): the tick
                     # schedule keeps the rate, and when stepping falls behind it (or past the

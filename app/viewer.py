@@ -90,6 +90,11 @@ class Viewer:
     def _window_open(self) -> bool:
         return not self.acknowledges or len(self.unacked) < MAX_UNACKED_FRAMES
 
+    @property
+    def drawing_behind(self) -> bool:
+        """A page with its frames in flight, still drawing what it was sent."""
+        return self.acknowledges and len(self.unacked) >= MAX_UNACKED_FRAMES
+
     async def send_loop(self, live: "LiveSession", heartbeat_s: float, stall_s: float) -> None:
         """This viewer's own sender: replies, then the latest state and the queued events while
         the page keeps up with what it was sent. A frame that cannot be sent within `stall_s`

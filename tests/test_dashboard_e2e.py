@@ -329,6 +329,34 @@ def test_event_log_lists_events_and_clicking_one_seeks_to_the_step_after_it(pres
     wait_for_step(presenter, event_step)
 
 
+BIG_BATCH = ('{"engine":{"num_gpu_blocks":8192,"max_num_seqs":200,"max_num_batched_tokens":8192},'
+             '"workload":{"num_requests":400,"arrival_rate":1000000,"lengths":"fixed","prompt_len":32,"output_len":64}}')
+
+
+def test_a_batch_of_200_draws_the_rows_in_view_and_scrolls_to_every_one(server, new_page):
+    """Every scheduled request has a row to scroll to, but only the rows in view are built."""
+    page = open_dashboard(new_page(), f"{server.url}/?config={BIG_BATCH}")
+    advance(page, 3)
+    scheduled = page.evaluate("window.servescope.store.lastRecord.scheduled.map((s) => s[0])")
+    assert len(scheduled) == 200
+    assert page.locator("#batch .batch-row").count() < 60
+    page.locator("#batch .batch-rows").evaluate("box => box.scrollTop = box.scrollHeight")
+    last = page.locator(f"#batch .batch-row[data-id='{scheduled[-1]}']")
+    last.wait_for()
+    rows, row = page.locator("#batch .batch-rows").bounding_box(), last.bounding_box()
+    assert rows["y"] <= row["y"] and row["y"] + row["height"] <= rows["y"] + rows["height"] + 1
+
+
+def test_many_admissions_in_one_step_share_one_line_of_the_event_log(server, new_page):
+    """A step that admits 199 requests is one line in the log, not 199 (the first step admits the
+    one request that has arrived at time 0; with async scheduling the third admits the rest)."""
+    page = open_dashboard(new_page(), f"{server.url}/?config={BIG_BATCH}")
+    advance(page, 3)
+    lines = page.locator("#events .event.admitted")
+    lines.nth(1).wait_for()
+    assert lines.all_inner_texts() == ["3\n199 requests admitted (req-00001, …, req-00199)", "1\nreq-00000 admitted"]
+
+
 def test_clicking_an_event_of_the_selected_request_keeps_it_selected(presenter):
     """Going from a request's finish event to its admission event keeps that request selected."""
     advance(presenter, 300)

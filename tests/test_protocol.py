@@ -403,9 +403,10 @@ def test_merged_deltas_longer_than_200_steps_become_one_snapshot(client, connect
     assert frame["type"] == "snapshot" and frame["step"] == 480 and frame["seq"] == 4
 
 
-def test_no_delta_is_built_while_no_page_can_take_one(client, connect):
-    """A playing session whose only viewer stopped acknowledging keeps stepping, but builds no
-    deltas for it: the sequence number stays where the viewer's window closed."""
+def test_play_waits_for_a_page_that_is_still_drawing(client, connect):
+    """Frames before speed: a playing session whose only page stopped acknowledging builds no
+    deltas for it, and once the next frame's steps are ready it stops stepping (on a small
+    machine those steps would take the CPU the page needs to draw) until the page catches up."""
     created = create(client)
     presenter = connect(created)
     state = ClientState(presenter.state())
@@ -418,8 +419,24 @@ def test_no_delta_is_built_while_no_page_can_take_one(client, connect):
     presenter.send({"type": "pause"})
     paused = presenter.until(lambda f: f["type"] == "status" and not f["playing"])[-1]
 
-    assert paused["step"] > second["step"]
     assert paused["seq"] == 2
+    # One tick's steps at most (200 steps/s, 60 ticks/s), not the 100 of half a second's play.
+    assert second["step"] < paused["step"] <= second["step"] + 8
+
+
+def test_a_viewer_that_does_not_acknowledge_never_holds_play_back(client, connect):
+    """A script reading frames as fast as its socket takes them (no acknowledgements) is never
+    "still drawing": play keeps its speed."""
+    created = create(client)
+    presenter = connect(created)
+    presenter.state()
+    presenter.send({"type": "play", "steps_per_s": 200})
+    presenter.until(lambda f: f["type"] == "status" and f["playing"])
+    time.sleep(0.5)
+    presenter.send({"type": "pause"})
+    paused = presenter.until(lambda f: f["type"] == "status" and not f["playing"])[-1]
+
+    assert paused["step"] >= 50
 
 
 # -- stepping back -------------------------------------------------------------------------

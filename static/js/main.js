@@ -134,21 +134,27 @@ function timed(name, draw) {
 window.servescope = { store, send, stats, narration, stage };
 
 // The charts show the whole run over simulated time: while playing, two redraws a second keep
-// them current at a fraction of the cost of redrawing four plots every frame.
+// them current at a fraction of the cost of redrawing four plots every frame, and each redraw
+// is spread over four frames, one plot a frame.
 const CHARTS_EVERY_MS = 500;
-let chartsDue = false, chartsDrawnAt = -Infinity;
+let chartsDue = false, chartsDrawnAt = -Infinity, chartsSpread = false;
 
 function frame(now) {
   const d = store.dirty;
   chartsDue = chartsDue || d.has("all") || d.has("state") || d.has("charts");
   const chartsNow = chartsDue && (d.has("all") || d.has("charts") || !store.status.playing || now - chartsDrawnAt >= CHARTS_EVERY_MS);
-  if (d.size || chartsNow) {
+  if (d.size || chartsNow || chartsSpread) {
     const start = performance.now();
     const all = d.has("all"), state = all || d.has("state");
     if (all || state || d.has("status")) timed("controls", controls.update);
     if (state || d.has("selection")) { timed("queues", queues.update); timed("batch", batch.update); }
     if (state || d.has("selection") || d.has("kv")) timed("kv", () => kv.update(all || d.has("selection") || d.has("kv")));
-    if (chartsNow) { chartsDue = false; chartsDrawnAt = now; timed("charts", charts.update); }
+    if (chartsNow) {
+      chartsDue = false; chartsDrawnAt = now;
+      if (store.status.playing && !d.has("all")) chartsSpread = true;
+      else { chartsSpread = false; timed("charts", charts.update); }
+    }
+    if (chartsSpread) timed("charts", () => { chartsSpread = !charts.drawNext(); });
     if (all || d.has("events")) timed("events", events.update);
     if (all || state) timed("narration", narration.update);
     if (all) writeUrl();

@@ -4,8 +4,10 @@
 import { fmtInt, fmtSeconds, requestColor } from "../colors.js";
 
 const COST_LABELS = { linear: "linear layers", attention: "attention", other: "activations and fixed latency", swap: "swap (PCIe)" };
-// Rows beyond what a panel can show are summarised, not drawn.
-const MAX_ROWS = 80;
+// Every scheduled request has a row, but only the rows in view (and a few either side) exist:
+// a step of 256 decodes, or a batch turning over, then costs a screenful of rows, not 256.
+const OVERSCAN_ROWS = 3;
+const ROW_GAP_PX = 2; // .batch-window's gap
 
 export function mount(el, store, { onSelect }) {
   el.addEventListener("click", (event) => {
@@ -20,6 +22,26 @@ export function mount(el, store, { onSelect }) {
   return { update: () => render(el, store) };
 }
 
+// The scroll box's position and height, kept from its own events so that drawing never has to
+// ask the layout for them in the middle of a frame.
+function watchRows(el, store) {
+  const rows = el.rows;
+  rows.scrollTop = 0;
+  rows.height = 0;
+  rows.rowHeight = 0;
+  rows.box.addEventListener("scroll", () => {
+    rows.scrollTop = rows.box.scrollTop;
+    if (!rows.redraw) rows.redraw = requestAnimationFrame(() => { rows.redraw = 0; el.dataset.key = ""; render(el, store); });
+  });
+  rows.observer = new ResizeObserver(([entry]) => {
+    rows.height = entry.contentRect.height;
+    rows.rowHeight = 0; // the theme may have changed the font: measured again
+    el.dataset.key = "";
+    render(el, store);
+  });
+  rows.observer.observe(rows.box);
+}
+
 function render(el, store) {
   const record = store.lastRecord;
   if (!store.session) return; // the budget is not known before the first snapshot
@@ -28,7 +50,8 @@ function render(el, store) {
   el.dataset.key = key;
   const budget = store.session.max_num_batched_tokens;
   if (!record) {
-    el.parts = null;
+    if (el.rows) el.rows.observer.disconnect();
+    el.parts = el.rows = null;
     el.innerHTML = `<p class="muted">No step yet. Press <b>Step</b> (→) or <b>Play</b> (Space).</p>` +
       `<p class="muted">Each step spends at most <b>${fmtInt(budget)}</b> ${budget === 1 ? "token" : "tokens"}: running requests first, then new ones.</p>`;
     return;
@@ -40,7 +63,11 @@ function render(el, store) {
   const total = parts.reduce((a, [, v]) => a + v, 0) || 1;
   const dominant = parts.length ? parts.reduce((a, b) => (b[1] > a[1] ? b : a))[0] : null;
   const cost = parts.map(([k, v]) => `<span class="${k === dominant ? "dominant" : ""}">${COST_LABELS[k] || k} ${fmtSeconds(v)} (${Math.round((100 * v) / total)}%)</span>`).join(" · ");
-  const rows = record.scheduled.slice(0, MAX_ROWS).map(([id, n, before, kind]) => {
+  const box = el.rows || {};
+  const rowHeight = box.rowHeight || 20;
+  const first = Math.max(0, Math.floor((box.scrollTop || 0) / rowHeight) - OVERSCAN_ROWS);
+  const last = Math.min(record.scheduled.length, first + Math.ceil((box.height || 400) / rowHeight) + 2 * OVERSCAN_ROWS);
+  const rows = record.scheduled.slice(first, last).map(([id, n, before, kind]) => {
     const request = store.requests.get(id);
     const colour = request ? requestColor(request.color) : "#888";
     const width = Math.max(0.6, Math.min(100, (100 * n) / budget));
@@ -51,7 +78,6 @@ function render(el, store) {
       `<span class="kind">${kind === "prefill" ? "P " : "D "}${label}</span>`;
     return { id, title, body, selected: id === store.selected };
   });
-  const more = record.scheduled.length > MAX_ROWS ? `+${record.scheduled.length - MAX_ROWS} more` : "";
   const notes = [];
   if (record.admitted.length) notes.push(`admitted ${record.admitted.length}`);
   if (record.resumed.length) notes.push(`resumed ${record.resumed.length}`);
@@ -59,9 +85,11 @@ function render(el, store) {
   if (record.finished.length) notes.push(`finished ${record.finished.length}`);
   if (!el.parts) {
     el.innerHTML = `<div class="budget"></div><div class="budget-bar" role="img"></div><div class="legend"></div>` +
-      `<div class="cost"></div><div class="batch-rows" tabindex="0" role="region" aria-label="Requests in this step"><p class="muted" hidden></p></div>`;
+      `<div class="cost"></div><div class="batch-rows" tabindex="0" role="region" aria-label="Requests in this step">` +
+      `<div class="batch-spacer"><div class="batch-window"></div></div></div>`;
     el.parts = Object.fromEntries(["budget", "budget-bar", "legend", "cost"].map((name) => [name, { el: el.querySelector(`.${name}`), html: null }]));
-    el.rows = { box: el.querySelector(".batch-rows"), more: el.querySelector(".batch-rows p"), shown: [] };
+    el.rows = { box: el.querySelector(".batch-rows"), spacer: el.querySelector(".batch-spacer"), window: el.querySelector(".batch-window"), shown: [] };
+    watchRows(el, store);
   }
   // Each part is written only when it changed: from one decode step to the next, most do not.
   const set = (name, html) => { const part = el.parts[name]; if (part.html !== html) { part.html = html; part.el.innerHTML = html; } };
@@ -74,17 +102,22 @@ function render(el, store) {
     `<span><i class="swatch" style="background:var(--decode)"></i>D decode ${fmtInt(decode)}</span>` +
     `<span>step time <b>${fmtSeconds(record.step_s)}</b></span>`);
   set("cost", cost);
-  renderRows(el.rows, rows, more);
+  renderRows(el.rows, rows, first, record.scheduled.length);
 }
 
-// One element per row position, rewritten only where its request, kind or size changed: in a
-// run of decode steps, nothing.
-function renderRows(rows, wanted, more) {
+// One element per row position in view, rewritten only where its request, kind or size
+// changed: in a run of decode steps, nothing.
+function renderRows(rows, wanted, first, total) {
+  if (!rows.rowHeight && rows.shown.length) rows.rowHeight = rows.shown[0].el.getBoundingClientRect().height + ROW_GAP_PX;
+  const rowHeight = rows.rowHeight || 20;
+  const spacer = `${total * rowHeight}px`, offset = `translateY(${first * rowHeight}px)`;
+  if (rows.spacer.style.height !== spacer) rows.spacer.style.height = spacer;
+  if (rows.window.style.transform !== offset) rows.window.style.transform = offset;
   wanted.forEach((row, i) => {
     let shown = rows.shown[i];
     if (!shown) {
       shown = { el: document.createElement("div"), body: null, id: null, selected: null };
-      rows.box.insertBefore(shown.el, rows.more);
+      rows.window.append(shown.el);
       rows.shown.push(shown);
     }
     if (shown.body !== row.body) { shown.body = row.body; shown.el.innerHTML = row.body; }
@@ -97,6 +130,4 @@ function renderRows(rows, wanted, more) {
     }
   });
   for (const extra of rows.shown.splice(wanted.length)) extra.el.remove();
-  rows.more.hidden = !more;
-  if (rows.more.textContent !== more) rows.more.textContent = more;
 }

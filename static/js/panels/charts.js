@@ -204,15 +204,33 @@ export function mount(el, store) {
     return [bins.map((b) => b[0]), bins.map((b) => b[1])];
   }
 
+  let round = null; // the series of a redraw spread over frames, and the next plot it draws
+
+  function draw(index, s) {
+    if (index === 0) plots[0].setData(latencyData());
+    else if (index === 1) plots[1].setData([s.t, s.running, s.waiting]);
+    else if (index === 2) plots[2].setData([s.t, s.kv, s.tps]);
+    else plots[3].setData([s.t, s.prefill, s.decode]);
+  }
+
   function update() {
     if (!plots.length) return;
+    round = null;
     const s = series();
-    plots[0].setData(latencyData());
-    plots[1].setData([s.t, s.running, s.waiting]);
-    plots[2].setData([s.t, s.kv, s.tps]);
-    plots[3].setData([s.t, s.prefill, s.decode]);
+    plots.forEach((_, index) => draw(index, s));
+  }
+
+  // While playing, one plot per frame: no frame pays for all four. True once the last is drawn.
+  function drawNext() {
+    if (!plots.length) return true;
+    if (!round) round = { s: series(), next: 0 };
+    draw(round.next, round.s);
+    round.next += 1;
+    if (round.next < plots.length) return false;
+    round = null;
+    return true;
   }
 
   build();
-  return { update, rebuild: build };
+  return { update, drawNext, rebuild: build };
 }

@@ -3,11 +3,16 @@
 // and selects its request. Steps are numbered as everywhere else: "step N" is the state after N
 // engine iterations, so an event of iteration k shows k + 1.
 // Repeats are coalesced for a room: evictions close together become one line ("14 cached blocks
-// evicted, steps 2850–2858"), so they never push preemptions and finishes out of view.
+// evicted, steps 2850–2858"), so they never push preemptions and finishes out of view; so are
+// many requests admitted (or finished) in one step ("31 requests finished (req-00003, …, req-00251)").
 
 const KINDS = { admitted: "admitted", resumed: "resumed", chunk: "prefill chunks", preempted: "preempted", finished: "finished", evicted: "evictions" };
 const MAX_SHOWN = 150;
 const MERGE_STEPS = 20; // evictions within this many steps of the last eviction line join it
+// More than this many requests admitted (or resumed, finished, chunked) in one step share a line:
+// a batch turning over at 256 requests is then a few lines a step, not hundreds.
+const MAX_SINGLE_LINES = 3;
+const GROUPS = { admitted: "requests admitted", resumed: "requests resumed", finished: "requests finished", chunk: "prefill chunks" };
 
 const plural = (n, one, many) => `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`;
 const escape = (text) => text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
@@ -51,10 +56,22 @@ export function mount(el, store, { onSeek, onSelect }) {
       }
       return;
     }
+    const last = rows[rows.length - 1];
+    if (GROUPS[e.kind] && last && last.group && last.kind === e.kind && last.step === step) {
+      rows[rows.length - 1] = { ...last, count: last.count + 1, lastRequest: e.request, el: null };
+      return;
+    }
+    const tail = rows.slice(-MAX_SINGLE_LINES);
+    if (GROUPS[e.kind] && tail.length === MAX_SINGLE_LINES && tail.every((r) => r.kind === e.kind && r.step === step && !r.group)) {
+      rows.splice(-MAX_SINGLE_LINES, MAX_SINGLE_LINES,
+        { kind: e.kind, step, to: step, request: tail[0].request, group: true, count: MAX_SINGLE_LINES + 1, lastRequest: e.request });
+      return;
+    }
     rows.push({ kind: e.kind, step, to: step, request: e.request || "", text: e.text });
   }
 
   function text(row) {
+    if (row.group) return `${row.count} ${GROUPS[row.kind]} (${escape(row.request)}, …, ${escape(row.lastRequest)})`;
     if (row.kind !== "evicted") return escape(row.text);
     const steps = row.step === row.to ? `step ${row.step}` : `steps ${row.step}–${row.to}`;
     return `${plural(row.blocks, "cached block", "cached blocks")} evicted from the prefix cache, ${steps}`;

@@ -5,14 +5,15 @@
 
 import { requestColor } from "../colors.js";
 
+// Each lane shows the head of its queue: a few rows more than its box holds (it scrolls), and
+// "+N more" for the rest, so a batch turning over rebuilds dozens of chips a frame, not hundreds.
 const LANES = [
-  ["running", "Running", "--decode"],
-  ["preempted", "Preempted · will recompute", "--preempted"],
-  ["waiting", "Waiting", "--waiting"],
-  ["swapped", "Swapped to CPU", "--swapped"],
-  ["finished", "Finished (latest)", "--finished"],
+  ["running", "Running", "--decode", 64],
+  ["preempted", "Preempted · will recompute", "--preempted", 40],
+  ["waiting", "Waiting", "--waiting", 40],
+  ["swapped", "Swapped to CPU", "--swapped", 40],
+  ["finished", "Finished (latest)", "--finished", 40],
 ];
-const MAX_CHIPS = 120;
 
 export function mount(el, store, { onSelect }) {
   el.addEventListener("click", (event) => {
@@ -155,14 +156,14 @@ function render(store, lanes, chips) {
   const scenario = store.session ? store.session.scenario : null;
   const showPriority = Boolean(scenario && (scenario.engine.scheduling_order === "priority" || scenario.workload.high_priority_fraction > 0));
   const used = new Set();
-  for (const [key, title] of LANES) {
+  for (const [key, title, , maxChips] of LANES) {
     const lane = lanes.get(key);
     lane.lane.hidden = (key === "swapped" || key === "preempted") && !counts[key];
     const note = key === "waiting" && q.num_pending ? ` · ${q.num_pending} not yet arrived` : "";
     setText(lane, "title", title + note);
     setText(lane, "count", String(counts[key]));
     // Place the shown chips in order before the lane's closing note, moving only those out of place.
-    const wanted = ids[key].slice(0, MAX_CHIPS);
+    const wanted = ids[key].slice(0, maxChips);
     const wantedSet = new Set(wanted);
     let cursor = lane.chips.firstChild;
     for (const id of wanted) {
