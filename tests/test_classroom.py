@@ -126,6 +126,32 @@ def test_each_client_holds_at_most_its_quota_of_sessions():
         assert client.post("/api/sessions", json={"preset": "default"}).status_code == 201
 
 
+def listed_ids(client: TestClient) -> set[str]:
+    return {session["session_id"] for session in client.get("/api/sessions").json()}
+
+
+def students_sessions(settings: Settings) -> tuple[set[str], set[str], set[str]]:
+    """Two students (two client addresses) create a session each: what each one's listing shows,
+    and the two sessions' ids."""
+    app = create_app(settings)
+    with TestClient(app, client=("192.0.2.1", 50000)) as first:
+        second = TestClient(app, client=("192.0.2.2", 50000))  # the same server (its lifespan is first's)
+        ids = {first.post("/api/sessions", json={"preset": "default"}).json()["session_id"],
+               second.post("/api/sessions", json={"preset": "default"}).json()["session_id"]}
+        return listed_ids(first), listed_ids(second), ids
+
+
+def test_a_public_server_lists_each_client_only_its_own_sessions():
+    first_sees, second_sees, both = students_sessions(Settings(allowed_hosts=("testserver",), public=True))
+    assert len(first_sees) == len(second_sees) == 1
+    assert first_sees | second_sees == both
+
+
+def test_a_loopback_server_lists_every_session():
+    first_sees, second_sees, both = students_sessions(Settings(allowed_hosts=("testserver",)))
+    assert first_sees == second_sees == both
+
+
 def test_serve_public_binds_every_interface_with_classroom_limits(monkeypatch):
     started = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **options: started.update(app=app, **options))
