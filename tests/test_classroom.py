@@ -152,6 +152,17 @@ def test_a_loopback_server_lists_every_session():
     assert first_sees == second_sees == both
 
 
+def test_a_fleet_replicas_session_is_its_creators_own_and_counts_toward_its_quota():
+    replica = {"preset": "default", "cluster": {"replicas": 2}, "replica": "replica-0"}
+    settings = Settings(allowed_hosts=("testserver",), public=True, max_sessions_per_client=1)
+    with TestClient(create_app(settings), client=("192.0.2.1", 50000)) as student:
+        created = student.post("/api/fleet/replica", json=replica)
+        assert created.status_code == 201
+        assert listed_ids(student) == {created.json()["session_id"]}
+        refused = student.post("/api/sessions", json={"preset": "default"})
+        assert refused.status_code == 422 and "each client may hold" in refused.json()["detail"][0]["msg"]
+
+
 def test_serve_public_binds_every_interface_with_classroom_limits(monkeypatch):
     started = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **options: started.update(app=app, **options))
