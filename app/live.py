@@ -219,9 +219,9 @@ class LiveSession:
 
     async def _seek(self, step: int) -> None:
         self.session.playing = False
-        if step > self.session.step:  # forward: step there, taking turns with the viewers
-            await self._advance(step - self.session.step)
-        self.session.seek(step)
+        self.session.rewind(step)  # one copy; then forward in slices, taking turns with the viewers
+        await self._advance(step - self.session.step)
+        self.session.seek(step)  # there already: sets the replayed steps' changes and events aside
         self.session.jump()
         self.publish_snapshot()
         self.publish_status()

@@ -1,6 +1,6 @@
 """A live session: one simulation, its history for stepping back, breakpoints and playback.
 
-Every change goes through `advance()` or `seek()`; both return the frame to publish. Stepping
+Every change goes through `advance()` or `rewind()` (`seek()` is the two at once). Stepping
 back restores the nearest checkpoint at or before the target and replays forward: the
 simulation is deterministic, so the state shown at step K is the state it had at step K.
 """
@@ -276,7 +276,16 @@ class Session:
         return records, None
 
     def seek(self, target_step: int) -> None:
-        """Go to the state after `target_step` steps, backwards through a checkpoint and replay."""
+        """Go to the state after `target_step` steps, at once (a live session replays in slices)."""
+        self.rewind(target_step)
+        while self.sim.step_index < target_step and not self.done:
+            self._step_once()
+        # Replayed steps reach viewers as a snapshot, not as changes or events.
+        self._drain_changed_blocks()
+        self.take_events()
+
+    def rewind(self, target_step: int) -> None:
+        """Back to the last checkpoint at or before `target_step`, if behind; replaying on from it is exact."""
         target_step = max(0, target_step)
         if target_step < self.sim.step_index:
             checkpoint = max((c for c in self.checkpoints if c.step_index <= target_step), key=lambda c: c.step_index)
@@ -288,19 +297,10 @@ class Session:
             self._truncate_timelines(checkpoint.step_index, checkpoint.state.clock_s)
             self.events = deque(checkpoint.events, maxlen=EVENT_HISTORY)
             self.last_record = checkpoint.last_record
-        while self.sim.step_index < target_step and not self.done:
-            self._step_once()
-        # Replayed steps reach viewers as a snapshot, not as changes or events.
-        self._drain_changed_blocks()
-        self.take_events()
 
     def take_events(self) -> list[dict]:
         events, self.unpublished_events = self.unpublished_events, []
         return events
-
-    def reset(self) -> None:
-        self.playing = False
-        self.seek(0)
 
     # -- frames -----------------------------------------------------------------------------
     def _envelope(self, kind: str) -> dict:

@@ -126,6 +126,43 @@ def test_each_client_holds_at_most_its_quota_of_sessions():
         assert client.post("/api/sessions", json={"preset": "default"}).status_code == 201
 
 
+def listed_ids(client: TestClient) -> set[str]:
+    return {session["session_id"] for session in client.get("/api/sessions").json()}
+
+
+def students_sessions(settings: Settings) -> tuple[set[str], set[str], set[str]]:
+    """Two students (two client addresses) create a session each: what each one's listing shows,
+    and the two sessions' ids."""
+    app = create_app(settings)
+    with TestClient(app, client=("192.0.2.1", 50000)) as first:
+        second = TestClient(app, client=("192.0.2.2", 50000))  # the same server (its lifespan is first's)
+        ids = {first.post("/api/sessions", json={"preset": "default"}).json()["session_id"],
+               second.post("/api/sessions", json={"preset": "default"}).json()["session_id"]}
+        return listed_ids(first), listed_ids(second), ids
+
+
+def test_a_public_server_lists_each_client_only_its_own_sessions():
+    first_sees, second_sees, both = students_sessions(Settings(allowed_hosts=("testserver",), public=True))
+    assert len(first_sees) == len(second_sees) == 1
+    assert first_sees | second_sees == both
+
+
+def test_a_loopback_server_lists_every_session():
+    first_sees, second_sees, both = students_sessions(Settings(allowed_hosts=("testserver",)))
+    assert first_sees == second_sees == both
+
+
+def test_a_fleet_replicas_session_is_its_creators_own_and_counts_toward_its_quota():
+    replica = {"preset": "default", "cluster": {"replicas": 2}, "replica": "replica-0"}
+    settings = Settings(allowed_hosts=("testserver",), public=True, max_sessions_per_client=1)
+    with TestClient(create_app(settings), client=("192.0.2.1", 50000)) as student:
+        created = student.post("/api/fleet/replica", json=replica)
+        assert created.status_code == 201
+        assert listed_ids(student) == {created.json()["session_id"]}
+        refused = student.post("/api/sessions", json={"preset": "default"})
+        assert refused.status_code == 422 and "each client may hold" in refused.json()["detail"][0]["msg"]
+
+
 def test_serve_public_binds_every_interface_with_classroom_limits(monkeypatch):
     started = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **options: started.update(app=app, **options))

@@ -26,14 +26,14 @@ def free_port() -> int:
 
 
 class ServeProcess:
-    def __init__(self, log_path: Path, *args: str):
+    def __init__(self, log_path: Path, *args: str, env: dict[str, str] | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         self.log = open(log_path, "w")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port), *args],
-            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
         deadline = time.monotonic() + 30
         while True:
             assert self.process.poll() is None, self.read_log()
@@ -61,8 +61,8 @@ class ServeProcess:
 def serve(tmp_path):
     started = []
 
-    def start(*args: str) -> ServeProcess:
-        started.append(ServeProcess(tmp_path / f"serve-{len(started)}.log", *args))
+    def start(*args: str, env: dict[str, str] | None = None) -> ServeProcess:
+        started.append(ServeProcess(tmp_path / f"serve-{len(started)}.log", *args, env=env))
         return started[-1]
 
     yield start
@@ -221,3 +221,77 @@ def test_sigterm_stops_the_server_within_a_second_even_mid_command(serve):
 
     elapsed, _ = asyncio.run(scenario())
     assert elapsed < 1.0, f"took {elapsed:.2f} s"
+
+
+# -- a step back late in a long session replays from a far checkpoint, in slices -------------
+# Two checkpoints, thinned as the run grows: once a session reaches FAR they are steps 0 and FAR,
+# so a step back from FAR restores step 0 and replays FAR - 1 steps (seconds of stepping).
+FEW_CHECKPOINTS = {"SERVESCOPE_CHECKPOINT_INTERVAL": "64", "SERVESCOPE_MAX_CHECKPOINTS": "2"}
+FAR = 64 * 2**8
+# Arrivals the engine keeps up with: cheap steps, and many of them before the run ends.
+STEADY_RUN = {"scenario": {"name": "steady", "workload": {"num_requests": 20000, "arrival_rate": 5.0}}}
+
+
+def session_far_along(server: ServeProcess) -> dict:
+    created = server.http.post("/api/sessions", json=STEADY_RUN).json()
+    asyncio.run(presenter_commands(created["websocket_url"], created["control_token"], [{"type": "seek", "step": FAR}]))
+    assert server.http.get(f"/api/sessions/{created['session_id']}").json()["step"] == FAR
+    return created
+
+
+async def start_step_back(created: dict):
+    ws = await connect(created["websocket_url"])
+    await ws.send(json.dumps({"type": "auth", "token": created["control_token"]}))
+    await ws.send(json.dumps({"type": "step_back", "n": 1}))
+    return ws
+
+
+def test_a_long_step_back_is_cancelled_by_delete_within_a_second(serve):
+    server = serve(env=FEW_CHECKPOINTS)
+    created = session_far_along(server)
+    sid, token = created["session_id"], created["control_token"]
+
+    async def scenario():
+        ws = await start_step_back(created)
+        await asyncio.sleep(1.0)
+        # Replaying from step 0, and the server answers meanwhile.
+        assert 0 < session_step(server, sid) < session_step(server, sid, after_s=0.3) < FAR - 1
+        started = time.monotonic()
+        response = await asyncio.to_thread(server.http.delete, f"/api/sessions/{sid}", headers={"x-control-token": token})
+        assert response.status_code == 204
+        assert time.monotonic() - started < 1.0
+        await ws.close()
+
+    asyncio.run(scenario())
+    time.sleep(0.2)
+    assert cpu_busy_s(server.process.pid, 1.0) < 0.15  # nothing left running
+    assert server.http.get("/healthz").json()["sessions"] == 0
+
+
+def test_a_long_step_back_leaves_another_sessions_viewers_their_frames_and_pongs(serve):
+    server = serve(env=FEW_CHECKPOINTS)
+    far = session_far_along(server)
+    other = server.http.post("/api/sessions", json=STEADY_RUN).json()
+    window_s = 2.0
+
+    async def scenario():
+        async with connect(other["websocket_url"], max_size=None) as viewer:
+            await viewer.send(json.dumps({"type": "auth", "token": other["control_token"]}))
+            await viewer.send(json.dumps({"type": "play", "steps_per_s": 20}))
+            stepping_back = await start_step_back(far)
+            started, pongs_s, states = time.monotonic(), [], 0
+            while time.monotonic() - started < window_s:
+                sent = time.monotonic()
+                await viewer.send(json.dumps({"type": "ping"}))
+                while (frame := frame_of(await asyncio.wait_for(viewer.recv(), 10)))["type"] != "pong":
+                    states += frame["type"] in ("snapshot", "delta")
+                pongs_s.append(time.monotonic() - sent)
+                await asyncio.sleep(0.1)
+            still_replaying = session_step(server, far["session_id"]) < FAR - 1
+            await stepping_back.close()
+            return pongs_s, states, still_replaying
+
+    pongs_s, states, still_replaying = asyncio.run(scenario())
+    assert max(pongs_s) < 0.5, pongs_s
+    assert states / window_s > 5, states
+    assert still_replaying  # the figures above were taken during the step back

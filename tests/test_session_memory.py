@@ -2,9 +2,13 @@
 thinned, the event log and each request's timeline capped, and a step budget ends play; stepping
 back stays exact."""
 
+import asyncio
 import tracemalloc
 
+from app import live as live_module
+from app import wire
 from app.history import MAX_TIMELINE_ENTRIES, ChartHistory
+from app.live import LiveSession
 from app.session import EVENT_HISTORY, Session
 from app.settings import Settings
 from scheduler_core.scenario import Scenario
@@ -85,6 +89,42 @@ def test_step_back_after_thinning_is_exact():
     for rid in fresh.sim.scheduler.requests:
         assert session.sim.block_table(rid) == fresh.sim.block_table(rid)
         assert session.request_detail(rid) == fresh.request_detail(rid)
+
+
+def state_of(session: Session) -> dict:
+    """Everything a viewer sees of the session (a snapshot, minus its id and sequence number) and
+    what the inspector does."""
+    frame = wire.decode(session.snapshot_frame())
+    del frame["seq"], frame["session"]
+    details = {rid: session.request_detail(rid, with_history=True) for rid in session.sim.scheduler.requests}
+    return {"frame": frame, "details": details, "events": list(session.events), "timelines": session.timelines}
+
+
+async def seek_counting_turns(live: LiveSession, step: int) -> int:
+    """Seek as a presenter's command does; how many turns the event loop got meanwhile."""
+    seeking = asyncio.create_task(live.cmd_seek({"step": step}))
+    turns = 0
+    while not seeking.done():
+        turns += 1
+        await asyncio.sleep(0)
+    await seeking
+    return turns
+
+
+def test_a_live_step_back_replays_in_slices_and_lands_on_the_exact_state(monkeypatch):
+    """A step back late in a long session replays thousands of steps from its checkpoint: in slices
+    that give the event loop its turns (other sessions' viewers, a DELETE), to the same state."""
+    monkeypatch.setattr(live_module, "ADVANCE_SLICE_S", 0.0)  # one step per slice
+    at_once, sliced = Session("a", LONG, SETTINGS), LiveSession(Session("b", LONG, SETTINGS), SETTINGS)
+    at_once.advance(1500)
+    sliced.session.advance(1500)
+    checkpoint = max(c.step_index for c in at_once.checkpoints if c.step_index <= 1000)
+    assert 1000 - checkpoint > 100  # a replay of many steps
+    at_once.seek(1000)
+    turns = asyncio.run(seek_counting_turns(sliced, 1000))
+    assert turns >= 1000 - checkpoint
+    assert sliced.session.step == 1000
+    assert state_of(sliced.session) == state_of(at_once)
 
 
 def test_a_session_stops_at_its_step_budget():

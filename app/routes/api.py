@@ -22,6 +22,11 @@ def manager_of(request: Request) -> SessionManager:
     return request.app.state.manager
 
 
+def client_of(request: Request) -> str:
+    """The caller's address: a session's owner, for per-client quotas and listings on a public server."""
+    return request.client.host if request.client else ""
+
+
 def live_session(request: Request, session_id: str) -> LiveSession:
     live = manager_of(request).get(session_id)
     if live is None:
@@ -123,14 +128,18 @@ def validate_scenario(body: SessionCreate, request: Request) -> dict:
 
 @router.post("/sessions", status_code=201)
 def create_session(body: SessionCreate, request: Request) -> SessionCreated:
-    owner = request.client.host if request.client else ""
-    live = manager_of(request).create(scenario_from(body), lesson_arm(body), body.origin_query(), owner)
+    live = manager_of(request).create(scenario_from(body), lesson_arm(body), body.origin_query(), client_of(request))
     return session_urls(request, live)
 
 
 @router.get("/sessions")
 def list_sessions(request: Request) -> list[SessionInfo]:
-    return [info(live) for live in manager_of(request).sessions.values()]
+    """Every session; on a public server (`serve --public`) only the caller's own, so a stranger
+    learns nothing of the others' ids, scenarios or viewers."""
+    sessions = manager_of(request).sessions.values()
+    if request.app.state.settings.public:
+        sessions = [live for live in sessions if live.owner == client_of(request)]
+    return [info(live) for live in sessions]
 
 
 def info(live: LiveSession) -> SessionInfo:

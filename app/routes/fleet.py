@@ -25,7 +25,7 @@ from scheduler_core.sweep.grid import build_run
 from ..frames import finite
 from ..schemas import (MAX_FLEET_REPLICAS, MAX_FLEET_REQUESTS, MAX_SWEEP_POINTS, MAX_SWEEP_REQUESTS, SWEEP_FIELDS, FleetCreate,
                        ReplicaSessionCreate, ScenarioModel, SessionCreate, SweepCreate)
-from .api import manager_of, scenario_from, session_urls
+from .api import client_of, manager_of, scenario_from, session_urls
 
 router = APIRouter()
 
@@ -85,7 +85,7 @@ def run_fleet(body: FleetCreate, request: Request) -> dict:
 def replica_session(body: ReplicaSessionCreate, request: Request):
     """A single-engine session of one replica: the requests the router sent it, through a lone engine."""
     scenario = ReplicaScenario.of(check_pools(fleet_of(body), request), body.replica)
-    return session_urls(request, manager_of(request).create(scenario))
+    return session_urls(request, manager_of(request).create(scenario, owner=client_of(request)))
 
 
 @router.get("/sweep", include_in_schema=False)
