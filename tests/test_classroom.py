@@ -152,6 +152,20 @@ def test_a_loopback_server_lists_every_session():
     assert first_sees == second_sees == both
 
 
+def test_a_public_servers_metrics_show_a_client_its_own_session_only():
+    """/metrics without ?session= is the caller's most recently active session, never another
+    student's; on a loopback server it is the server's most recently active one."""
+    for public in (True, False):
+        app = create_app(Settings(allowed_hosts=("testserver",), public=public))
+        with TestClient(app, client=("192.0.2.1", 50000)) as first:
+            second = TestClient(app, client=("192.0.2.2", 50000))
+            first.post("/api/sessions", json={"preset": "default"})
+            first_metrics = first.get("/metrics").text
+            second_metrics = second.get("/metrics").text
+        assert "vllm:num_requests_waiting" in first_metrics
+        assert ("vllm:num_requests_waiting" in second_metrics) is not public
+
+
 def test_a_fleet_replicas_session_is_its_creators_own_and_counts_toward_its_quota():
     replica = {"preset": "default", "cluster": {"replicas": 2}, "replica": "replica-0"}
     settings = Settings(allowed_hosts=("testserver",), public=True, max_sessions_per_client=1)
@@ -160,7 +174,7 @@ def test_a_fleet_replicas_session_is_its_creators_own_and_counts_toward_its_quot
         assert created.status_code == 201
         assert listed_ids(student) == {created.json()["session_id"]}
         refused = student.post("/api/sessions", json={"preset": "default"})
-        assert refused.status_code == 422 and "each client may hold" in refused.json()["detail"][0]["msg"]
+        assert refused.status_code == 422 and "each client may hold 1 session at once" in refused.json()["detail"][0]["msg"]
 
 
 def test_serve_public_binds_every_interface_with_classroom_limits(monkeypatch):

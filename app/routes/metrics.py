@@ -1,7 +1,7 @@
 """/metrics in Prometheus text format, with vLLM's metric names, for one session.
 
 So an existing vLLM Grafana dashboard can watch a simulated engine: `?session=ID` picks the
-session (default: the most recently active one).
+session (default: the most recently active one; on a `--public` server, of the caller's own).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from scheduler_core.metrics import StreamingHistogram
+
+from .api import client_of
 
 router = APIRouter()
 
@@ -86,8 +88,10 @@ def prometheus_metrics(request: Request, session: str = "") -> Response:
         live = manager.get(session)
         if live is None:
             raise HTTPException(404, f"no session {session!r}")
-    else:
-        live = max(manager.sessions.values(), key=lambda l: l.session.last_activity, default=None)
+    else:  # on a public server, only among the caller's own sessions
+        public, caller = request.app.state.settings.public, client_of(request)
+        own = [l for l in manager.sessions.values() if not public or l.owner == caller]
+        live = max(own, key=lambda l: l.session.last_activity, default=None)
     registry = CollectorRegistry()
     if live is not None:
         registry.register(SessionCollector(live))
