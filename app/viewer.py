@@ -26,9 +26,10 @@ if TYPE_CHECKING:
 # stall costs one merged delta, a long one never more than the current state.
 MAX_DELTA_STEPS = 200
 
-# Frames a page that acknowledges what it drew ("ack") may have in flight: one being drawn, one
-# on its way, so the next is ready when a frame is drawn but none piles up behind a slow page.
-MAX_UNACKED_FRAMES = 2
+# Frames a page that acknowledges what it drew ("ack") may have in flight: one being drawn and two
+# on their way (the server's and the page's turns take a frame or so on a busy small machine), so
+# the next is ready when a frame is drawn, but none piles up behind a slow page.
+MAX_UNACKED_FRAMES = 3
 
 
 class Viewer:

@@ -358,8 +358,8 @@ def acknowledging_viewer(created: dict, connect) -> tuple[Connection, ClientStat
     return viewer, state
 
 
-def test_a_page_that_acknowledges_gets_two_frames_in_flight_then_the_rest_merged(client, connect):
-    """A viewer that acknowledges what it drew has at most two state frames unacknowledged; the
+def test_a_page_that_acknowledges_gets_three_frames_in_flight_then_the_rest_merged(client, connect):
+    """A viewer that acknowledges what it drew has at most three state frames unacknowledged; the
     steps taken meanwhile come as one delta, and applying it still gives a fresh snapshot's state."""
     created = create(client)
     presenter = connect(created)
@@ -368,7 +368,7 @@ def test_a_page_that_acknowledges_gets_two_frames_in_flight_then_the_rest_merged
 
     for n in (1, 7, 30, 50, 3, 80):
         presenter.step(n)
-    in_flight = [f for f in viewer.until(lambda f: f["type"] == "delta" and f["seq"] == 2) if f["type"] in STATE_TYPES]
+    in_flight = [f for f in viewer.until(lambda f: f["type"] == "delta" and f["seq"] == 3) if f["type"] in STATE_TYPES]
     held_back = [f for f in viewer.ping()[1] + viewer.ping()[1] if f["type"] in STATE_TYPES]
     for delta in in_flight:
         state.apply(delta)
@@ -377,9 +377,9 @@ def test_a_page_that_acknowledges_gets_two_frames_in_flight_then_the_rest_merged
     state.apply(merged)
     fresh = ClientState(viewer.fresh_snapshot())
 
-    assert [f["seq"] for f in in_flight] == [1, 2] and not held_back
-    assert merged["type"] == "delta" and (merged["base_seq"], merged["seq"]) == (2, 6)
-    assert merged["from_step"] == 8 and len(merged["points"]) == 163
+    assert [f["seq"] for f in in_flight] == [1, 2, 3] and not held_back
+    assert merged["type"] == "delta" and (merged["base_seq"], merged["seq"]) == (3, 6)
+    assert merged["from_step"] == 38 and len(merged["points"]) == 133
     assert state.step == fresh.step == 171
     assert (state.tables, state.owner, state.ref, state.cached) == (fresh.tables, fresh.owner, fresh.ref, fresh.cached)
     assert state.queues == fresh.queues and state.points == fresh.points
@@ -394,13 +394,13 @@ def test_merged_deltas_longer_than_200_steps_become_one_snapshot(client, connect
     presenter.state()
     viewer, _ = acknowledging_viewer(created, connect)
 
-    for _ in range(4):  # two deltas in flight, then 240 steps held back
-        presenter.step(120)
-    viewer.until(lambda f: f["type"] == "delta" and f["seq"] == 2)
-    viewer.send({"type": "ack", "seq": 2})
+    for _ in range(6):  # three deltas in flight, then 210 steps held back
+        presenter.step(70)
+    viewer.until(lambda f: f["type"] == "delta" and f["seq"] == 3)
+    viewer.send({"type": "ack", "seq": 3})
     frame = viewer.state()
 
-    assert frame["type"] == "snapshot" and frame["step"] == 480 and frame["seq"] == 4
+    assert frame["type"] == "snapshot" and frame["step"] == 420 and frame["seq"] == 6
 
 
 def test_play_waits_for_a_page_that_is_still_drawing(client, connect):
@@ -414,14 +414,14 @@ def test_play_waits_for_a_page_that_is_still_drawing(client, connect):
     presenter.ping()
 
     presenter.send({"type": "play", "steps_per_s": 200})
-    second = presenter.until(lambda f: f["type"] == "delta" and f["seq"] == 2)[-1]
+    third = presenter.until(lambda f: f["type"] == "delta" and f["seq"] == 3)[-1]
     time.sleep(0.5)
     presenter.send({"type": "pause"})
     paused = presenter.until(lambda f: f["type"] == "status" and not f["playing"])[-1]
 
-    assert paused["seq"] == 2
+    assert paused["seq"] == 3
     # One tick's steps at most (200 steps/s, 60 ticks/s), not the 100 of half a second's play.
-    assert second["step"] < paused["step"] <= second["step"] + 8
+    assert third["step"] < paused["step"] <= third["step"] + 8
 
 
 def test_a_viewer_that_does_not_acknowledge_never_holds_play_back(client, connect):

@@ -138,24 +138,32 @@ window.servescope = { store, send, stats, narration, stage };
 // is spread over four frames, one plot a frame.
 const CHARTS_EVERY_MS = 500;
 let chartsDue = false, chartsDrawnAt = -Infinity, chartsSpread = false;
+// While playing, the batch rows, the event log and the next plot wait for a frame with room once
+// this frame's own panels (counters, requests, KV cache) have taken this long: a batch turning
+// over then spreads its work over two frames instead of stalling one.
+const FRAME_BUDGET_MS = 8;
+const waiting = new Set(); // of "batch", "events": drawn in a later frame
 
 function frame(now) {
   const d = store.dirty;
   chartsDue = chartsDue || d.has("all") || d.has("state") || d.has("charts");
   const chartsNow = chartsDue && (d.has("all") || d.has("charts") || !store.status.playing || now - chartsDrawnAt >= CHARTS_EVERY_MS);
-  if (d.size || chartsNow || chartsSpread) {
+  if (d.size || chartsNow || chartsSpread || waiting.size) {
     const start = performance.now();
     const all = d.has("all"), state = all || d.has("state");
     if (all || state || d.has("status")) timed("controls", controls.update);
-    if (state || d.has("selection")) { timed("queues", queues.update); timed("batch", batch.update); }
+    if (state || d.has("selection")) { timed("queues", queues.update); waiting.add("batch"); }
     if (state || d.has("selection") || d.has("kv")) timed("kv", () => kv.update(all || d.has("selection") || d.has("kv")));
+    if (all || d.has("events")) waiting.add("events");
+    const room = !store.status.playing || all || performance.now() - start < FRAME_BUDGET_MS;
+    if (room && waiting.delete("batch")) timed("batch", batch.update);
+    if (room && waiting.delete("events")) timed("events", events.update);
     if (chartsNow) {
       chartsDue = false; chartsDrawnAt = now;
-      if (store.status.playing && !d.has("all")) chartsSpread = true;
+      if (store.status.playing && !all) chartsSpread = true;
       else { chartsSpread = false; timed("charts", charts.update); }
     }
-    if (chartsSpread) timed("charts", () => { chartsSpread = !charts.drawNext(); });
-    if (all || d.has("events")) timed("events", events.update);
+    if (chartsSpread && room) timed("charts", () => { chartsSpread = !charts.drawNext(); });
     if (all || state) timed("narration", narration.update);
     if (all) writeUrl();
     if (!$("inspector").hidden && (state || d.has("selection") || d.has("inspector") || d.has("status"))) inspector.update();

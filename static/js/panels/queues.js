@@ -8,11 +8,11 @@ import { requestColor } from "../colors.js";
 // Each lane shows the head of its queue: a few rows more than its box holds (it scrolls), and
 // "+N more" for the rest, so a batch turning over rebuilds dozens of chips a frame, not hundreds.
 const LANES = [
-  ["running", "Running", "--decode", 64],
-  ["preempted", "Preempted · will recompute", "--preempted", 40],
-  ["waiting", "Waiting", "--waiting", 40],
-  ["swapped", "Swapped to CPU", "--swapped", 40],
-  ["finished", "Finished (latest)", "--finished", 40],
+  ["running", "Running", "--decode", 48],
+  ["preempted", "Preempted · will recompute", "--preempted", 32],
+  ["waiting", "Waiting", "--waiting", 32],
+  ["swapped", "Swapped to CPU", "--swapped", 32],
+  ["finished", "Finished (latest)", "--finished", 32],
 ];
 
 export function mount(el, store, { onSelect }) {
@@ -86,15 +86,25 @@ function createBareChip(id) {
   return chip;
 }
 
+// A chip's parts, parsed once and cloned: a batch turning over makes dozens of chips a frame.
+const CHIP_PARTS = document.createElement("template");
+CHIP_PARTS.innerHTML = `<span class="badge" aria-hidden="true" hidden></span>` +
+  // Fixed widths scaled by a transform: a bar that grows every step then costs no layout.
+  `<span class="bar"><i class="prompt" style="width:50%;transform-origin:0 0"></i><i class="out" style="left:50%;width:50%;transform-origin:0 0"></i></span>`;
+
 function createChip(request, showPriority) {
   const chip = document.createElement("button");
   chip.className = `chip${showPriority && request.priority === 0 ? " urgent" : ""}`;
   chip.dataset.id = request.id;
   chip.style.setProperty("--c", requestColor(request.color));
-  chip.innerHTML = shortId(request.id) + (showPriority ? ` <span class="prio">P${request.priority}</span>` : "") +
-    `<span class="badge" aria-hidden="true" hidden></span>` +
-    // Fixed widths scaled by a transform: a bar that grows every step then costs no layout.
-    `<span class="bar"><i class="prompt" style="width:50%;transform-origin:0 0"></i><i class="out" style="left:50%;width:50%;transform-origin:0 0"></i></span>`;
+  chip.append(shortId(request.id));
+  if (showPriority) {
+    const priority = document.createElement("span");
+    priority.className = "prio";
+    priority.textContent = `P${request.priority}`;
+    chip.append(" ", priority);
+  }
+  chip.append(CHIP_PARTS.content.cloneNode(true));
   chip.parts = { badge: chip.querySelector(".badge"), prompt: chip.querySelector(".prompt"), out: chip.querySelector(".out") };
   chip.shown = "";
   chip.showPriority = showPriority;
