@@ -123,7 +123,9 @@ async def measure(base: str, ws_base: str, num_students: int, num_viewers: int, 
     await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 30)
 
     def group(members: list[Client]) -> dict:
-        rates = [c.frames / seconds for c in members]
+        # Frames per second between the first and the last frame inside the window: a count over
+        # the window itself is off by one whenever a frame lands just past either edge.
+        rates = [(c.frames - 1) / (c.last_frame_at - c.first_frame_at) if c.frames > 1 else 0.0 for c in members]
         pings = [p for c in members for p in c.pings_ms]
         return {"clients": len(members), "frames_per_s_min": min(rates), "frames_per_s_median": statistics.median(rates),
                 "ping_ms_p50": percentile(pings, 0.5), "ping_ms_p99": percentile(pings, 0.99),
@@ -170,6 +172,8 @@ def main() -> int:
     ok = True
     for name in ("students", "lecture_viewers"):
         g = result[name]
+        # Within 0.5%: the first and last frames are timed on arrival in this (busy) process, and
+        # a few milliseconds of jitter on 15 s read as 19.99 for a stream of exactly 20 a second.
         meets = g["frames_per_s_min"] >= TARGET_FRAMES_PER_S * 0.995 and g["ping_ms_p99"] <= TARGET_PING_P99_MS
         ok &= meets
         print(f"  {name:16s} {g['clients']:4d} clients  frames/s min {g['frames_per_s_min']:5.2f} median "
