@@ -1,7 +1,7 @@
 // Request lanes: waiting, running, swapped, finished. Each request is a chip in its own colour
 // with its prompt progress (orange) and output progress (blue), and a label, so colour is never
-// the only thing that tells requests apart. Chips are kept per request and only what changed is
-// written: a step that advances 256 decodes moves 256 bars, it does not rebuild the lanes.
+// the only thing that tells requests apart. Chips are kept per position and only what changed is
+// written: a step that advances 256 decodes moves their bars, it does not rebuild the lanes.
 
 import { requestColor } from "../colors.js";
 
@@ -34,10 +34,9 @@ export function mount(el, store, { onSelect }) {
     if (chip && (event.key === "Enter" || event.key === " ")) { event.preventDefault(); event.stopPropagation(); onSelect(chip.dataset.id); }
   });
   const lanes = new Map(LANES.map(([key, title, colour]) => [key, createLane(el, key, colour)]));
-  const chips = new Map(); // request id -> its chip, wherever it is shown
-  // Only chips in view are written: a lane shows some 35 of its up to 120 chips, and each write
-  // costs style and paint. A chip scrolled into view is brought up to date as it appears.
-  chips.visibility = new IntersectionObserver((entries) => {
+  // Only chips in view are written: a lane shows some 35 of its chips, and each write costs
+  // style and paint. A chip scrolled into view is brought up to date as it appears.
+  const visibility = new IntersectionObserver((entries) => {
     for (const entry of entries) {
       const chip = entry.target;
       chip.inView = entry.isIntersecting;
@@ -51,7 +50,7 @@ export function mount(el, store, { onSelect }) {
       const key = `${store.step}/${store.seq}/${store.selected}`;
       if (key === shownKey) return; // nothing this panel shows has changed
       shownKey = key;
-      render(store, lanes, chips);
+      render(store, lanes, visibility);
     },
   };
 }
@@ -63,7 +62,7 @@ function createLane(el, key, colour) {
   lane.innerHTML = `<header><span></span><b></b></header><div class="chips"><span class="more"></span></div>`;
   el.append(lane);
   return { lane, title: lane.querySelector("header span"), count: lane.querySelector("header b"),
-    chips: lane.querySelector(".chips"), more: lane.querySelector(".more"), text: {} };
+    chips: lane.querySelector(".chips"), more: lane.querySelector(".more"), text: {}, slots: [] };
 }
 
 // Writes a lane's text only when it differs, so an unchanged lane costs no style recalculation.
@@ -73,42 +72,53 @@ function setText(lane, part, text) {
 
 const shortId = (id) => id.replace(/^req-0*(?=\d)/, "#");
 
-// A request the frame names without its details (beyond the head of a long queue): its id only,
-// replaced by a full chip once its details arrive.
-function createBareChip(id) {
-  const chip = document.createElement("button");
-  chip.className = "chip bare";
-  chip.dataset.id = id;
-  chip.textContent = shortId(id);
-  chip.title = `${id}: waiting`;
-  chip.setAttribute("aria-label", `${shortId(id)}: ${id}, waiting`);
-  chip.bare = true;
-  return chip;
-}
-
-// A chip's parts, parsed once and cloned: a batch turning over makes dozens of chips a frame.
+// A chip's parts, parsed once and cloned.
 const CHIP_PARTS = document.createElement("template");
-CHIP_PARTS.innerHTML = `<span class="badge" aria-hidden="true" hidden></span>` +
+CHIP_PARTS.innerHTML = `<span class="label"></span><span class="prio" hidden></span>` +
+  `<span class="badge" aria-hidden="true" hidden></span>` +
   // Fixed widths scaled by a transform: a bar that grows every step then costs no layout.
   `<span class="bar"><i class="prompt" style="width:50%;transform-origin:0 0"></i><i class="out" style="left:50%;width:50%;transform-origin:0 0"></i></span>`;
 
-function createChip(request, showPriority) {
+function createSlot() {
   const chip = document.createElement("button");
-  chip.className = `chip${showPriority && request.priority === 0 ? " urgent" : ""}`;
-  chip.dataset.id = request.id;
-  chip.style.setProperty("--c", requestColor(request.color));
-  chip.append(shortId(request.id));
-  if (showPriority) {
-    const priority = document.createElement("span");
-    priority.className = "prio";
-    priority.textContent = `P${request.priority}`;
-    chip.append(" ", priority);
-  }
+  chip.className = "chip";
   chip.append(CHIP_PARTS.content.cloneNode(true));
-  chip.parts = { badge: chip.querySelector(".badge"), prompt: chip.querySelector(".prompt"), out: chip.querySelector(".out") };
+  chip.parts = Object.fromEntries(["label", "prio", "badge", "prompt", "out"].map((part) => [part, chip.querySelector(`.${part}`)]));
   chip.shown = "";
-  chip.showPriority = showPriority;
   return chip;
+}
+
+// A lane's chips are kept by position: when the queue moves (a batch turning over moves dozens
+// of requests a step), each position takes its new request's label, colour and bars, and no chip
+// is made or thrown away. A request the frame names without its details (beyond the head of a
+// long queue) shows its id only ("bare"), until its details arrive.
+function fill(chip, id, request, showPriority, selected) {
+  const bare = !request;
+  if (chip.dataset.id !== id || chip.bare !== bare || chip.showPriority !== showPriority) {
+    chip.dataset.id = id;
+    chip.bare = bare;
+    chip.showPriority = showPriority;
+    chip.shown = "";
+    // Each part is written only if it differs: even an equal write restyles the part.
+    const write = (node, name, value) => { if (node[name] !== value) node[name] = value; };
+    write(chip, "className", `chip${bare ? " bare" : ""}${showPriority && request && request.priority === 0 ? " urgent" : ""}`);
+    write(chip.parts.label, "textContent", shortId(id));
+    write(chip.parts.prio, "hidden", bare || !showPriority);
+    write(chip.parts.prio, "textContent", bare || !showPriority ? "" : ` P${request.priority}`); // read as "#3 P0"
+    write(chip.parts.badge, "hidden", true);
+    write(chip.parts.badge, "textContent", "");
+    if (bare) {
+      chip.style.removeProperty("border-left-color");
+      chip.title = `${id}: waiting`;
+      chip.setAttribute("aria-label", `${shortId(id)}: ${id}, waiting`);
+    } else {
+      // Not a custom property: that would restyle the chip's every part, not just its border.
+      chip.style.borderLeftColor = requestColor(request.color);
+      describeChip(chip, request);
+    }
+  }
+  if (bare) chip.classList.toggle("selected", selected);
+  else updateChip(chip, request, selected);
 }
 
 // The accessible name starts with what the chip shows (its label, priority, preemptions).
@@ -147,7 +157,7 @@ function updateChip(chip, request, selected) {
   chip.parts.out.style.transform = `scaleX(${out.toFixed(2)})`;
 }
 
-function render(store, lanes, chips) {
+function render(store, lanes, visibility) {
   const q = store.queues;
   // Preempted requests wait at the head of the waiting queue; they get a lane of their own.
   const isPreempted = (id) => store.requests.get(id)?.status === "preempted";
@@ -165,40 +175,26 @@ function render(store, lanes, chips) {
   // Priority matters when the engine schedules by it or the workload mixes priorities.
   const scenario = store.session ? store.session.scenario : null;
   const showPriority = Boolean(scenario && (scenario.engine.scheduling_order === "priority" || scenario.workload.high_priority_fraction > 0));
-  const used = new Set();
   for (const [key, title, , maxChips] of LANES) {
     const lane = lanes.get(key);
     lane.lane.hidden = (key === "swapped" || key === "preempted") && !counts[key];
     const note = key === "waiting" && q.num_pending ? ` · ${q.num_pending} not yet arrived` : "";
     setText(lane, "title", title + note);
     setText(lane, "count", String(counts[key]));
-    // Place the shown chips in order before the lane's closing note, moving only those out of place.
     const wanted = ids[key].slice(0, maxChips);
-    const wantedSet = new Set(wanted);
-    let cursor = lane.chips.firstChild;
-    for (const id of wanted) {
-      while (cursor !== lane.more && !wantedSet.has(cursor.dataset.id)) { const next = cursor.nextSibling; cursor.remove(); cursor = next; }
-      const request = store.requests.get(id);
-      let chip = chips.get(id);
-      if (chip && (request ? chip.bare || chip.showPriority !== showPriority : !chip.bare)) { // its kind changed
-        if (chip === cursor) cursor = cursor.nextSibling;
-        chip.remove(); chips.visibility.unobserve(chip); chip = null;
-      }
+    wanted.forEach((id, i) => {
+      let chip = lane.slots[i];
       if (!chip) {
-        chip = request ? createChip(request, showPriority) : createBareChip(id);
-        chips.set(id, chip);
-        chips.visibility.observe(chip);
+        chip = createSlot();
+        lane.chips.insertBefore(chip, lane.more);
+        lane.slots.push(chip);
+        visibility.observe(chip);
       }
-      if (request) updateChip(chip, request, id === store.selected);
-      else chip.classList.toggle("selected", id === store.selected);
-      used.add(id);
-      if (chip === cursor) cursor = cursor.nextSibling;
-      else lane.chips.insertBefore(chip, cursor);
-    }
-    while (cursor !== lane.more) { const next = cursor.nextSibling; cursor.remove(); cursor = next; }
+      fill(chip, id, store.requests.get(id), showPriority, id === store.selected);
+    });
+    for (const extra of lane.slots.splice(wanted.length)) { visibility.unobserve(extra); extra.remove(); }
     const extra = counts[key] - wanted.length;
     setText(lane, "more", extra > 0 ? `+${extra} more` : !counts[key] ? "none" : "");
     lane.more.hidden = !lane.text.more;
   }
-  for (const [id, chip] of chips) if (!used.has(id)) { chip.remove(); chips.delete(id); chips.visibility.unobserve(chip); }
 }
