@@ -6,7 +6,7 @@
 import { requestColor } from "../colors.js";
 
 // Each lane shows the head of its queue: a few rows more than its box holds (it scrolls), and
-// "+N more" for the rest, so a batch turning over rebuilds dozens of chips a frame, not hundreds.
+// "+N more" for the rest, so a batch turning over re-labels dozens of chips a frame, not hundreds.
 const LANES = [
   ["running", "Running", "--decode", 48],
   ["preempted", "Preempted · will recompute", "--preempted", 32],
