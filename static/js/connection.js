@@ -30,11 +30,29 @@ export function connect(store, { sessionId, token, onError, onStatus, stats }) {
     requestAnimationFrame(() => { ackScheduled = false; send({ type: "ack", seq: handledSeq }); });
   }
 
-  decoder.addEventListener("message", ({ data: frame }) => {
+  // State frames are applied one per animation frame, in order: two that arrive together are
+  // drawn as two frames, not merged into one (the window of unacknowledged frames bounds the queue).
+  const states = [];
+  let applyScheduled = false;
+  function applyNextState() {
+    applyScheduled = false;
+    const frame = states.shift();
+    if (!frame) return;
     const start = performance.now();
+    if (frame.type === "snapshot") applySnapshot(store, frame);
+    else if (!applyDelta(store, frame)) send({ type: "snapshot" });
+    handledSeq = frame.seq;
+    acknowledge();
+    if (stats) { stats.decodeMs += frame.decodeMs; stats.applyMs += performance.now() - start; stats.states += 1; }
+    if (states.length) scheduleApply();
+  }
+  function scheduleApply() {
+    if (!applyScheduled) { applyScheduled = true; requestAnimationFrame(applyNextState); }
+  }
+
+  decoder.addEventListener("message", ({ data: frame }) => {
     switch (frame.type) {
-      case "snapshot": applySnapshot(store, frame); break;
-      case "delta": if (!applyDelta(store, frame)) send({ type: "snapshot" }); break;
+      case "snapshot": case "delta": states.push(frame); scheduleApply(); break;
       case "events": applyEvents(store, frame); break;
       case "status":
         store.status = frame; store.dirty.add("status");
@@ -45,11 +63,6 @@ export function connect(store, { sessionId, token, onError, onStatus, stats }) {
         if (onError) onError(frame);
         break;
       default: break; // heartbeat, pong
-    }
-    if (frame.type === "snapshot" || frame.type === "delta") {
-      handledSeq = frame.seq;
-      acknowledge();
-      if (stats) { stats.decodeMs += frame.decodeMs; stats.applyMs += performance.now() - start; stats.states += 1; }
     }
   });
 
