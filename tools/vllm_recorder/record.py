@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import random
 import sys
 import tempfile
 from collections import deque
@@ -34,6 +33,11 @@ from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCache
 from vllm.v1.outputs import ModelRunnerOutput
 from vllm.v1.request import Request, RequestStatus
 from vllm.v1.structured_output import StructuredOutputManager
+
+# The acceptance draw is servescope's own (standard library only): the recorder and the simulator
+# share one implementation, so their drafts can never be accepted differently.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from scheduler_core.spec_decode import AcceptanceModel, SpeculativeConfig  # noqa: E402
 
 SAMPLED_TOKEN_ID = 1
 DRAFT_TOKEN_ID = 1
@@ -96,23 +100,15 @@ def build_scheduler(config: dict, async_scheduling: bool, speculative_config: di
 
 class FakeModel:
     """Samples token 1 for each scheduled request whose chunk reaches the end of its known tokens
-    (and placeholders); with drafts scheduled, accepts each position i with probability
-    `acceptance_rate[i]`, stopping at the first rejection, from a draw seeded by
-    (seed, request id, how many verifications that request has had)."""
+    (and placeholders); with drafts scheduled, accepts them by servescope's `AcceptanceModel` (each
+    position i with probability `acceptance_rate[i]`, stopping at the first rejection, from a draw
+    seeded by (seed, request id, how many verifications that request has had))."""
 
-    def __init__(self, acceptance_rate: list[float], seed: int):
-        self.acceptance_rate = acceptance_rate
-        self.seed = seed
-        self.num_verifications: dict[str, int] = {}
+    def __init__(self, acceptance: AcceptanceModel | None):
+        self.acceptance = acceptance
 
     def num_accepted(self, request_id: str, num_drafts: int) -> int:
-        index = self.num_verifications.get(request_id, 0)
-        self.num_verifications[request_id] = index + 1
-        rng = random.Random(f"{self.seed}:{request_id}:{index}")
-        accepted = 0
-        while accepted < num_drafts and rng.random() < self.acceptance_rate[accepted]:
-            accepted += 1
-        return accepted
+        return self.acceptance.num_accepted(request_id, num_drafts)
 
     def run(self, scheduler: Scheduler, output) -> tuple[ModelRunnerOutput, list[str], dict[str, int]]:
         """Decide this batch's tokens at schedule time, from the state schedule() left."""
@@ -153,7 +149,11 @@ class Recorder:
                  acceptance_rate: list[float], seed: int):
         self.config = trace["config"]
         self.scheduler = build_scheduler(self.config, async_scheduling, speculative_config)
-        self.model = FakeModel(acceptance_rate, seed)
+        acceptance = None
+        if speculative_config:
+            spec = SpeculativeConfig.from_json({**speculative_config, "acceptance_rate": acceptance_rate, "acceptance_seed": seed})
+            acceptance = AcceptanceModel(spec)
+        self.model = FakeModel(acceptance)
         self.pending = deque(make_requests(trace, self.config))
         self.arrival_index = 0
         self.num_spec_tokens = (speculative_config or {}).get("num_speculative_tokens", 0)
