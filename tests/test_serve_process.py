@@ -169,6 +169,20 @@ async def start_long_seek(ws_url: str, token: str):
     return ws
 
 
+async def delete_within_a_second(server, sid: str, token: str) -> None:
+    started = time.monotonic()
+    response = await asyncio.to_thread(server.http.delete, f"/api/sessions/{sid}", headers={"x-control-token": token})
+    assert response.status_code == 204
+    assert time.monotonic() - started < 1.0
+
+
+def assert_nothing_left(server) -> None:
+    """No session left, and nothing left running in the server process."""
+    time.sleep(0.2)
+    assert cpu_busy_s(server.process.pid, 1.0) < 0.15
+    assert server.http.get("/healthz").json()["sessions"] == 0
+
+
 def test_a_long_seek_is_cancelled_by_delete_within_a_second(serve):
     server = serve()
     created = server.http.post("/api/sessions", json=LONG_RUN).json()
@@ -178,16 +192,11 @@ def test_a_long_seek_is_cancelled_by_delete_within_a_second(serve):
         ws = await start_long_seek(created["websocket_url"], token)
         await asyncio.sleep(1.0)
         assert 0 < session_step(server, sid) < session_step(server, sid, after_s=0.3)  # the seek is running
-        started = time.monotonic()
-        response = await asyncio.to_thread(server.http.delete, f"/api/sessions/{sid}", headers={"x-control-token": token})
-        assert response.status_code == 204
-        assert time.monotonic() - started < 1.0
+        await delete_within_a_second(server, sid, token)
         await ws.close()
 
     asyncio.run(scenario())
-    time.sleep(0.2)
-    assert cpu_busy_s(server.process.pid, 1.0) < 0.15  # nothing left running
-    assert server.http.get("/healthz").json()["sessions"] == 0
+    assert_nothing_left(server)
 
 
 def test_a_long_seek_stops_when_its_presenter_disconnects(serve):
@@ -256,16 +265,11 @@ def test_a_long_step_back_is_cancelled_by_delete_within_a_second(serve):
         await asyncio.sleep(1.0)
         # Replaying from step 0, and the server answers meanwhile.
         assert 0 < session_step(server, sid) < session_step(server, sid, after_s=0.3) < FAR - 1
-        started = time.monotonic()
-        response = await asyncio.to_thread(server.http.delete, f"/api/sessions/{sid}", headers={"x-control-token": token})
-        assert response.status_code == 204
-        assert time.monotonic() - started < 1.0
+        await delete_within_a_second(server, sid, token)
         await ws.close()
 
     asyncio.run(scenario())
-    time.sleep(0.2)
-    assert cpu_busy_s(server.process.pid, 1.0) < 0.15  # nothing left running
-    assert server.http.get("/healthz").json()["sessions"] == 0
+    assert_nothing_left(server)
 
 
 def test_a_long_step_back_leaves_another_sessions_viewers_their_frames_and_pongs(serve):
