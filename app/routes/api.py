@@ -34,16 +34,22 @@ def live_session(request: Request, session_id: str) -> LiveSession:
     return live
 
 
+def named_lesson(catalog: dict, name: str, arm: str | None, kind: str = "lesson"):
+    """The lesson `name` of `catalog` and its arm (the first if none is named), or a 422."""
+    lesson = catalog.get(name)
+    if lesson is None:
+        raise HTTPException(422, [{"loc": ["body", "lesson"], "msg": f"unknown {kind} {name!r}"}])
+    arm = arm or next(iter(lesson.arms))
+    if arm not in lesson.arms:
+        raise HTTPException(422, [{"loc": ["body", "arm"], "msg": f"lesson {lesson.name} has arms {list(lesson.arms)}"}])
+    return lesson, arm
+
+
 def lesson_arm(body: SessionCreate) -> tuple[str, str] | None:
     """(lesson, arm) named by the request, checked; None if it names no lesson."""
     if body.lesson is None:
         return None
-    lesson = LESSONS_BY_NAME.get(body.lesson)
-    if lesson is None:
-        raise HTTPException(422, [{"loc": ["body", "lesson"], "msg": f"unknown lesson {body.lesson!r}"}])
-    arm = body.arm or next(iter(lesson.arms))
-    if arm not in lesson.arms:
-        raise HTTPException(422, [{"loc": ["body", "arm"], "msg": f"lesson {lesson.name} has arms {list(lesson.arms)}"}])
+    lesson, arm = named_lesson(LESSONS_BY_NAME, body.lesson, body.arm)
     return lesson.name, arm
 
 

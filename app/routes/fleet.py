@@ -25,7 +25,7 @@ from scheduler_core.sweep.grid import build_run
 from ..frames import finite
 from ..schemas import (MAX_FLEET_REPLICAS, MAX_FLEET_REQUESTS, MAX_SWEEP_POINTS, MAX_SWEEP_REQUESTS, SWEEP_FIELDS, FleetCreate,
                        ReplicaSessionCreate, ScenarioModel, SessionCreate, SweepCreate)
-from .api import client_of, manager_of, scenario_from, session_urls
+from .api import client_of, manager_of, named_lesson, scenario_from, session_urls
 
 router = APIRouter()
 
@@ -52,12 +52,7 @@ def check_pools(fleet: ClusterScenario, request: Request) -> ClusterScenario:
 
 def fleet_of(body: FleetCreate) -> ClusterScenario:
     if body.lesson is not None:
-        lesson = FLEET_LESSONS_BY_NAME.get(body.lesson)
-        if lesson is None:
-            raise HTTPException(422, [{"loc": ["body", "lesson"], "msg": f"unknown fleet lesson {body.lesson!r}"}])
-        arm = body.arm or next(iter(lesson.arms))
-        if arm not in lesson.arms:
-            raise HTTPException(422, [{"loc": ["body", "arm"], "msg": f"lesson {lesson.name} has arms {list(lesson.arms)}"}])
+        lesson, arm = named_lesson(FLEET_LESSONS_BY_NAME, body.lesson, body.arm, kind="fleet lesson")
         return lesson.scenario(arm)
     data = fleet_data(body)
     return ClusterScenario.from_dict(data, data["name"])
