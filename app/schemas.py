@@ -43,8 +43,10 @@ class SpeculativeModel(Strict):
 class EngineModel(Strict):
     block_size: int = Field(16, **ENGINE_BOUNDS["block_size"].field_constraints(), description="Tokens per KV block")
     num_gpu_blocks: int | None = Field(None, **ENGINE_BOUNDS["num_gpu_blocks"].field_constraints(), description="KV blocks (empty: sized from GPU memory)")
-    max_num_seqs: int = Field(256, **ENGINE_BOUNDS["max_num_seqs"].field_constraints(), description="Most requests running at once")
-    max_num_batched_tokens: int = Field(2048, **ENGINE_BOUNDS["max_num_batched_tokens"].field_constraints(), description="Token budget of one step")
+    max_num_seqs: int | None = Field(None, **ENGINE_BOUNDS["max_num_seqs"].field_constraints(),
+                                     description="Most requests running at once (empty: vLLM's default for the GPU)")
+    max_num_batched_tokens: int | None = Field(None, **ENGINE_BOUNDS["max_num_batched_tokens"].field_constraints(),
+                                               description="Token budget of one step (empty: vLLM's default for the GPU)")
     max_model_len: int = Field(4096, **ENGINE_BOUNDS["max_model_len"].field_constraints(), description="Longest context (prompt + output)")
     enable_chunked_prefill: bool = Field(True, description="Split prompts under the token budget")
     enable_prefix_caching: bool = Field(True, description="Share full blocks between equal prefixes")
@@ -83,7 +85,8 @@ class ScenarioModel(Strict):
     model: Literal[tuple(MODELS)] = "llama-3.1-8b"  # type: ignore[valid-type]
     gpu: Literal[tuple(GPUS)] = "h200"  # type: ignore[valid-type]
     tp: int = Field(1, **SCENARIO_BOUNDS["tensor_parallel_size"].field_constraints())
-    gpu_memory_utilization: float = Field(0.9, **SCENARIO_BOUNDS["gpu_memory_utilization"].field_constraints())
+    gpu_memory_utilization: float | None = Field(None, **SCENARIO_BOUNDS["gpu_memory_utilization"].field_constraints(),
+                                                 description="Share of GPU memory vLLM may use (empty: vLLM's default, 0.92)")
     tensor_parallel_size: int | None = Field(None, **SCENARIO_BOUNDS["tensor_parallel_size"].field_constraints(),
                                              description="vLLM's --tensor-parallel-size (tp is its older name)")
     kv_cache_dtype: Literal[KV_CACHE_DTYPES] = Field("auto", description="vLLM's --kv-cache-dtype: auto keeps the model's dtype")  # type: ignore[valid-type]

@@ -20,12 +20,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from scheduler_core.config import vllm_default_batch_limits  # noqa: E402
+from scheduler_core.presets import GPUS  # noqa: E402
 from scheduler_core.scenario import Scenario  # noqa: E402
 
-# vLLM's default batch limits for its OpenAI server (EngineArgs.get_batch_defaults): GPUs of 70 GiB
-# or more other than the A100 get the large tier.
-LARGE_TIER = {"max_num_batched_tokens": 8192, "max_num_seqs": 1024}
-SMALL_TIER = {"max_num_batched_tokens": 2048, "max_num_seqs": 256}
+
+def served_on(gpu: str, max_model_len: int) -> dict:
+    """The engine settings of `vllm serve --max-model-len N` on this GPU: vLLM's batch limits for it."""
+    engine = {"max_model_len": max_model_len}
+    return {**engine, **vllm_default_batch_limits(engine, gpu, GPUS[gpu].mem_bytes)}
+
 
 # Sources, each stating model, GPU, vLLM version (where given), lengths and load.
 NIGHTLY_A100 = ("vLLM's performance-benchmark suite (serving tests: 200 ShareGPT prompts, Poisson arrivals) run "
@@ -62,7 +66,7 @@ class Row:
 def nightly_70b_tp4(qps: float) -> dict:
     return {
         "model": "llama-3.3-70b", "gpu": "a100-80g-pcie", "tensor_parallel_size": 4, "gpu_memory_utilization": 0.9,
-        "engine": {**SMALL_TIER, "max_model_len": 8192},
+        "engine": served_on("a100-80g-pcie", 8192),
         # 200 requests; mean lengths from the published figures: 198.5 output tok/s at 0.928 req/s is 214
         # output tokens a request, and (396.4 - 198.5) / 0.928 = 213 prompt tokens.
         "workload": {"num_requests": 200, "arrival_rate": qps, "lengths": "lognormal", "prompt_len": 213,
@@ -78,7 +82,7 @@ NIGHTLY_ASSUMPTIONS = ("vLLM version not stated (2025 suite); ShareGPT lengths a
 def musgrave(concurrency: int) -> dict:
     return {
         "model": "llama-3.1-8b", "gpu": "a100-40g", "gpu_memory_utilization": 0.9,
-        "engine": {**SMALL_TIER, "max_model_len": 8192},
+        "engine": served_on("a100-40g", 8192),
         "workload": {"num_requests": 20 * concurrency, "concurrency": concurrency, "lengths": "fixed",
                      "prompt_len": 1024, "output_len": 128, "seed": 0},
     }
@@ -87,7 +91,7 @@ def musgrave(concurrency: int) -> dict:
 def inferencebench(concurrency: int) -> dict:
     return {
         "model": "llama-3.1-8b", "gpu": "h100-sxm", "gpu_memory_utilization": 0.9,
-        "engine": {**LARGE_TIER, "max_model_len": 8192},
+        "engine": served_on("h100-sxm", 8192),
         "workload": {"num_requests": max(50, 10 * concurrency), "concurrency": concurrency, "lengths": "lognormal",
                      "prompt_len": 256, "output_len": 128, "sigma": 0.6, "seed": 0},
     }

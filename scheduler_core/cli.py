@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import sys
@@ -11,7 +12,10 @@ from dataclasses import fields
 from pathlib import Path
 
 from .config import VLLM_PROFILES, VllmCompat
-from .engine_args import add_engine_args, apply_settings, check_like_vllm, normalize_aliases, parse_vllm_command, settings_from_args
+from .engine_args import (
+    RESIZING_FIELDS, VllmCommand, add_engine_args, apply_settings, check_like_vllm, normalize_aliases, parse_vllm_command,
+    settings_from_args,
+)
 from .errors import ConfigError
 from .lesson_catalog import LESSONS, LESSONS_BY_NAME
 from .lessons import comparison_table, evaluate
@@ -86,6 +90,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # -- scenarios with overrides ---------------------------------------------------------------
 # servescope's own settings (vLLM's engine arguments are in engine_args.ENGINE_ARGS).
+BATCH_LIMITS = ("max_num_seqs", "max_num_batched_tokens")
 ENGINE_FLAGS = {"policy": "policy", "num_cpu_blocks": "num_cpu_blocks", "kv_allocator": "kv_allocator"}
 WORKLOAD_FLAGS = {"num_requests": "num_requests", "arrival_rate": "arrival_rate", "concurrency": "concurrency",
                   "seed": "seed"}
@@ -114,14 +119,30 @@ def parse_assignment_arg(text: str) -> tuple[str, object]:
 
 def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) -> Scenario:
     """A scenario (preset name or file) with the command line's overrides applied: first a whole
-    `--vllm` command line, then servescope's flags (which win where both speak)."""
+    `--vllm` command line, then servescope's flags (which win where both speak). What is still
+    open after that takes vLLM's default (`with_vllm_defaults`)."""
     data, name = scenario_data(name_or_path)
-    data = normalize_aliases(data)
-    if args.vllm is not None:
-        command = parse_vllm_command(args.vllm)
+    command = parse_vllm_command(args.vllm) if args.vllm is not None else None
+    if command is not None and command.ignored:
+        print(f"servescope: warning: not simulated, ignored: {' '.join(command.ignored)}", file=sys.stderr)
+    base = normalize_aliases(data)
+    data = apply_command_line(copy.deepcopy(base), args, command, assignments)
+    if name_or_path in PRESET_SCENARIOS and any(data.get(key) != base.get(key) for key in RESIZING_FIELDS):
+        # A preset's batch limits were chosen for its own model and GPU, like its pool size: on
+        # other hardware they give way to vLLM's defaults for it, unless the command line sets them.
+        for key in BATCH_LIMITS:
+            base.get("engine", {}).pop(key, None)
+        data = apply_command_line(base, args, command, assignments)
+    data = with_vllm_defaults(data)
+    check_like_vllm(data.get("engine", {}))  # vLLM checks after filling in its defaults
+    return Scenario.from_dict(data, name=name)
+
+
+def apply_command_line(data: dict, args: argparse.Namespace, command: VllmCommand | None, assignments) -> dict:
+    """`data` with the command line written into it: the `--vllm` line, then servescope's flags,
+    then `--set` assignments."""
+    if command is not None:
         apply_settings(data, ({"model": command.model} if command.model else {}) | command.settings)
-        if command.ignored:
-            print(f"servescope: warning: not simulated, ignored: {' '.join(command.ignored)}", file=sys.stderr)
     apply_settings(data, {flag: getattr(args, flag) for flag in ("model", "gpu") if getattr(args, flag) is not None})
     apply_settings(data, settings_from_args(args))
     engine, workload = data.setdefault("engine", {}), data.setdefault("workload", {})
@@ -146,8 +167,7 @@ def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) 
     if args.slo_tpot_ms is not None:
         data["slo_tpot_s"] = args.slo_tpot_ms / 1e3
     apply_assignments(data, assignments)
-    check_like_vllm(data.get("engine", {}))
-    return Scenario.from_dict(with_vllm_defaults(data), name=name)
+    return data
 
 
 def run_with_progress(sim: Simulation, show: bool) -> float:

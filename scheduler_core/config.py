@@ -71,7 +71,8 @@ VLLM_PROFILES = {
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """Everything that decides what the engine schedules, with vLLM's defaults for a large GPU."""
+    """Everything that decides what the engine schedules. The batch limits default to vLLM's for a
+    device it does not know (256 sequences, 2,048 tokens); `vllm_default_batch_limits` gives a named GPU's."""
 
     block_size: int = 16
     num_gpu_blocks: int = 8192
@@ -159,17 +160,62 @@ class EngineConfig:
         return cls(**data)
 
 
+# vLLM's `CacheConfig.gpu_memory_utilization` default: 0.92 since 0.33; 0.10.1.1 had 0.9.
+GPU_MEMORY_UTILIZATION_DEFAULT = {"0.33.0": 0.92, "0.10.1.1": 0.9}
+GIB_BYTES = 1 << 30
+
+
+def is_vllm_0_10(engine: dict) -> bool:
+    """Whether these engine settings take the 0.10.1.1 profile: every compat switch off, those
+    left out counting as on (0.33's), so one reverted rule is still 0.33 with that rule changed."""
+    compat = engine.get("compat", {})
+    if isinstance(compat, VllmCompat):
+        compat = dataclasses.asdict(compat)
+    if not isinstance(compat, dict):
+        return False  # EngineConfig names the field
+    return not any({**dataclasses.asdict(VllmCompat()), **compat}.values())
+
+
+def vllm_default_batch_limits(engine: dict, device_name: str, device_memory_bytes: float) -> dict:
+    """`max_num_batched_tokens` and `max_num_seqs` as `vllm serve` sets those left open
+    (`EngineArgs.get_batch_defaults`, the API-server context), for one device: 8,192 tokens and
+    1,024 sequences on a GPU of 70 GiB or more that is not an A100 (H100, H200); 16,384 and 1,024
+    from 160 GiB (B200, 0.33 only); 2,048 and 256 otherwise. Without chunked prefill the budget
+    covers one prompt of max_model_len. Returns only the settings `engine` does not give."""
+    old = is_vllm_0_10(engine)
+    if device_memory_bytes >= 160 * GIB_BYTES and not old:
+        tokens, seqs = 16384, 1024
+    elif device_memory_bytes >= 70 * GIB_BYTES and "a100" not in device_name.lower():
+        tokens, seqs = 8192, 1024
+    else:
+        tokens, seqs = 2048, 256
+    max_model_len = engine.get("max_model_len", EngineConfig.max_model_len)
+    chunked = engine.get("enable_chunked_prefill", EngineConfig.enable_chunked_prefill)
+    given = [engine[name] for name in ("max_num_batched_tokens", "max_num_seqs") if name in engine]
+    if not all(type(value) is int for value in (max_model_len, *given)):
+        return {}  # EngineConfig names the setting that is not a whole number
+    defaults = {}
+    if "max_num_batched_tokens" not in engine:
+        if old:  # 0.10.1.1: an unchunked budget is exactly one max_model_len prompt
+            defaults["max_num_batched_tokens"] = tokens if chunked else max_model_len
+        else:  # 0.33: at least one such prompt, at most what max_num_seqs full contexts need
+            limit = engine.get("max_num_seqs", seqs)
+            defaults["max_num_batched_tokens"] = min(limit * max_model_len, tokens if chunked else max(max_model_len, tokens))
+    if "max_num_seqs" not in engine:
+        # 0.10.1.1 kept the sequence limit within the token budget; 0.33 does not.
+        budget = engine.get("max_num_batched_tokens", defaults.get("max_num_batched_tokens"))
+        defaults["max_num_seqs"] = min(seqs, budget) if old else seqs
+    return defaults
+
+
 def vllm_default_async_scheduling(engine: dict) -> bool:
     """vLLM's own default for `async_scheduling` with these engine settings: 0.33 turns it on
     unless something is incompatible (`VllmConfig`: pooling models, pipeline parallelism, n-gram
     drafting on the CPU, which the V1 model runner cannot overlap); 0.10.1.1 had it off. Only the vllm-v1 policy has it at all."""
-    compat = engine.get("compat", {})
-    compat = compat if isinstance(compat, dict) else dataclasses.asdict(compat)
     if engine.get("policy", "vllm-v1") != "vllm-v1":
         return False
     spec = engine.get("speculative_config")
     if spec is not None and (spec.get("method") if isinstance(spec, dict) else spec.method) == "ngram":
         return False
-    # The 0.10.1.1 profile is every switch off.
-    return any(compat.values()) if compat else True
+    return not is_vllm_0_10(engine)
 

@@ -163,7 +163,7 @@ def gib(num_bytes: float) -> str:
 
 
 def plan_memory(
-    model: ModelSpec, gpu: GpuSpec, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.9,
+    model: ModelSpec, gpu: GpuSpec, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.92,
     block_size: int = 16, max_num_batched_tokens: int = 2048, max_num_seqs: int = 256, max_model_len: int = 4096,
     enforce_eager: bool = False, num_gpu_blocks_override: int | None = None,
 ) -> MemoryPlan:

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .bounds import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SCENARIO_BOUNDS, check_all, check_text
-from .config import EngineConfig, vllm_default_async_scheduling
+from .config import (
+    GPU_MEMORY_UTILIZATION_DEFAULT, EngineConfig, is_vllm_0_10, vllm_default_async_scheduling, vllm_default_batch_limits,
+)
 from .cost_model import CostModel, ModelSpec
 from .engine_args import ENGINE_ALIASES, KV_CACHE_DTYPES, normalize_aliases
 from .errors import ConfigError
@@ -72,7 +74,7 @@ class Scenario:
     model: str = "llama-3.1-8b"
     gpu: str = "h200"
     tensor_parallel_size: int = 1  # vLLM's --tensor-parallel-size; scenario files may still say `tp`
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION_DEFAULT["0.33.0"]
     kv_cache_dtype: str = "auto"  # vLLM's --kv-cache-dtype
     swap_space: float = 0.0  # vLLM 0.10's --swap-space: GiB of CPU memory per GPU for swapped-out blocks
     enforce_eager: bool = False  # vLLM's --enforce-eager: no CUDA graphs, so no memory kept for them
@@ -226,10 +228,26 @@ PRESET_SCENARIOS: dict[str, dict] = {
 
 
 def with_vllm_defaults(data: dict) -> dict:
-    """The scenario with the engine settings it leaves open set as vLLM would for its version
-    (today `async_scheduling`): what `run`, `compare` and the dashboard simulate. Lessons and
-    replays pin their settings instead."""
+    """The scenario with the settings it leaves open set as vLLM would for its version and GPU:
+    `gpu_memory_utilization`, the batch limits (`max_num_seqs`, `max_num_batched_tokens`) and
+    `async_scheduling`. This is what `run`, `compare` and the dashboard simulate; lessons and
+    replays pin their settings instead. vllm-v0 and static, the "before" pictures, keep
+    `EngineConfig`'s defaults."""
     engine = data.setdefault("engine", {})
+    if not isinstance(engine, dict):
+        return data  # `from_dict` names the field
+    version = "0.10.1.1" if is_vllm_0_10(engine) else "0.33.0"
+    data.setdefault("gpu_memory_utilization", GPU_MEMORY_UTILIZATION_DEFAULT[version])
+    if engine.get("policy", "vllm-v1") == "vllm-v1" and isinstance(data.get("gpu", Scenario.gpu), str):
+        gpu = resolve_gpu(data.get("gpu", Scenario.gpu))
+        defaults = vllm_default_batch_limits(engine, gpu.name, gpu.mem_bytes)
+        tokens = engine.get("max_num_batched_tokens")
+        if "max_num_seqs" in defaults and type(tokens) is int and tokens < defaults["max_num_seqs"]:
+            # vLLM refuses this as well; say where the other number came from.
+            raise ConfigError("max_num_batched_tokens", (
+                f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "
+                f"({defaults['max_num_seqs']}, vLLM's default on {gpu.name}); set max_num_seqs as well"))
+        engine.update(defaults)
     if "async_scheduling" not in engine:
         engine["async_scheduling"] = vllm_default_async_scheduling(engine)
     return data

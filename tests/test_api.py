@@ -364,11 +364,12 @@ def test_api_models_have_exactly_the_core_fields(model, dataclass):
     (EngineModel, EngineConfig), (WorkloadModel, WorkloadConfig), (CompatModel, VllmCompat),
 ])
 def test_api_model_defaults_equal_the_core_defaults(model, dataclass):
-    """Defaults agree too (except num_gpu_blocks, which the API leaves empty to size from memory,
-    and async_scheduling, which it leaves empty for vLLM's own default of the chosen version)."""
+    """Defaults agree too, except those the API leaves empty for the server to fill in: num_gpu_blocks
+    (sized from memory), and the batch limits and async_scheduling (vLLM's own defaults for the
+    chosen GPU and version)."""
     api_defaults = model().model_dump()
     core_defaults = dataclasses.asdict(dataclass())
-    for left_to_the_server in ("num_gpu_blocks", "async_scheduling"):
+    for left_to_the_server in ("num_gpu_blocks", "async_scheduling", "max_num_seqs", "max_num_batched_tokens"):
         api_defaults.pop(left_to_the_server, None)
         core_defaults.pop(left_to_the_server, None)
 

@@ -4,7 +4,7 @@ metrics and the knobs' validation."""
 import pytest
 
 from scheduler_core.cli import main
-from scheduler_core.config import EngineConfig, vllm_default_async_scheduling
+from scheduler_core.config import EngineConfig, VllmCompat, vllm_default_async_scheduling
 from scheduler_core.errors import ConfigError
 from scheduler_core.kv_cache_manager import KVCacheManager
 from scheduler_core.request import Request
@@ -21,7 +21,9 @@ def report(**engine):
 
 def test_vllm_turns_async_scheduling_on_by_default_only_where_it_does():
     assert vllm_default_async_scheduling({}) is True
-    assert vllm_default_async_scheduling({"compat": {"full_prompt_admission": False, "usage_excludes_null_block": False}}) is False
+    assert vllm_default_async_scheduling({"compat": VllmCompat.for_version("0.10.1.1").__dict__}) is False
+    # One reverted rule is still 0.33, which has async scheduling on.
+    assert vllm_default_async_scheduling({"compat": {"full_prompt_admission": False}}) is True
     assert vllm_default_async_scheduling({"policy": "vllm-v0"}) is False
     assert vllm_default_async_scheduling({"speculative_config": {"method": "ngram", "num_speculative_tokens": 3}}) is False
     assert vllm_default_async_scheduling({"speculative_config": {"method": "eagle", "num_speculative_tokens": 3}}) is True

@@ -205,3 +205,53 @@ def test_a_bad_speculative_config_names_the_flag():
     with pytest.raises(ConfigError) as error:
         parse_vllm_command(shlex.join(["vllm", "serve", "m", "--speculative-config", '{"method": "x", "num_speculative_tokens": 1}']))
     assert error.value.field == "--speculative-config" and "unknown method 'x'" in str(error.value)
+
+
+# vLLM's defaults for what a `vllm serve` line leaves open, read from `EngineArgs.get_batch_defaults`
+# and `CacheConfig` in the 0.33.0 and 0.10.1.1 wheels: (GPU, engine settings given, version,
+# max_num_batched_tokens, max_num_seqs, gpu_memory_utilization expected).
+V010 = ["--vllm-version", "0.10.1.1"]
+DEFAULT_CASES = [
+    ("h100-sxm", [], [], 8192, 1024, 0.92),  # 70 GiB or more: the H100/H200 tier
+    ("h200", [], [], 8192, 1024, 0.92),
+    ("a100-80g", [], [], 2048, 256, 0.92),  # 80 GB, but vLLM keeps A100s on the small tier
+    ("l40s", [], [], 2048, 256, 0.92),
+    # Without chunked prefill the budget holds one max_model_len prompt: 0.33 never goes below its default...
+    ("h100-sxm", ["--no-enable-chunked-prefill", "--max-model-len", "16384"], [], 16384, 1024, 0.92),
+    ("h100-sxm", ["--no-enable-chunked-prefill", "--max-model-len", "2048"], [], 8192, 1024, 0.92),
+    # ...0.10.1.1 set it to exactly max_model_len, and kept max_num_seqs within it; its memory share was 0.9.
+    ("h100-sxm", ["--no-enable-chunked-prefill", "--max-model-len", "2048"], V010, 2048, 1024, 0.9),
+    ("l40s", ["--no-enable-chunked-prefill", "--max-model-len", "128"], V010, 128, 128, 0.9),
+    # 0.33: no more tokens than max_num_seqs full contexts.
+    ("h100-sxm", ["--max-num-seqs", "2", "--max-model-len", "1024"], [], 2048, 2, 0.92),
+    # Given values win.
+    ("h100-sxm", ["--max-num-seqs", "64", "--max-num-batched-tokens", "512", "--gpu-memory-utilization", "0.8"], [],
+     512, 64, 0.8),
+]
+
+
+@pytest.mark.parametrize("gpu,flags,version,tokens,seqs,utilization", DEFAULT_CASES,
+                         ids=[f"{c[0]} {' '.join(c[1] + c[2])}" for c in DEFAULT_CASES])
+def test_what_a_command_line_leaves_open_takes_vllms_default_for_the_gpu(gpu, flags, version, tokens, seqs, utilization):
+    # Not the default preset's model: its batch limits then give way to vLLM's (the preset's hardware is not used).
+    args = build_parser().parse_args(["run", "--vllm", shlex.join(["vllm", "serve", "qwen2.5-7b", *flags]), "--gpu", gpu,
+                                      "--num-requests", "5", *version])
+    scenario = build_scenario(args, args.scenario)
+    assert (scenario.engine.max_num_batched_tokens, scenario.engine.max_num_seqs) == (tokens, seqs)
+    assert scenario.gpu_memory_utilization == utilization
+
+
+def test_a_budget_below_the_default_sequence_limit_is_refused_saying_where_the_limit_came_from():
+    """vLLM refuses `--max-num-batched-tokens 512` on an H100 (its default max_num_seqs is 1,024) too."""
+    with pytest.raises(ConfigError) as error:
+        from_flags(["--gpu", "h100-sxm", "--max-num-batched-tokens", "512"])
+    assert error.value.field == "max_num_batched_tokens"
+    assert "max_num_seqs (1024, vLLM's default on h100-sxm)" in str(error.value)
+    assert from_flags(["--gpu", "h100-sxm", "--max-num-batched-tokens", "512", "--max-num-seqs", "64"]).engine.max_num_seqs == 64
+
+
+def test_the_default_memory_share_sizes_the_kv_cache():
+    """0.92 of an H100, not 0.9: more KV blocks than the older default, as many as asking for 0.92."""
+    default, older, asked = (from_flags(["--gpu", "h100-sxm", *extra]).engine.num_gpu_blocks
+                             for extra in ([], ["--gpu-memory-utilization", "0.9"], ["--gpu-memory-utilization", "0.92"]))
+    assert default == asked > older

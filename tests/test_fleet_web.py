@@ -15,7 +15,7 @@ from app.main import create_app
 from app.settings import Settings
 from scheduler_core.cluster.scenario import ClusterScenario
 
-SMALL = {"name": "small", "engine": {"num_gpu_blocks": 600, "max_num_batched_tokens": 512},
+SMALL = {"name": "small", "engine": {"num_gpu_blocks": 600, "max_num_batched_tokens": 512, "max_num_seqs": 256},
          "workload": {"num_requests": 60, "arrival_rate": 20.0, "lengths": "fixed", "prompt_len": 200, "output_len": 16,
                       "shared_prefix_len": 64, "num_shared_prefixes": 4}}
 

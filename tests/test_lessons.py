@@ -33,14 +33,15 @@ def test_the_lessons_of_the_issues_exist():
 
 
 def test_capacity_lesson_shows_the_startup_numbers_vllm_would_print(results):
-    """The capacity lesson's KV sizes are the memory arithmetic's, arm by arm: fp8 KV at 0.95 of an H100's
-    memory holds about ten times the tokens of the defaults, and an H200 more than both."""
+    """The capacity lesson's KV sizes are the memory arithmetic's, arm by arm: fp8 KV (half the bytes
+    per token) at 0.95 of an H100's memory, 2.4 GiB more than vLLM 0.33's 0.92 on a cache of about
+    2.6 GiB, holds about four times the tokens of the defaults, and an H200 more than both."""
     capacity = results["capacity"]
     for arm in ("h100-defaults", "h100-fp8-kv", "h200-defaults"):
         plan = LESSONS_BY_NAME["capacity"].scenario(arm).memory_plan()
         assert capacity[arm].memory["kv_cache_size_tokens"] == plan.kv_cache_size_tokens
     tokens = [capacity[arm].memory["kv_cache_size_tokens"] for arm in ("h100-defaults", "h100-fp8-kv", "h200-defaults")]
-    assert tokens[0] * 8 < tokens[1] < tokens[2]
+    assert tokens[0] * 3 < tokens[1] < tokens[2]
 
 
 def test_the_thrash_lesson_reproduces_vllms_recording(results):

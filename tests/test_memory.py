@@ -146,8 +146,9 @@ def test_run_prints_vllms_startup_lines_first(capsys):
                  "--gpu-memory-utilization", "0.95", "--num-requests", "3"]) == 0
     out = capsys.readouterr().out.splitlines()
     scenario = Scenario.from_dict({"model": "llama-3.3-70b-fp8", "gpu": "h100-sxm", "kv_cache_dtype": "fp8",
-                                   "gpu_memory_utilization": 0.95, "engine": {"max_num_seqs": 64,
-                                                                             "max_num_batched_tokens": 512}})
+                                   # vLLM's batch limits on an H100, not the default preset's (they were for its H200)
+                                   "gpu_memory_utilization": 0.95, "engine": {"max_num_seqs": 1024,
+                                                                             "max_num_batched_tokens": 8192}})
     plan = scenario.memory_plan()
     assert out[0] == "vLLM startup, per GPU (1 x h100-sxm):"
     assert out[3] == f"  GPU KV cache size: {plan.kv_cache_size_tokens:,} tokens"

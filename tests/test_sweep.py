@@ -9,6 +9,7 @@ import pytest
 
 from scheduler_core.errors import ConfigError
 from scheduler_core.sweep import Sweep, cheapest_meeting_slo, run_processes, run_ray, run_serial, run_sweep
+from scheduler_core.sweep.grid import build_run
 
 SWEEP = {
     "model": "llama-3.1-8b", "gpu": "h200",
@@ -35,6 +36,14 @@ def test_grid_is_the_product_in_file_order():
     assert len(points) == 8
     assert points[1].values == {"cluster.replicas": 1, "engine.max_num_seqs": 4, "workload.arrival_rate": 40.0}
     assert points[7].data["cluster"] == {"replicas": 2} and points[7].data["engine"]["max_num_seqs"] == 32
+
+
+def test_a_point_on_another_gpu_takes_vllms_defaults_for_it():
+    """What the sweep leaves open is filled in per point, as `run` would for that point's GPU."""
+    grid = sweep({**SWEEP, "engine": {}, "sweep": {"gpu": ["h100-sxm", "l40s"]}})
+    h100, l40s = (build_run(point.data, "test").engine for point in grid.points())
+    assert (h100.max_num_seqs, h100.max_num_batched_tokens) == (1024, 8192)
+    assert (l40s.max_num_seqs, l40s.max_num_batched_tokens) == (256, 2048)
 
 
 def test_same_seed_twice_gives_identical_files_in_processes(tmp_path, reference):

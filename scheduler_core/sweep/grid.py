@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..cluster.scenario import ClusterScenario
 from ..errors import ConfigError
-from ..scenario import Scenario
+from ..scenario import Scenario, with_vllm_defaults
 
 # Beyond this many points a sweep is a mistake more often than a plan.
 MAX_POINTS = 10_000
@@ -37,7 +37,9 @@ def set_dotted(data: dict, key: str, value) -> None:
 
 
 def build_run(data: dict, name: str) -> Scenario | ClusterScenario:
-    """A point's scenario: a fleet if it has a [cluster] table, else one engine."""
+    """A point's scenario: a fleet if it has a [cluster] table, else one engine. What the point
+    leaves open takes vLLM's default for its own GPU, as `run` does."""
+    data = with_vllm_defaults(copy.deepcopy(data))
     if "cluster" in data:
         return ClusterScenario.from_dict(data, name)
     return Scenario.from_dict(data, name)
