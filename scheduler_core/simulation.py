@@ -287,6 +287,8 @@ class Simulation:
             kv_usage=kv.usage,
             cost_breakdown=breakdown,
             decisions=trace.end_step(output.preempted_reqs) if trace is not None else None,
+            scheduled_spec_decode_tokens=output.scheduled_spec_decode_tokens,
+            num_accepted_tokens=result.num_accepted,
         )
         tokens_in_cache = sum(r.num_computed_tokens for r in scheduler.running) - kv.num_shared_slots
         metrics.observe_step(record, kv.num_used_blocks, tokens_in_cache)
@@ -303,7 +305,9 @@ class Simulation:
             # (Under async scheduling the request may already have finished in this pass's update.)
             request = requests.get(rid) or self.finished_requests.get(rid)
             num_prompt_tokens = request.num_prompt_tokens if request else 0
-            decode = num_tokens == 1 and rid in sampling and computed_before >= num_prompt_tokens
+            # A decode is one token, plus the drafts it verifies under speculative decoding.
+            num_drafts = output.scheduled_spec_decode_tokens.get(rid, 0)
+            decode = num_tokens == 1 + num_drafts and rid in sampling and computed_before >= num_prompt_tokens
             chunks.append(ScheduledChunk(rid, num_tokens, computed_before, "decode" if decode else "prefill"))
         return chunks
 

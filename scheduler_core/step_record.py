@@ -47,6 +47,11 @@ class StepRecord:
     cost_breakdown: dict[str, float] = field(default_factory=dict)
     # The reasons behind the step's decisions, when the scheduler's decision trace is on.
     decisions: dict | None = None
+    # Speculative decoding: request id -> draft tokens scheduled for verification in this step
+    # (each rides on the request's decode), and request id -> drafts accepted, for the
+    # verifications that completed in this step (with async scheduling, an earlier pass's drafts).
+    scheduled_spec_decode_tokens: dict[str, int] = field(default_factory=dict)
+    num_accepted_tokens: dict[str, int] = field(default_factory=dict)
 
     @property
     def num_batched_tokens(self) -> int:

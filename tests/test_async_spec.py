@@ -47,6 +47,24 @@ def test_drafts_cut_time_per_output_token_and_report_vllms_spec_decode_counters(
     assert "spec_decode_num_drafts" not in plain
 
 
+@pytest.mark.parametrize("async_scheduling", [False, True])
+def test_each_step_records_its_drafts_and_the_verifications_it_completed(async_scheduling):
+    """What the batch panel shows: a decode carrying K drafts is a decode of 1 + K tokens, and the
+    steps' accepted drafts add up to vLLM's counter (under async scheduling as well, where a
+    verification completes a pass after its drafts were scheduled)."""
+    config = EngineConfig(num_gpu_blocks=2048, async_scheduling=async_scheduling, speculative_config=SpeculativeConfig("eagle", 3))
+    sim = Simulation(config, synthetic_workload(60, 5.0, 256, 64, seed=1))
+    records = list(sim.records())
+    drafted = [(record, chunk) for record in records for chunk in record.scheduled
+               if chunk.request_id in record.scheduled_spec_decode_tokens]
+    assert drafted
+    for record, chunk in drafted:
+        assert chunk.kind == "decode" and chunk.num_tokens == 1 + record.scheduled_spec_decode_tokens[chunk.request_id]
+    stats = sim.scheduler.spec_stats
+    assert sum(sum(r.scheduled_spec_decode_tokens.values()) for r in records) >= stats.num_draft_tokens
+    assert sum(sum(r.num_accepted_tokens.values()) for r in records) == stats.num_accepted_tokens > 0
+
+
 def test_acceptance_is_deterministic_per_seed():
     rates = SpeculativeConfig("eagle", 5, (0.9, 0.8, 0.7, 0.6, 0.5), 7)
     draws = [AcceptanceModel(rates).num_accepted("r1", 5) for _ in range(2)]

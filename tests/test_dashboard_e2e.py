@@ -11,7 +11,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 import pytest
 
@@ -345,6 +345,28 @@ def test_a_batch_of_200_draws_the_rows_in_view_and_scrolls_to_every_one(server, 
     last.wait_for()
     rows, row = page.locator("#batch .batch-rows").bounding_box(), last.bounding_box()
     assert rows["y"] <= row["y"] and row["y"] + row["height"] <= rows["y"] + rows["height"] + 1
+
+
+SPEC_DECODING = quote(json.dumps({
+    "model": "llama-3.1-8b", "gpu": "h200",
+    "engine": {"max_num_seqs": 64, "max_num_batched_tokens": 2048, "speculative_config": {"method": "eagle", "num_speculative_tokens": 3}},
+    "workload": {"num_requests": 40, "arrival_rate": 20, "lengths": "sharegpt"},
+}))
+
+
+def test_the_batch_shows_each_decodes_drafts_and_the_drafts_accepted_in_the_step(server, new_page):
+    """Under speculative decoding a decode row reads 1+3 tokens, the legend counts the drafts and
+    the step's line the drafts accepted, each as the step's record says."""
+    page = open_dashboard(new_page(), f"{server.url}/?config={SPEC_DECODING}")
+    advance(page, 40)
+    record = page.evaluate("window.servescope.store.lastRecord")
+    drafts, accepted = record["scheduled_spec_decode_tokens"], record["num_accepted_tokens"]
+    assert drafts and accepted
+    request_id, num_drafts = next(iter(drafts.items()))
+    row = page.locator(f"#batch .batch-row[data-id='{request_id}']")
+    assert row.locator(".kind").inner_text() == f"D 1+{num_drafts} tok"
+    assert f"({sum(drafts.values())} drafts)" in page.locator("#batch .legend").inner_text()
+    assert f"{sum(accepted.values())} drafts accepted" in page.locator("#batch .budget").inner_text()
 
 
 def test_many_admissions_in_one_step_share_one_line_of_the_event_log(server, new_page):

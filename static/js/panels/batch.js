@@ -59,6 +59,11 @@ function render(el, store) {
   let prefill = 0, decode = 0;
   for (const [, n, , kind] of record.scheduled) (kind === "prefill" ? (prefill += n) : (decode += n));
   const used = prefill + decode;
+  // Speculative decoding: drafts ride on their request's decode; verifications that came back
+  // this step accepted some of them (under async scheduling, drafts of an earlier pass).
+  const drafts = record.scheduled_spec_decode_tokens || {}, accepted = record.num_accepted_tokens || {};
+  const numDrafts = Object.values(drafts).reduce((a, b) => a + b, 0);
+  const numAccepted = Object.values(accepted).reduce((a, b) => a + b, 0);
   const parts = Object.entries(record.cost || {});
   const total = parts.reduce((a, [, v]) => a + v, 0) || 1;
   const dominant = parts.length ? parts.reduce((a, b) => (b[1] > a[1] ? b : a))[0] : null;
@@ -71,8 +76,11 @@ function render(el, store) {
     const request = store.requests.get(id);
     const colour = request ? requestColor(request.color) : "#888";
     const width = Math.max(0.6, Math.min(100, (100 * n) / budget));
-    const label = kind === "prefill" ? `${fmtInt(n)} tok` : "1 tok";
-    const title = kind === "prefill" ? `${id}: prefill chunk of ${n} tokens after ${before} cached` : `${id}: decode, 1 token after ${before} cached`;
+    const draftCount = drafts[id] || 0;
+    const label = kind === "prefill" ? `${fmtInt(n)} tok` : draftCount ? `1+${draftCount} tok` : "1 tok";
+    const verified = id in accepted ? `; ${accepted[id]} draft${accepted[id] === 1 ? "" : "s"} accepted in this step's verification` : "";
+    const title = kind === "prefill" ? `${id}: prefill chunk of ${n} tokens after ${before} cached`
+      : `${id}: decode, 1 token${draftCount ? ` and ${draftCount} draft tokens to verify` : ""} after ${before} cached${verified}`;
     const body = `<span><i class="swatch" style="background:${colour}"></i>${id.replace(/^req-0*(?=\d)/, "#")}</span>` +
       `<span class="track"><span class="fill ${kind}" style="width:${width}%"></span></span>` +
       `<span class="kind">${kind === "prefill" ? "P " : "D "}${label}</span>`;
@@ -83,6 +91,7 @@ function render(el, store) {
   if (record.resumed.length) notes.push(`resumed ${record.resumed.length}`);
   if (record.preempted.length) notes.push(`<b style="color:var(--preempted-text)">preempted ${record.preempted.length}</b>`);
   if (record.finished.length) notes.push(`finished ${record.finished.length}`);
+  if (Object.keys(accepted).length) notes.push(`${fmtInt(numAccepted)} ${numAccepted === 1 ? "draft" : "drafts"} accepted`);
   if (!el.parts) {
     el.innerHTML = `<div class="budget"></div><div class="budget-bar" role="img"></div><div class="legend"></div>` +
       `<div class="cost"></div><div class="batch-rows" tabindex="0" role="region" aria-label="Requests in this step">` +
@@ -99,7 +108,7 @@ function render(el, store) {
     `<span style="width:${(100 * decode) / budget}%;background:var(--decode)"></span>`);
   el.parts["budget-bar"].el.setAttribute("aria-label", `${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget`);
   set("legend", `<span><i class="swatch" style="background:var(--prefill)"></i>P prefill ${fmtInt(prefill)}</span>` +
-    `<span><i class="swatch" style="background:var(--decode)"></i>D decode ${fmtInt(decode)}</span>` +
+    `<span><i class="swatch" style="background:var(--decode)"></i>D decode ${fmtInt(decode)}${numDrafts ? ` (${fmtInt(numDrafts)} drafts)` : ""}</span>` +
     `<span>step time <b>${fmtSeconds(record.step_s)}</b></span>`);
   set("cost", cost);
   renderRows(el.rows, rows, first, record.scheduled.length);
