@@ -347,6 +347,26 @@ def test_a_batch_of_200_draws_the_rows_in_view_and_scrolls_to_every_one(server, 
     assert rows["y"] <= row["y"] and row["y"] + row["height"] <= rows["y"] + rows["height"] + 1
 
 
+def test_after_a_pause_every_chip_shows_the_request_at_its_position(server, new_page):
+    """While playing, chips scrolled out of a lane's view wait; paused, every chip of every lane
+    names the request the queue holds at its position."""
+    page = open_dashboard(new_page(), f"{server.url}/?config={BIG_BATCH.replace('400', '600')}")  # 3 batches of 200
+    page.evaluate("window.servescope.send({type: 'speed', steps_per_s: 1000})")
+    page.evaluate("window.servescope.send({type: 'play'})")
+    page.wait_for_function("window.servescope.store.step >= 70")  # past the first requests' finish
+    page.evaluate("window.servescope.send({type: 'pause'})")
+    wait_until_paused_and_still(page)
+    lanes = page.evaluate("""() => {
+      const q = window.servescope.store.queues;
+      const shown = (lane) => [...document.querySelectorAll(`#queues .lane.${lane} .chip`)].map((c) => [c.dataset.id, c.querySelector(".label").textContent]);
+      return { running: [shown("running"), q.running], waiting: [shown("waiting"), q.waiting], finished: [shown("finished"), q.finished.slice().reverse()] };
+    }""")
+    for lane, (chips, queue) in lanes.items():
+        assert chips, lane
+        assert [chip_id for chip_id, _ in chips] == queue[:len(chips)], lane
+        assert [label for _, label in chips] == ["#" + (chip_id.split("-")[1].lstrip("0") or "0") for chip_id, _ in chips], lane
+
+
 SPEC_DECODING = quote(json.dumps({
     "model": "llama-3.1-8b", "gpu": "h200",
     "engine": {"max_num_seqs": 64, "max_num_batched_tokens": 2048, "speculative_config": {"method": "eagle", "num_speculative_tokens": 3}},

@@ -153,6 +153,7 @@ function frame(now) {
     const all = d.has("all"), state = all || d.has("state");
     if (all || state || d.has("status")) timed("controls", controls.update);
     if (state || d.has("selection")) { timed("queues", queues.update); waiting.add("batch"); }
+    else if (d.has("status")) timed("queues", queues.update); // a pause writes the chips that waited out of view
     if (state || d.has("selection") || d.has("kv")) timed("kv", () => kv.update(all || d.has("selection") || d.has("kv")));
     if (all || d.has("events")) waiting.add("events");
     const room = !store.status.playing || all || performance.now() - start < FRAME_BUDGET_MS;

@@ -40,14 +40,21 @@ export function mount(el, store, { onSelect }) {
     for (const entry of entries) {
       const chip = entry.target;
       chip.inView = entry.isIntersecting;
+      if (!chip.inView) continue;
+      if (chip.pending) {
+        const { id, showPriority } = chip.pending;
+        fill(chip, id, store.requests.get(id), showPriority, id === store.selected, false);
+        continue;
+      }
       const request = store.requests.get(chip.dataset.id);
-      if (chip.inView && request && !chip.bare) updateChip(chip, request, chip.dataset.id === store.selected);
+      if (request && !chip.bare) updateChip(chip, request, chip.dataset.id === store.selected);
     }
   });
   let shownKey = "";
   return {
     update() {
-      const key = `${store.step}/${store.seq}/${store.selected}`;
+      // Pausing redraws: chips out of view wait while playing, never in a paused view.
+      const key = `${store.step}/${store.seq}/${store.selected}/${store.status.playing}`;
       if (key === shownKey) return; // nothing this panel shows has changed
       shownKey = key;
       render(store, lanes, visibility);
@@ -92,7 +99,14 @@ function createSlot() {
 // of requests a step), each position takes its new request's label, colour and bars, and no chip
 // is made or thrown away. A request the frame names without its details (beyond the head of a
 // long queue) shows its id only ("bare"), until its details arrive.
-function fill(chip, id, request, showPriority, selected) {
+function fill(chip, id, request, showPriority, selected, lazy) {
+  if (lazy && chip.inView === false) {
+    // While playing, a chip scrolled out of its lane's view (half of them, at a batch's turnover
+    // when every position changes request) takes its request when it comes into view.
+    chip.pending = { id, showPriority };
+    return;
+  }
+  chip.pending = null;
   const bare = !request;
   if (chip.dataset.id !== id || chip.bare !== bare || chip.showPriority !== showPriority) {
     chip.dataset.id = id;
@@ -175,6 +189,7 @@ function render(store, lanes, visibility) {
   // Priority matters when the engine schedules by it or the workload mixes priorities.
   const scenario = store.session ? store.session.scenario : null;
   const showPriority = Boolean(scenario && (scenario.engine.scheduling_order === "priority" || scenario.workload.high_priority_fraction > 0));
+  const playing = Boolean(store.status.playing);
   for (const [key, title, , maxChips] of LANES) {
     const lane = lanes.get(key);
     lane.lane.hidden = (key === "swapped" || key === "preempted") && !counts[key];
@@ -190,7 +205,7 @@ function render(store, lanes, visibility) {
         lane.slots.push(chip);
         visibility.observe(chip);
       }
-      fill(chip, id, store.requests.get(id), showPriority, id === store.selected);
+      fill(chip, id, store.requests.get(id), showPriority, id === store.selected, playing);
     });
     for (const extra of lane.slots.splice(wanted.length)) { visibility.unobserve(extra); extra.remove(); }
     const extra = counts[key] - wanted.length;
