@@ -3,6 +3,7 @@ latencies (TTFT, TPOT, ITL, E2E, queue) computed as vLLM's benchmarks define the
 SLOs, and the run-level gauges (KV usage, fragmentation, prefix-cache hit rate)."""
 
 import math
+import pickle
 import random
 import statistics
 
@@ -111,6 +112,27 @@ def test_histogram_memory_does_not_grow_with_the_number_of_values():
         histogram.add(rng.uniform(0.01, 1.0))
 
     assert len(histogram.buckets) < 1000
+
+
+def test_repeated_values_land_in_the_same_buckets_as_fresh_ones_and_checkpoints_skip_the_cache():
+    """Bucket indices are remembered for values that repeat (requests finishing together share
+    their inter-token latencies): the buckets equal those of values added one at a time, the
+    cache stays bounded, and a pickled histogram (a checkpoint) leaves it behind."""
+    rng = random.Random(3)
+    step_times = [rng.uniform(0.01, 0.02) for _ in range(600)]
+    requests = [[step_times[(i + k) % 600] for k in range(512)] for i in range(32)]
+    together, alone = StreamingHistogram(), StreamingHistogram()
+    for values in requests:
+        together.add_all(values)
+        for value in values:
+            alone._index_of.clear()  # each index computed afresh
+            alone.add(value)
+    assert together.buckets == alone.buckets and together.total == alone.total and together.count == alone.count
+    for value in (rng.uniform(0.01, 1.0) for _ in range(3 * StreamingHistogram.MAX_REMEMBERED)):
+        together.add(value)
+    assert len(together._index_of) <= StreamingHistogram.MAX_REMEMBERED + 1
+    thawed = pickle.loads(pickle.dumps(together))
+    assert thawed._index_of == {} and thawed.buckets == together.buckets
 
 
 def test_empty_histogram_reports_nan():
