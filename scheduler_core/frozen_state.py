@@ -14,12 +14,16 @@ import functools
 import io
 import operator
 import pickle
+from array import array
 
 from .request import Request
 
 # Everything a request changes as it runs, and what identifies it; its prompt travels apart.
 _REQUEST_FIELDS = tuple(name for name in Request.__slots__ if name != "prompt_token_ids")
 _request_fields = operator.attrgetter(*_REQUEST_FIELDS)
+# Token times travel as their bytes: pickling an array goes through its reduce protocol (3.7 ms
+# for the 2,744 empty ones of a long waiting queue), its bytes do not.
+_TOKEN_TIMES = _REQUEST_FIELDS.index("token_times")
 
 
 class FrozenState:
@@ -28,26 +32,24 @@ class FrozenState:
     __slots__ = ("data", "prompts")
 
     def __init__(self, objects: object):
-        buffer = io.BytesIO()
-        freezer = _Freezer(buffer)
-        freezer.dump(objects)
+        buffer, prompts = io.BytesIO(), []
+        pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        # A dispatch table, not `reducer_override`: the pickler consults it for requests only,
+        # instead of calling back into Python for every object it writes.
+        pickler.dispatch_table = {Request: functools.partial(_freeze_request, prompts)}
+        pickler.dump(objects)
         self.data = buffer.getvalue()
-        self.prompts = tuple(freezer.prompts)
+        self.prompts = tuple(prompts)
 
     def thaw(self) -> object:
         return _Thawer(io.BytesIO(self.data), self.prompts).load()
 
 
-class _Freezer(pickle.Pickler):
-    def __init__(self, file: io.BytesIO):
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.prompts: list = []
-
-    def reducer_override(self, obj):
-        if type(obj) is Request:  # the pickle memo keeps a request named twice one request
-            self.prompts.append(obj.prompt_token_ids)
-            return _thaw_request, (len(self.prompts) - 1, _request_fields(obj))
-        return NotImplemented
+def _freeze_request(prompts: list, request: Request):
+    prompts.append(request.prompt_token_ids)
+    fields = list(_request_fields(request))
+    fields[_TOKEN_TIMES] = request.token_times.tobytes()
+    return _thaw_request, (len(prompts) - 1, tuple(fields))
 
 
 class _Thawer(pickle.Unpickler):
@@ -66,4 +68,5 @@ def _thaw_request(prompt_index: int, fields: tuple, prompts: tuple = ()) -> Requ
     request.prompt_token_ids = prompts[prompt_index]
     for name, value in zip(_REQUEST_FIELDS, fields):
         setattr(request, name, value)
+    request.token_times = array("d", fields[_TOKEN_TIMES])
     return request
