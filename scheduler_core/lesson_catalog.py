@@ -50,6 +50,15 @@ PRIORITY = {"num_requests": 150, "arrival_rate": 25.0, "lengths": "fixed", "prom
             "high_priority_fraction": 0.15, "seed": 13}
 PRIORITY_ENGINE = {"num_gpu_blocks": 600, "max_num_seqs": 48, "max_num_batched_tokens": 1024, "enable_prefix_caching": False}
 
+# A light load (a few requests at a time): where speculative decoding shortens every token's wait.
+CHAT = {"num_requests": 60, "arrival_rate": 4.0, "lengths": "sharegpt", "seed": 17}
+CHAT_ENGINE = {"num_gpu_blocks": 8192, "max_num_seqs": 64, "max_num_batched_tokens": 2048}
+
+
+def drafted(method: str) -> dict:
+    return arm({**CHAT_ENGINE, "speculative_config": {"method": method, "num_speculative_tokens": 3}}, CHAT)
+
+
 # The seed's headline: "Llama 3.3 70B FP8 on one H100 SXM5 at 128 concurrent: 2,200-2,400 tok/s".
 CAPACITY = {"num_requests": 200, "concurrency": 128, "lengths": "sharegpt", "seed": 21}
 # vLLM's OpenAI-server defaults on an H100 or H200; 2,048 tokens of context, since at vLLM's default
@@ -343,6 +352,56 @@ LESSONS = [
                  "victims low-priority. FCFS: urgent median TTFT {fcfs:ttft_by_priority.0:.3f} s.", ("queues", "charts")),
         ],
         columns=[("preemptions", "preemptions", "d"), *TABLE_LATENCY[:3]],
+    ),
+    Lesson(
+        name="speculative-decoding",
+        title="Speculative decoding: drafts the model checks in one pass",
+        summary="Sixty ShareGPT conversations at 4 requests/s on Llama-3.1-8B, with three draft tokens per step from an "
+                "EAGLE head, from n-gram lookup in the prompt, and without drafts.",
+        arms={"eagle-3": drafted("eagle"), "ngram-3": drafted("ngram"), "no-drafts": arm(CHAT_ENGINE, CHAT)},
+        claims=[
+            Claim("A verification keeps {eagle-3:report.spec_decode_mean_acceptance_length:.2f} tokens on average with EAGLE "
+                  "drafts (the accepted drafts and the model's own token), where a decode without drafts yields one.",
+                  lambda r: 2 < r["eagle-3"].report["spec_decode_mean_acceptance_length"] < 4),
+            Claim("Time per output token (median) falls from {no-drafts:report.tpot_s.p50:.4f} s to "
+                  "{eagle-3:report.tpot_s.p50:.4f} s.",
+                  lambda r: r["eagle-3"].report["tpot_s"]["p50"] < 0.7 * r["no-drafts"].report["tpot_s"]["p50"]),
+            Claim("n-gram drafts, copied from the prompt, are kept less often: "
+                  "{ngram-3:report.spec_decode_mean_acceptance_length:.2f} tokens per verification, "
+                  "{ngram-3:report.tpot_s.p50:.4f} s per token.",
+                  lambda r: r["ngram-3"].report["spec_decode_mean_acceptance_length"]
+                  < r["eagle-3"].report["spec_decode_mean_acceptance_length"]
+                  and r["eagle-3"].report["tpot_s"]["p50"] < r["ngram-3"].report["tpot_s"]["p50"]
+                  < r["no-drafts"].report["tpot_s"]["p50"]),
+            Claim("Drafts are batch tokens: the EAGLE run computes {eagle-3:scheduled_tokens:,} tokens in "
+                  "{eagle-3:num_steps:,} steps, against {no-drafts:scheduled_tokens:,} in {no-drafts:num_steps:,} "
+                  "without drafts; the rejected ones are work thrown away.",
+                  lambda r: r["eagle-3"].scheduled_tokens > r["no-drafts"].scheduled_tokens
+                  and r["eagle-3"].num_steps < r["no-drafts"].num_steps),
+        ],
+        beats=[
+            Beat("opening", "Drafts", "{num_requests} conversations, a few running at a time. After every step a small EAGLE "
+                 "head proposes 3 tokens for each running request; the next step checks them together.", ("queues", "batch"),
+                 arms=("eagle-3",)),
+            Beat("opening", "Drafts from the prompt", "{num_requests} conversations; after every step, 3 draft tokens copied "
+                 "from where the recent tokens last appeared in the prompt.", ("queues", "batch"), arms=("ngram-3",)),
+            Beat("opening", "One token a step", "{num_requests} conversations without drafts: every decode computes one "
+                 "token.", ("queues", "batch"), arms=("no-drafts",)),
+            Beat("first_draft", "A decode of four tokens", "Step {step}: {request}'s decode carries {drafts} drafts: {tokens} "
+                 "tokens of the batch for one request (its row reads D 1+{drafts}). Checked in the same pass, {accepted} "
+                 "are kept.", ("batch", "queues")),
+            Beat("first_full_accept", "All accepted", "Step {step}: every one of {request}'s {drafts} drafts matches what "
+                 "the model would have produced: with its own token, {gained} tokens in one step.", ("batch", "charts")),
+            Beat("first_rejection", "Rolled back", "Step {step}: {request} keeps {accepted} of its {drafts} drafts; those "
+                 "after the first mismatch are rolled back and their KV slots written again. The model's own token "
+                 "still counts.", ("batch", "kv")),
+            Beat("end", "Result", "Median time per token: {eagle-3:report.tpot_s.p50:.4f} s with EAGLE "
+                 "({eagle-3:report.spec_decode_mean_acceptance_length:.2f} tokens per verification), "
+                 "{ngram-3:report.tpot_s.p50:.4f} s with n-gram ({ngram-3:report.spec_decode_mean_acceptance_length:.2f}), "
+                 "{no-drafts:report.tpot_s.p50:.4f} s without drafts.", ("batch", "charts")),
+        ],
+        columns=[("TPOT p50 (s)", "report.tpot_s.p50", ".4f"), ("steps", "num_steps", ",d"),
+                 ("scheduled tokens", "scheduled_tokens", ",d"), *TABLE_LATENCY[:2]],
     ),
     Lesson(
         name="capacity",

@@ -19,6 +19,7 @@ EVENT_KINDS = (
     "first_admit", "first_chunk", "mixed_chunk", "next_chunk", "budget_full", "batch_full", "peak_running", "first_finish",
     "seat_left_empty", "seats_empty", "refill", "kv_high", "first_preemption", "repeat_preemption", "first_resume", "first_swap",
     "first_hit", "first_eviction", "first_urgent", "first_priority_victim", "queue_drained",
+    "first_draft", "first_rejection", "first_full_accept",
 )
 KV_HIGH = 0.9
 BUSY_DECODES = 8  # a "budget_full" step: this many decodes at least, and prompt chunks filling the rest
@@ -116,6 +117,15 @@ class StoryEvents:
         for rid in record.admitted:
             if sim.request(rid).priority == 0 and record.num_waiting and config.scheduling_order == "priority":
                 self._first("first_urgent", record, request=rid)
+        # Speculative decoding, in the synchronous loop, where a step verifies the drafts it schedules.
+        # A rejection and a full acceptance are told after the first drafts (one beat per step).
+        for rid, drafts in record.scheduled_spec_decode_tokens.items():
+            accepted = record.num_accepted_tokens.get(rid, 0)
+            facts = {"request": rid, "drafts": drafts, "tokens": 1 + drafts, "accepted": accepted,
+                     "rejected": drafts - accepted, "gained": accepted + 1}
+            if "first_draft" in self.found and self.found["first_draft"]["step"] < record.step + 1:
+                self._first("first_rejection" if accepted < drafts else "first_full_accept", record, **facts)
+            self._first("first_draft", record, **facts)
         # The queue drains for good: the last step at which the waiting queue goes from some to none.
         if record.num_waiting:
             self._waited = True
@@ -175,4 +185,8 @@ def event_holds(kind: str, facts: dict, record: dict) -> bool:
         return record["kv_usage"] >= KV_HIGH
     if kind == "queue_drained":
         return record["waiting"] == 0
+    if kind in ("first_draft", "first_rejection", "first_full_accept"):
+        drafts = record["scheduled_spec_decode_tokens"].get(rid)
+        return (drafts == facts["drafts"] and scheduled[rid][1] == 1 + drafts
+                and record["num_accepted_tokens"].get(rid) == facts["accepted"])
     return kind in ("opening", "end")

@@ -103,7 +103,7 @@ function render(el, store) {
   // Each part is written only when it changed: from one decode step to the next, most do not.
   const set = (name, html) => { const part = el.parts[name]; if (part.html !== html) { part.html = html; part.el.innerHTML = html; } };
   set("budget", `<span>step <b>${fmtInt(record.step + 1)}</b> · <b>${fmtInt(used)}</b> of ${fmtInt(budget)} tokens · ` +
-    `<b>${record.scheduled.length}</b> requests</span><span>${notes.join(" · ")}</span>`);
+    `<b>${record.scheduled.length}</b> ${record.scheduled.length === 1 ? "request" : "requests"}</span><span>${notes.join(" · ")}</span>`);
   set("budget-bar", `<span style="width:${(100 * prefill) / budget}%;background:var(--prefill)"></span>` +
     `<span style="width:${(100 * decode) / budget}%;background:var(--decode)"></span>`);
   el.parts["budget-bar"].el.setAttribute("aria-label", `${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget`);
