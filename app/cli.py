@@ -1,4 +1,4 @@
-"""The `servescope` command: the headless commands of scheduler_core plus `serve`."""
+"""The `servescope` command: the headless commands of scheduler_core plus `serve`, and Ray for `sweep`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import argparse
 import sys
 
 from scheduler_core.cli import build_parser, main as core_main
+
+from .ray_sweep import run_ray
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -43,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="also answer to this host name (repeatable; default: loopback names only)")
     serve.add_argument("--log-level", default="warning")
     serve.set_defaults(func=cmd_serve)
+    sweep = commands.choices["sweep"]
+    sweep.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                       help="run the points as Ray tasks on the cluster at ADDRESS (none: a local Ray); needs servescope[ray]")
+    sweep.set_defaults(ray_executor=run_ray)
     return core_main(argv, parser)
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler_core.sweep import Sweep, run_processes, run_ray, run_serial, run_sweep  # noqa: E402
+from app.ray_sweep import run_ray  # noqa: E402
+from scheduler_core.sweep import Sweep, run_processes, run_serial, run_sweep  # noqa: E402
 
 
 def timed(sweep: Sweep, executor, label: str, directory: Path) -> tuple[float, bytes]:

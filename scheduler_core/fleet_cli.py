@@ -14,7 +14,7 @@ from .cluster.report import format_fleet_report
 from .cluster.scenario import ClusterScenario
 from .errors import ConfigError
 from .scenario import PRESET_SCENARIOS, Scenario
-from .sweep import Sweep, cheapest_meeting_slo, format_choices, run_processes, run_ray, run_serial, run_sweep
+from .sweep import Sweep, cheapest_meeting_slo, format_choices, run_processes, run_serial, run_sweep
 
 
 def cluster_table(args: argparse.Namespace) -> dict | None:
@@ -62,15 +62,16 @@ def run_fleet(args: argparse.Namespace, scenario: Scenario, cluster: dict) -> in
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    """A grid of runs, in local processes (default), one after another, or as Ray tasks."""
+    """A grid of runs, in local processes (default), one after another, or as Ray tasks (`--ray`, added
+    by the servescope command with its executor)."""
     data = Scenario.read_data(args.sweep)
     if args.slo_ttft_ms is not None:
         data["slo_ttft_s"] = args.slo_ttft_ms / 1e3
     if args.slo_tpot_ms is not None:
         data["slo_tpot_s"] = args.slo_tpot_ms / 1e3
     sweep = Sweep.from_dict(data, name=Path(args.sweep).stem)
-    if args.ray is not None:
-        executor = functools.partial(run_ray, address=args.ray or None)
+    if getattr(args, "ray", None) is not None:  # the servescope command's flag (app.cli)
+        executor = functools.partial(args.ray_executor, address=args.ray or None)
     elif args.workers == 1:
         executor = run_serial
     else:
@@ -92,8 +93,6 @@ def add_sweep_command(commands) -> None:
     p.add_argument("sweep", help="TOML/JSON scenario with a [sweep] table of \"dotted.field\" = [values]")
     p.add_argument("--out", required=True, metavar="RESULTS", help="results file: .csv, or .jsonl/.json for JSON Lines; "
                    "an existing file of the same sweep is resumed")
-    p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
-                   help="run the points as Ray tasks on the cluster at ADDRESS (none: a local Ray); needs servescope[ray]")
     p.add_argument("--workers", type=int, help="local processes (default: one per core; 1: one point after another)")
     p.add_argument("--slo-ttft-ms", type=float, help="p99 TTFT objective (also the goodput SLO)")
     p.add_argument("--slo-tpot-ms", type=float, help="p99 TPOT objective (also the goodput SLO)")

@@ -3,12 +3,14 @@ processes, on Ray, interrupted and resumed), and the cheapest configuration meet
 
 import functools
 import importlib.util
+import json
 import math
 
 import pytest
 
+from app.ray_sweep import run_ray
 from scheduler_core.errors import ConfigError
-from scheduler_core.sweep import Sweep, cheapest_meeting_slo, run_processes, run_ray, run_serial, run_sweep
+from scheduler_core.sweep import Sweep, cheapest_meeting_slo, run_processes, run_serial, run_sweep
 from scheduler_core.sweep.grid import build_run
 
 SWEEP = {
@@ -147,3 +149,26 @@ def test_ray_path_gives_the_same_file_on_a_local_ray(tmp_path, reference):
     finally:
         ray.shutdown()
     assert (tmp_path / "ray.csv").read_bytes() == reference[0]
+
+
+def test_the_servescope_command_hands_sweep_its_ray_executor_and_scheduler_core_knows_no_ray(tmp_path, monkeypatch, capsys):
+    """`servescope sweep --ray ADDRESS` runs the points through app.ray_sweep (here a stand-in that
+    records its address and runs them serially); `scheduler_core` alone has no Ray flag."""
+    import app.cli
+    from scheduler_core.cli import build_parser
+
+    seen = []
+
+    def stand_in(points, name, address=None):
+        seen.append(address)
+        return run_serial(points, name)
+
+    monkeypatch.setattr(app.cli, "run_ray", stand_in)
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps({**SWEEP, "sweep": {"workload.arrival_rate": [10.0, 40.0]}}))
+    assert app.cli.main(["sweep", str(path), "--out", str(tmp_path / "rows.csv"), "--ray", "ray://head:10001",
+                         "--no-progress"]) == 0
+    assert seen == ["ray://head:10001"] and len((tmp_path / "rows.csv").read_text().splitlines()) == 3
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["sweep", str(path), "--out", "x.csv", "--ray"])
+    assert "--ray" in capsys.readouterr().err

@@ -1,4 +1,5 @@
-"""Running a sweep's points: one after another, in local processes, or as Ray tasks.
+"""Running a sweep's points: one after another or in local processes (`app.ray_sweep` runs them as
+Ray tasks: Ray is an optional extra, and this package is the standard library only).
 
 Each point is an independent, deterministic simulation, so where it runs changes nothing in its
 row. Rows stream to the results file as points finish (CSV, or JSON Lines for `.jsonl`/`.json`);
@@ -53,7 +54,8 @@ def run_point(point: SweepPoint, name: str) -> dict:
     return row
 
 
-def _run_indexed(args: tuple[SweepPoint, str]) -> dict:
+def run_point_of(args: tuple[SweepPoint, str]) -> dict:
+    """`run_point` on one (point, sweep name) pair: the task a pool of workers is handed."""
     return run_point(*args)
 
 
@@ -67,32 +69,13 @@ def run_processes(points: list[SweepPoint], name: str, workers: int | None = Non
     """One local process per core (or `workers`); rows come back as points finish."""
     workers = workers or os.cpu_count() or 1
     with ProcessPoolExecutor(max_workers=min(workers, len(points))) as pool:
-        futures = [pool.submit(_run_indexed, (point, name)) for point in points]
+        futures = [pool.submit(run_point_of, (point, name)) for point in points]
         try:
             for future in as_completed(futures):
                 yield future.result()
         finally:
             for future in futures:
                 future.cancel()
-
-
-def run_ray(points: list[SweepPoint], name: str, address: str | None = None, **init_kwargs) -> Iterator[dict]:
-    """Each point a Ray task on the cluster at `address` (None: a local Ray); needs `servescope[ray]`."""
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("--ray", "Ray is not installed: pip install 'servescope[ray]'") from None
-    if not ray.is_initialized():
-        ray.init(address=address, **init_kwargs)
-    remote_point = ray.remote(_run_indexed)
-    pending = [remote_point.remote((point, name)) for point in points]
-    try:
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            yield ray.get(ready[0])
-    finally:
-        for ref in pending:
-            ray.cancel(ref)
 
 
 # -- the results file ---------------------------------------------------------------------------
