@@ -1,11 +1,15 @@
-"""An export, written by a process of its own: `python -m app.export_worker` reads one JSON line
-`{"kind": "steps" | "trace", "scenario": {...}, "steps": N}` on stdin and writes the run's first
-N steps to stdout as the step log (JSONL) or a Chrome trace.
+"""Work for the server, done by a process of its own (`app.workers` starts it): `python -m
+app.export_worker` reads one JSON line on stdin and writes the result to stdout:
 
-Replaying a long run is seconds of CPU: in its own process it never holds the server's event loop
-or its GIL (viewers of every session keep their frame rate), it streams through a pipe instead of
-being built in memory, and the server can kill it the moment its budget is spent or its
-download is abandoned.
+- `{"kind": "steps" | "trace", "scenario": {...}, "steps": N}`: the run's first N steps as the
+  step log (JSONL) or a Chrome trace;
+- `{"kind": "fleet", "fleet": {...}}`: a fleet run to the end, its frames and metrics (JSON);
+- `{"kind": "sweep", "sweep": {...}, "name": NAME}`: a sweep's rows in grid order (JSON).
+
+Each is seconds of CPU: in its own process it never holds the server's event loop or its GIL
+(viewers of every session keep their frame rate), it streams through a pipe instead of being
+built in the server's memory, and the server can kill it the moment its budget is spent or
+nobody waits for it any more.
 """
 
 from __future__ import annotations
@@ -17,10 +21,13 @@ import os
 import signal
 import sys
 
+from scheduler_core.cluster.scenario import ClusterScenario
+from scheduler_core.cluster.timeline import fleet_timeline
 from scheduler_core.perfetto import PerfettoWriter
 from scheduler_core.scenario import Scenario
+from scheduler_core.sweep import Sweep, run_serial
 
-from .frames import record_view
+from .frames import finite, record_view
 
 
 def write_export(kind: str, scenario: Scenario, num_steps: int, out) -> None:
@@ -40,6 +47,18 @@ def write_export(kind: str, scenario: Scenario, num_steps: int, out) -> None:
         writer.close()
 
 
+def write_fleet(data: dict, out) -> None:
+    fleet = ClusterScenario.from_dict(data, data.get("name", "fleet"))
+    timeline = fleet_timeline(fleet.build())
+    json.dump(finite({"name": fleet.name, "scenario": fleet.to_dict(), "num_gpus": fleet.num_gpus, **timeline}), out)
+
+
+def write_sweep(data: dict, name: str, out) -> None:
+    sweep = Sweep.from_dict(data, name=name)
+    rows = sorted(run_serial(sweep.points(), sweep.name), key=lambda row: row["point"])
+    json.dump(finite({"keys": sweep.keys, "rows": rows}), out)
+
+
 def main() -> int:
     # The live server's viewers come first when the cores are busy.
     os.nice(10)
@@ -48,7 +67,12 @@ def main() -> int:
     signal.alarm(max(1, math.ceil(job["timeout_s"])))
     out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", write_through=False)
     try:
-        write_export(job["kind"], Scenario.from_dict(job["scenario"]), int(job["steps"]), out)
+        if job["kind"] == "fleet":
+            write_fleet(job["fleet"], out)
+        elif job["kind"] == "sweep":
+            write_sweep(job["sweep"], job["name"], out)
+        else:
+            write_export(job["kind"], Scenario.from_dict(job["scenario"]), int(job["steps"]), out)
         out.flush()
     except BrokenPipeError:  # the download was abandoned
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

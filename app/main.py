@@ -21,7 +21,7 @@ from scheduler_core.workload import WorkloadConfig
 from .guards import HostPolicy, RequestGuard
 from .live import SessionManager
 from .routes import api, exports, fleet, metrics, pages, ws
-from .routes.exports import stop_worker
+from .workers import stop_worker
 from .settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -38,7 +38,8 @@ class Settings:
     # A viewer whose frames could not be sent for this long is dropped.
     viewer_stall_s: float = 10.0
     max_body_bytes: int = 256 * 1024
-    # Step log and trace exports: written by worker processes, streamed, within these budgets.
+    # Step log and trace exports, fleet runs and sweeps: computed by worker processes (app.workers),
+    # a few at a time, each within these budgets.
     max_concurrent_exports: int = 2
     export_timeout_s: float = 120.0
     max_export_bytes: int = 256 * 2**20

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
+from app.frames import finite
 from app.main import create_app
 from app.settings import Settings
+from scheduler_core.cluster.lessons import FLEET_LESSONS_BY_NAME
 from scheduler_core.cluster.scenario import ClusterScenario
+from scheduler_core.cluster.timeline import fleet_timeline
 
 SMALL = {"name": "small", "engine": {"num_gpu_blocks": 600, "max_num_batched_tokens": 512, "max_num_seqs": 256},
          "workload": {"num_requests": 60, "arrival_rate": 20.0, "lengths": "fixed", "prompt_len": 200, "output_len": 16,
@@ -48,6 +52,22 @@ def test_a_fleet_run_returns_frames_and_metrics_and_keeps_no_state(client):
     assert client.get("/api/sessions").json() == []
     assert client.get("/fleet").status_code == 200 and client.get("/sweep").status_code == 200
     assert client.get("/api/sessions").json() == []
+
+
+def test_a_fleet_runs_in_a_worker_process_within_the_servers_budget():
+    """Off the event loop, in a process the server kills when its time is up: past the budget the
+    POST is a 503 saying so, and no worker is left behind; a run within it is the one computed
+    in the server's own process, number for number."""
+    body = {"lesson": "disaggregation", "arm": "split"}
+    app = create_app(Settings(allowed_hosts=("testserver",), export_timeout_s=0.3))
+    with TestClient(app) as c:
+        response = c.post("/api/fleet", json=body)
+        assert response.status_code == 503 and "fleet runs are limited to 0.3 s" in response.json()["detail"]
+        assert app.state.export_workers == set()
+    with TestClient(create_app(Settings(allowed_hosts=("testserver",)))) as c:
+        run = c.post("/api/fleet", json=body).json()
+    here = fleet_timeline(FLEET_LESSONS_BY_NAME["disaggregation"].scenario("split").build())
+    assert run["report"] == json.loads(json.dumps(finite(here["report"])))
 
 
 def test_a_split_fleet_reports_its_transfers(client):

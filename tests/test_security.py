@@ -232,7 +232,7 @@ def test_exports_without_the_token_are_refused(client, name, headers):
 
 
 def test_an_export_over_its_byte_budget_is_cut_off_and_its_worker_stopped():
-    from app.routes.exports import ExportBudgetSpent
+    from app.workers import BudgetSpent
 
     app = create_app(Settings(heartbeat_s=0.2, allowed_hosts=TEST_HOST, max_export_bytes=20_000))
     with TestClient(app) as client:
@@ -243,7 +243,7 @@ def test_an_export_over_its_byte_budget_is_cut_off_and_its_worker_stopped():
             ws.send_json({"type": "seek", "step": 300})
             while received(ws).get("step") != 300:
                 pass
-        with pytest.raises(ExportBudgetSpent):
+        with pytest.raises(BudgetSpent):
             client.get(f"/api/sessions/{created['session_id']}/export/trace.json",
                        headers={"x-control-token": created["control_token"]})
         assert app.state.export_workers == set()

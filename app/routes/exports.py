@@ -1,39 +1,25 @@
 """A session's exports, up to its current step. Each needs the control token (X-Control-Token).
 
 The metrics are the session's own report, small. The step log and the trace replay the run
-from its start (it is deterministic) in a worker process (`app.export_worker`) whose output is
+from its start (it is deterministic) in a worker process (`app.workers`) whose output is
 streamed as it comes: never built in memory, never on the event loop, within a budget of time
 and bytes, and at most `max_concurrent_exports` at once.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import csv
 import io
-import json
-import os
-import sys
-import time
-from pathlib import Path
 
 from fastapi import APIRouter, Header, HTTPException, Request
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from ..frames import finite
 from ..live import LiveSession
+from ..workers import start_worker, stream
 from .api import live_session
 
 router = APIRouter(prefix="/api")
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-CHUNK_BYTES = 64 * 1024
-
-
-class ExportBudgetSpent(Exception):
-    """Raised mid-stream, so the download ends incomplete rather than looking whole."""
-
 
 def controlled(request: Request, session_id: str, token: str) -> LiveSession:
     live = live_session(request, session_id)
@@ -77,42 +63,7 @@ async def export_trace(session_id: str, request: Request, x_control_token: str =
 
 async def streamed_export(request: Request, live: LiveSession, kind: str, media_type: str, filename: str) -> StreamingResponse:
     settings = request.app.state.settings
-    workers: set[asyncio.subprocess.Process] = request.app.state.export_workers
-    if len(workers) >= settings.max_concurrent_exports:
-        raise HTTPException(429, f"{len(workers)} exports are being written; try again when one has finished")
-    job = {"kind": kind, "scenario": live.session.scenario.to_dict(), "steps": live.session.step,
-           "timeout_s": settings.export_timeout_s}
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "app.export_worker", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL, env=env)
-    workers.add(process)
-    process.stdin.write(json.dumps(job).encode() + b"\n")
-    process.stdin.close()
-    return StreamingResponse(stream(process, workers, settings.export_timeout_s, settings.max_export_bytes),
+    job = {"kind": kind, "scenario": live.session.scenario.to_dict(), "steps": live.session.step}
+    process = await start_worker(request, job)
+    return StreamingResponse(stream(process, request.app.state.export_workers, settings.export_timeout_s, settings.max_export_bytes),
                              media_type=media_type, headers={"Content-Disposition": f'attachment; filename="{filename}"'})
-
-
-async def stream(process: asyncio.subprocess.Process, workers: set, timeout_s: float, max_bytes: int):
-    deadline = time.monotonic() + timeout_s
-    sent = 0
-    try:
-        while chunk := await asyncio.wait_for(process.stdout.read(CHUNK_BYTES), max(0.0, deadline - time.monotonic())):
-            sent += len(chunk)
-            if sent > max_bytes:
-                raise ExportBudgetSpent(f"exports are limited to {max_bytes // 2**20} MiB")
-            yield chunk
-        if await process.wait() != 0:
-            raise ExportBudgetSpent("the export worker failed")
-    except TimeoutError:
-        raise ExportBudgetSpent(f"exports are limited to {timeout_s:g} s") from None
-    finally:
-        await stop_worker(process, workers)
-
-
-async def stop_worker(process: asyncio.subprocess.Process, workers: set) -> None:
-    workers.discard(process)
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-    await asyncio.shield(process.wait())

@@ -1,5 +1,6 @@
-"""Fleet and sweep pages and their API. A fleet or a sweep runs to the end inside its POST, within
-fixed bounds (replicas, requests, points), and returns data: it keeps nothing on the server. The
+"""Fleet and sweep pages and their API. A fleet or a sweep runs to the end while its POST waits, in a
+worker process (`app.workers`: off the event loop, within a budget of time and bytes, a few at a
+time), within fixed bounds (replicas, requests, points), and returns data: it keeps nothing on the server. The
 one exception is opening a replica's single-engine panels, which creates a session like any other.
 Nothing here names a file: sweep results come from a sweep the page submits, or from a file the
 browser reads itself."""
@@ -12,17 +13,18 @@ import math
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from scheduler_core.cluster.lessons import FLEET_LESSONS_BY_NAME
 from scheduler_core.cluster.replica_view import ReplicaScenario
 from scheduler_core.errors import ConfigError
 from scheduler_core.cluster.scenario import ClusterScenario
-from scheduler_core.cluster.timeline import fleet_timeline
 from scheduler_core.scenario import PRESET_SCENARIOS
-from scheduler_core.sweep import Sweep, run_serial
+from scheduler_core.sweep import Sweep
 from scheduler_core.sweep.grid import build_run
 
 from ..frames import finite
+from ..workers import worker_result
 from ..schemas import (MAX_FLEET_REPLICAS, MAX_FLEET_REQUESTS, MAX_SWEEP_POINTS, MAX_SWEEP_REQUESTS, SWEEP_FIELDS, FleetCreate,
                        ReplicaSessionCreate, ScenarioModel, SessionCreate, SweepCreate)
 from .api import client_of, manager_of, named_lesson, scenario_from, session_urls
@@ -68,12 +70,11 @@ def fleet_page(request: Request) -> HTMLResponse:
 
 
 @router.post("/api/fleet")
-def run_fleet(body: FleetCreate, request: Request) -> dict:
-    """Run a fleet to the end: per-replica frames (queues, KV gauge, small KV grid), the router's and
-    the link's events, and the fleet's metrics."""
-    fleet = check_pools(fleet_of(body), request)
-    timeline = fleet_timeline(fleet.build())
-    return finite({"name": fleet.name, "scenario": fleet.to_dict(), "num_gpus": fleet.num_gpus, **timeline})
+async def run_fleet(body: FleetCreate, request: Request) -> dict:
+    """Run a fleet to the end, in a worker process: per-replica frames (queues, KV gauge, small KV
+    grid), the router's and the link's events, and the fleet's metrics."""
+    fleet = await run_in_threadpool(lambda: check_pools(fleet_of(body), request))
+    return await worker_result(request, {"kind": "fleet", "fleet": fleet.to_dict()})
 
 
 @router.post("/api/fleet/replica", status_code=201)
@@ -92,8 +93,15 @@ def sweep_page(request: Request) -> HTMLResponse:
 
 
 @router.post("/api/sweep")
-def run_web_sweep(body: SweepCreate, request: Request) -> dict:
-    """Run a bounded sweep one point after another; its rows in grid order."""
+async def run_web_sweep(body: SweepCreate, request: Request) -> dict:
+    """Run a bounded sweep one point after another, in a worker process; its rows in grid order."""
+    base, sweep = await run_in_threadpool(checked_sweep, body, request)
+    rows = await worker_result(request, {"kind": "sweep", "sweep": {**base, "sweep": sweep.axes}, "name": sweep.name})
+    return {**rows, **finite({"slo_ttft_s": base.get("slo_ttft_s"), "slo_tpot_s": base.get("slo_tpot_s")})}
+
+
+def checked_sweep(body: SweepCreate, request: Request) -> tuple[dict, Sweep]:
+    """The sweep's base scenario and grid, every point checked like a scenario typed in the form."""
     base = fleet_data(FleetCreate(preset=body.preset, scenario=body.scenario, seed=body.seed,
                                   cluster=body.cluster or {"replicas": 1}))
     if body.cluster is None:
@@ -134,6 +142,4 @@ def run_web_sweep(body: SweepCreate, request: Request) -> dict:
     if total_requests > MAX_SWEEP_REQUESTS:
         raise HTTPException(422, [{"loc": ["body", "axes"], "msg": f"the sweep simulates {total_requests} requests "
                                    f"in all; at most {MAX_SWEEP_REQUESTS}"}])
-    rows = sorted(run_serial(sweep.points(), sweep.name), key=lambda row: row["point"])
-    return finite({"keys": sweep.keys, "rows": rows, "slo_ttft_s": base.get("slo_ttft_s"),
-                   "slo_tpot_s": base.get("slo_tpot_s")})
+    return base, sweep

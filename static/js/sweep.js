@@ -56,7 +56,9 @@ async function runSweep(event) {
     const response = await fetch("/api/sweep", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
     const data = await response.json();
     if (!response.ok) {
-      showBanner((data.detail || []).map((e) => `${(e.loc || []).filter((p) => p !== "body").join(".")}: ${e.msg}`).join("; "));
+      // A field the server refused (a list naming each), or a budget it ran out of (a sentence).
+      const detail = data.detail || [];
+      showBanner(Array.isArray(detail) ? detail.map((e) => `${(e.loc || []).filter((p) => p !== "body").join(".")}: ${e.msg}`).join("; ") : String(detail));
       return;
     }
     if (a["workload.num_requests"].length === 1) data.keys = data.keys.filter((k) => k !== "workload.num_requests");
