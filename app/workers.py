@@ -42,20 +42,21 @@ async def start_worker(request: Request, job: dict) -> asyncio.subprocess.Proces
     return process
 
 
-async def stream(process: asyncio.subprocess.Process, workers: set, timeout_s: float, max_bytes: int):
-    """The worker's output as it comes, within the budget of time and bytes."""
+async def stream(process: asyncio.subprocess.Process, workers: set, timeout_s: float, max_bytes: int, what: str = "exports"):
+    """The worker's output as it comes, within the budget of time and bytes (`what` it computes
+    names the budget when it runs out)."""
     deadline = time.monotonic() + timeout_s
     sent = 0
     try:
         while chunk := await asyncio.wait_for(process.stdout.read(CHUNK_BYTES), max(0.0, deadline - time.monotonic())):
             sent += len(chunk)
             if sent > max_bytes:
-                raise BudgetSpent(f"exports are limited to {max_bytes // 2**20} MiB")
+                raise BudgetSpent(f"{what} are limited to {max_bytes // 2**20} MiB")
             yield chunk
         if await process.wait() != 0:
             raise BudgetSpent("the worker failed")
     except TimeoutError:
-        raise BudgetSpent(f"exports are limited to {timeout_s:g} s") from None
+        raise BudgetSpent(f"{what} are limited to {timeout_s:g} s") from None
     finally:
         await stop_worker(process, workers)
 
@@ -67,10 +68,10 @@ async def worker_result(request: Request, job: dict) -> dict:
     parts = []
     try:
         async for chunk in stream(process, request.app.state.export_workers, settings.export_timeout_s,
-                                  settings.max_export_bytes):
+                                  settings.max_export_bytes, what=f"{job['kind']} runs"):
             parts.append(chunk)
     except BudgetSpent as spent:
-        raise HTTPException(503, str(spent).replace("exports are", f"{job['kind']} runs are")) from None
+        raise HTTPException(503, str(spent)) from None
     return json.loads(b"".join(parts))
 
 
