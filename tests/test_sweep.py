@@ -8,7 +8,9 @@ import math
 
 import pytest
 
+import app.cli
 from app.ray_sweep import run_ray
+from scheduler_core.cli import build_parser
 from scheduler_core.errors import ConfigError
 from scheduler_core.sweep import Sweep, cheapest_meeting_slo, run_processes, run_serial, run_sweep
 from scheduler_core.sweep.grid import build_run
@@ -154,9 +156,6 @@ def test_ray_path_gives_the_same_file_on_a_local_ray(tmp_path, reference):
 def test_the_servescope_command_hands_sweep_its_ray_executor_and_scheduler_core_knows_no_ray(tmp_path, monkeypatch, capsys):
     """`servescope sweep --ray ADDRESS` runs the points through app.ray_sweep (here a stand-in that
     records its address and runs them serially); `scheduler_core` alone has no Ray flag."""
-    import app.cli
-    from scheduler_core.cli import build_parser
-
     seen = []
 
     def stand_in(points, name, address=None):
