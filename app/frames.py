@@ -148,10 +148,10 @@ def changed_blocks_view(sim: Simulation, block_ids: Iterable[int]) -> dict[int, 
         for block_id in block_ids.intersection(table):
             owners.setdefault(block_id, rid)
     pool = getattr(kv, "block_pool", None)
-    return {
-        b: (owners.get(b), pool.ref_cnt[b] if pool else int(b in owners), int(pool is not None and pool.block_hash[b] is not None))
-        for b in block_ids
-    }
+    if pool is None:
+        return {b: (owners.get(b), int(b in owners), 0) for b in block_ids}
+    ref_cnt, block_hash = pool.ref_cnt, pool.block_hash
+    return {b: (owners.get(b), ref_cnt[b], int(block_hash[b] is not None)) for b in block_ids}
 
 
 def finite(value):
