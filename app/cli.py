@@ -13,7 +13,7 @@ from .ray_sweep import run_ray
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from .main import create_app
+    from .main import create_app, uvicorn_options
     from .settings import Settings
 
     settings = Settings.from_env(default_scenario=args.scenario, allowed_hosts=tuple(args.allowed_host) or None,
@@ -23,12 +23,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.public:
         print(f"public: any address of this machine, at most {settings.max_sessions_per_client} sessions per client, "
               f"idle sessions end after {settings.idle_timeout_s / 60:g} min", flush=True)
-    # No per-message deflate: it compresses every frame again for every viewer on the one event
-    # loop, which at a lecture hall's hundred viewers costs more than the simulation.
-    uvicorn.run(create_app(settings), host=host, port=args.port, log_level=args.log_level,
-                ws_max_size=16 * settings.max_message_bytes, ws_per_message_deflate=False,
-                # SIGTERM: connections get half a second to close before their tasks are cancelled.
-                timeout_graceful_shutdown=0.5)
+    uvicorn.run(create_app(settings), host=host, port=args.port, log_level=args.log_level, **uvicorn_options(settings))
     return 0
 
 

@@ -45,9 +45,10 @@ WARM_STEP = 300
 VIEWER_COUNTS = (1, 10, 100)
 SERVER = """
 import sys, uvicorn
-from app.main import create_app
+from app.main import create_app, uvicorn_options
 from app.settings import Settings
-uvicorn.run(create_app(Settings()), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+settings = Settings()
+uvicorn.run(create_app(settings), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", **uvicorn_options(settings))
 """
 # State frames are binary: a 4-byte header length, then the JSON header (app/wire.py).
 HEADER = re.compile(rb'"type":\s*"(\w+)".*?"seq":\s*(\d+),\s*"step":\s*(\d+)')

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 import uvicorn  # noqa: E402
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
-from app.main import create_app  # noqa: E402
+from app.main import create_app, uvicorn_options  # noqa: E402
 from app.settings import Settings  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -43,7 +43,7 @@ def serving():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
-    config = uvicorn.Config(create_app(settings), log_level="warning", ws_max_size=settings.max_message_bytes)
+    config = uvicorn.Config(create_app(settings), log_level="warning", **uvicorn_options(settings))
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()

@@ -14,7 +14,7 @@ from websockets.asyncio.client import connect
 
 from app import wire
 from app.cli import main as cli_main
-from app.main import create_app
+from app.main import create_app, uvicorn_options
 from app.settings import PUBLIC_DEFAULTS, Settings
 from tests.test_live_server import masked_text_frame, open_stalled_viewer
 
@@ -27,7 +27,7 @@ def frame_of(message: str | bytes) -> dict:
 class Server:
     def __init__(self, settings: Settings):
         self.app = create_app(settings)
-        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning"))
+        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning", **uvicorn_options(settings)))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self):

@@ -23,7 +23,7 @@ import uvicorn  # noqa: E402
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
 from app.live import SessionManager  # noqa: E402
-from app.main import create_app  # noqa: E402
+from app.main import create_app, uvicorn_options  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from scheduler_core.scenario import PRESET_SCENARIOS, Scenario  # noqa: E402
 
@@ -52,7 +52,7 @@ class LiveServer:
 
     def start(self) -> None:
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan=self.lifespan,
-                                ws_max_size=self.app.state.settings.max_message_bytes)
+                                **uvicorn_options(self.app.state.settings))
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()

@@ -20,7 +20,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from app import wire
-from app.main import create_app
+from app.main import create_app, uvicorn_options
 from app.settings import Settings
 
 SETTINGS = Settings(heartbeat_s=0.5)
@@ -35,7 +35,7 @@ BIG_POOL = {"name": "big-pool", "engine": {"num_gpu_blocks": 4096, "max_num_seqs
 class LiveServer:
     def __init__(self):
         self.app = create_app(SETTINGS)
-        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning"))
+        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning", **uvicorn_options(SETTINGS)))
         self.thread = threading.Thread(target=self.server.run, name="uvicorn", daemon=True)
 
     def start(self) -> None:
