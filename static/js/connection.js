@@ -23,21 +23,26 @@ export function connect(store, { sessionId, token, onError, onStatus, stats }) {
     banner.hidden = !text;
   }
 
-  // Runs after the dashboard's own animation-frame callback (registered earlier), so after it drew.
+  // A task of its own runs after this animation frame's rendering, so after the page drew.
   function acknowledge() {
     if (ackScheduled) return;
     ackScheduled = true;
-    requestAnimationFrame(() => { ackScheduled = false; send({ type: "ack", seq: handledSeq }); });
+    setTimeout(() => { ackScheduled = false; send({ type: "ack", seq: handledSeq }); });
   }
 
   // State frames are applied one per animation frame, in order: two that arrive together are
   // drawn as two frames, not merged into one (the window of unacknowledged frames bounds the queue).
+  // A page that draws in its own animation-frame callback takes the state there first
+  // (`takeState`), so a frame is drawn in the animation frame after it arrives, not the one after that.
   const states = [];
   let applyScheduled = false;
-  function applyNextState() {
+  let appliedInFrame = null;
+  function applyNextState(now) {
     applyScheduled = false;
+    if (!states.length) return;
+    if (now === appliedInFrame) { scheduleApply(); return; }
+    appliedInFrame = now;
     const frame = states.shift();
-    if (!frame) return;
     const start = performance.now();
     if (frame.type === "snapshot") applySnapshot(store, frame);
     else if (!applyDelta(store, frame)) send({ type: "snapshot" });
@@ -94,5 +99,5 @@ export function connect(store, { sessionId, token, onError, onStatus, stats }) {
   // An open page says so now and then: a session nobody's page pings expires when idle.
   setInterval(() => send({ type: "ping" }), 30_000);
   open();
-  return { send };
+  return { send, takeState: applyNextState };
 }

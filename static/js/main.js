@@ -31,7 +31,7 @@ if (params.get("theme") === "projector" || localStorage.getItem("servescope-them
 // Frames actually drawn (all, and those that showed a new state), and what receiving the state
 // costs, for benchmarks and for the curious (window.servescope).
 const stats = { frames: 0, stateFrames: 0, longestFrameMs: 0, panelMs: {}, states: 0, decodeMs: 0, applyMs: 0 };
-const { send } = connect(store, {
+const { send, takeState } = connect(store, {
   sessionId,
   token,
   stats,
@@ -145,6 +145,7 @@ const FRAME_BUDGET_MS = 8;
 const waiting = new Set(); // of "batch", "events": drawn in a later frame
 
 function frame(now) {
+  takeState(now);
   const d = store.dirty;
   chartsDue = chartsDue || d.has("all") || d.has("state") || d.has("charts");
   const chartsNow = chartsDue && (d.has("all") || d.has("charts") || !store.status.playing || now - chartsDrawnAt >= CHARTS_EVERY_MS);
