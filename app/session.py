@@ -199,7 +199,10 @@ class Session:
         for chunk in record.scheduled:
             runs = self.timelines.setdefault(chunk.request_id, [])
             last = runs[-1] if runs else None
-            if last and last["kind"] == chunk.kind == "decode" and last["to_step"] == step - 1:
+            # A decode run spans steps that each scheduled the same tokens (one, or one plus the
+            # same drafts), so stepping back can cut it short exactly.
+            if (last and last["kind"] == chunk.kind == "decode" and last["to_step"] == step - 1
+                    and last["tokens"] == chunk.num_tokens * (step - last["step"])):
                 last.update(to_step=step, to_s=end, tokens=last["tokens"] + chunk.num_tokens)
             else:
                 append_capped(runs, {"kind": chunk.kind, "step": step, "to_step": step, "s": start, "to_s": end,
@@ -213,8 +216,9 @@ class Session:
         for rid in list(self.timelines):
             runs = [run for run in self.timelines[rid] if run["step"] < step]
             for run in runs:
-                if run.get("to_step", -1) >= step:  # a decode run cut short: one token per step
-                    run.update(to_step=step - 1, tokens=step - run["step"], to_s=clock_s)
+                if run.get("to_step", -1) >= step:  # a decode run cut short: the same tokens each step
+                    per_step = run["tokens"] // (run["to_step"] - run["step"] + 1)
+                    run.update(to_step=step - 1, tokens=per_step * (step - run["step"]), to_s=clock_s)
             if runs:
                 self.timelines[rid] = runs
             else:
