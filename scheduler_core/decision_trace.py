@@ -95,10 +95,12 @@ class DecisionTrace:
 
     def running_examined(self, request, num_new_tokens: int, token_budget: int, long_prefill_threshold: int) -> None:
         """A running request's turn: what it asked for, what it will get if blocks allow, and why."""
-        asked = request.num_tokens - request.num_computed_tokens
+        # As the policy counts it: its drafts, and (async scheduling) tokens still in flight, ask too.
+        asked = request.num_tokens + request.num_spec_tokens + request.num_output_placeholders - request.num_computed_tokens
         self._step["running"].append({
             "request": request.request_id,
             "asked": asked,
+            "drafts": request.num_spec_tokens,
             "given": max(num_new_tokens, 0),
             "budget_before": token_budget,
             "computed_before": request.num_computed_tokens,

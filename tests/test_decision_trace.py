@@ -106,7 +106,8 @@ def check_tokens(line, d, where):
         assert e["cached_tokens"] == line["cached_tokens"][e["request"]], where
     for e in d["running"] + admitted:
         bound = e["bound"]
-        assert (bound == why.BOUND_NONE) == (e["given"] >= e["asked"]), f"{where}: {e}"
+        assert e["given"] <= e["asked"], f"{where}: given more than it asked for: {e}"
+        assert (bound == why.BOUND_NONE) == (e["given"] == e["asked"]), f"{where}: {e}"
         if bound == why.BOUND_BUDGET:
             assert e["given"] == e["budget_before"], f"{where}: {e}"
         if bound == why.BOUND_LONG_PREFILL:

@@ -90,7 +90,8 @@ export function explainRequest(answer, rid, status) {
   }
   const run = d.running.find((e) => e.request === rid);
   if (run) {
-    if (run.scheduled) out.push(`It ran: asked for ${n(run.asked)} token${run.asked === 1 ? "" : "s"}, given ${n(run.given)}: ${bound(run, limits)}.`);
+    const drafts = run.drafts ? ` (1 + ${n(run.drafts)} draft${run.drafts === 1 ? "" : "s"} to verify)` : "";
+    if (run.scheduled) out.push(`It ran: asked for ${n(run.asked)} token${run.asked === 1 ? "" : "s"}${drafts}, given ${n(run.given)}: ${bound(run, limits)}.`);
     else if (run.unscheduled_tokens) out.push(`It was scheduled for ${n(run.unscheduled_tokens)} tokens, then unscheduled when priority preemption took it.`);
     else if (!d.preemptions.some((p) => p.victim === rid) && run.given === 0) out.push(`It had nothing it could compute (asked ${n(run.asked)}, room 0 under max_model_len = ${n(limits.max_model_len)}).`);
   } else if (status === "running" && !r.admitted.includes(rid) && !r.resumed.includes(rid) && d.running_stop) {
