@@ -200,13 +200,19 @@ class Session:
             runs = self.timelines.setdefault(chunk.request_id, [])
             last = runs[-1] if runs else None
             # A decode run spans steps that each scheduled the same tokens (one, or one plus the
-            # same drafts), so stepping back can cut it short exactly.
+            # same drafts), so stepping back can cut it short exactly. Drafts the verification
+            # rejects are rolled back, so where each drafted step started is kept step by step.
             if (last and last["kind"] == chunk.kind == "decode" and last["to_step"] == step - 1
                     and last["tokens"] == chunk.num_tokens * (step - last["step"])):
                 last.update(to_step=step, to_s=end, tokens=last["tokens"] + chunk.num_tokens)
+                if "from_tokens" in last:
+                    last["from_tokens"].append(chunk.num_computed_before)
             else:
-                append_capped(runs, {"kind": chunk.kind, "step": step, "to_step": step, "s": start, "to_s": end,
-                                     "tokens": chunk.num_tokens, "from_token": chunk.num_computed_before})
+                run = {"kind": chunk.kind, "step": step, "to_step": step, "s": start, "to_s": end,
+                       "tokens": chunk.num_tokens, "from_token": chunk.num_computed_before}
+                if chunk.kind == "decode" and chunk.num_tokens > 1:
+                    run["from_tokens"] = [chunk.num_computed_before]
+                append_capped(runs, run)
         for kind, ids in (("preempted", record.preempted), ("finished", record.finished)):
             for rid in ids:
                 append_capped(self.timelines.setdefault(rid, []), {"kind": kind, "step": step, "s": end})
@@ -219,6 +225,8 @@ class Session:
                 if run.get("to_step", -1) >= step:  # a decode run cut short: the same tokens each step
                     per_step = run["tokens"] // (run["to_step"] - run["step"] + 1)
                     run.update(to_step=step - 1, tokens=per_step * (step - run["step"]), to_s=clock_s)
+                    if "from_tokens" in run:
+                        del run["from_tokens"][step - run["step"]:]
             if runs:
                 self.timelines[rid] = runs
             else:

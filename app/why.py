@@ -51,16 +51,19 @@ class StepReasons:
 
 def request_history(timeline: list[dict], kv) -> list[list]:
     """One row per step the request ran: [step, tokens scheduled, tokens computed before, blocks
-    held after scheduling], expanded from the timeline's runs (decode runs are one token a step)."""
+    held after scheduling, "prefill" or "decode"], expanded from the timeline's runs (a decode run
+    schedules the same tokens each step: one, or one plus its drafts)."""
     rows: list[list] = []
     for run in timeline:
         if run["kind"] == "prefill":
             before = run["from_token"]
-            rows.append([run["step"], run["tokens"], before, kv.num_blocks_holding(before + run["tokens"])])
+            rows.append([run["step"], run["tokens"], before, kv.num_blocks_holding(before + run["tokens"]), "prefill"])
         elif run["kind"] == "decode":
-            before = run["from_token"]
-            for offset in range(run["to_step"] - run["step"] + 1):
-                rows.append([run["step"] + offset, 1, before + offset, kv.num_blocks_holding(before + offset + 1)])
+            num_steps = run["to_step"] - run["step"] + 1
+            per_step = run["tokens"] // num_steps
+            starts = run.get("from_tokens") or range(run["from_token"], run["from_token"] + num_steps)
+            for offset, before in enumerate(starts):
+                rows.append([run["step"] + offset, per_step, before, kv.num_blocks_holding(before + per_step), "decode"])
         if len(rows) >= MAX_HISTORY_ROWS:
             return rows[-MAX_HISTORY_ROWS:]
     return rows

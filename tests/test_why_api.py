@@ -3,6 +3,9 @@ a request's history step by step; the live simulation itself runs without the tr
 
 import pytest
 
+from app.session import Session
+from app.settings import Settings
+from scheduler_core import lesson_catalog
 from scheduler_core.scenario import Scenario
 
 from test_api import app_client, create, default_scenario, step_session
@@ -79,7 +82,23 @@ def test_request_history_lists_every_step_it_ran_with_the_blocks_it_held(stepped
     history = detail["history"]
     steps = [row[0] for row in history]
     assert steps == sorted(steps) and len(set(steps)) == len(steps)
-    last_step, tokens, before, blocks = history[-1]
+    last_step, tokens, before, blocks, kind = history[-1]
+    assert kind == "decode"
     assert last_step == live.session.step - 1
     assert blocks == len(detail["block_table"])
     assert before + tokens == detail["request"]["computed"]
+
+
+def test_a_drafted_request_s_history_gives_each_step_its_drafts_and_where_it_started():
+    """With speculative decoding a decode step schedules one token and its drafts, and rejected
+    drafts roll back: each history row says what that step scheduled and where it started."""
+    session = Session("d", Scenario.from_dict({**lesson_catalog.drafted("eagle3"), "name": "drafted"}), Settings())
+    ran: dict[str, list] = {}
+    for _ in range(120):
+        records, _ = session.advance(1)
+        for chunk in records[0].scheduled:
+            ran.setdefault(chunk.request_id, []).append([records[0].step, chunk.num_tokens, chunk.num_computed_before, chunk.kind])
+    rid = max(ran, key=lambda r: sum(row[1] > 1 and row[3] == "decode" for row in ran[r]))
+    rows = session.request_detail(rid, with_history=True)["history"]
+    assert [[step, tokens, before, kind] for step, tokens, before, _, kind in rows] == ran[rid]
+    assert any(kind == "decode" and tokens > 1 for _, tokens, _, _, kind in rows)

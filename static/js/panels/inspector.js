@@ -104,8 +104,9 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
       rowHeight,
       header: '<div class="vrow vhead"><span>step</span><span>tokens</span><span>from token</span><span>blocks</span></div>',
       renderRow: (i) => {
-        const [step, tokens, before, blocks] = history[i];
-        return `<div class="vrow"><span>${step + 1}</span><span>${tokens === 1 && before >= r.prompt ? "1 decode" : `${tokens} prefill`}</span>` +
+        const [step, tokens, before, blocks, kind] = history[i];
+        const scheduled = kind === "prefill" ? `${tokens} prefill` : tokens > 1 ? `1+${tokens - 1} drafts` : "1 decode";
+        return `<div class="vrow"><span>${step + 1}</span><span>${scheduled}</span>` +
           `<span>${before}</span><span>${blocks}</span></div>`;
       },
     });
