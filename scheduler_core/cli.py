@@ -117,6 +117,16 @@ def parse_assignment_arg(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def fit_shared_prefixes(data: dict, preset: dict) -> None:
+    """A preset's shared prompt prefixes give way to fewer requests asked on the command line
+    (`--num-requests 2` on a preset with three prefixes), unless the command line set them too."""
+    workload, preset_workload = data.get("workload", {}), preset.get("workload", {})
+    prefixes, num_requests = workload.get("num_shared_prefixes"), workload.get("num_requests")
+    if (isinstance(prefixes, int) and isinstance(num_requests, int) and 1 <= num_requests < prefixes
+            and prefixes == preset_workload.get("num_shared_prefixes")):
+        workload["num_shared_prefixes"] = num_requests
+
+
 def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) -> Scenario:
     """A scenario (preset name or file) with the command line's overrides applied: first a whole
     `--vllm` command line, then servescope's flags (which win where both speak). What is still
@@ -133,6 +143,8 @@ def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) 
         for key in BATCH_LIMITS:
             base.get("engine", {}).pop(key, None)
         data = apply_command_line(base, args, command, assignments)
+    if name_or_path in PRESET_SCENARIOS:
+        fit_shared_prefixes(data, base)
     data = with_vllm_defaults(data)
     check_like_vllm(data.get("engine", {}))  # vLLM checks after filling in its defaults
     return Scenario.from_dict(data, name=name)

@@ -69,6 +69,14 @@ def test_run_writes_json_with_every_documented_metric(tmp_path, capsys):
     assert "request throughput" in capsys.readouterr().out
 
 
+def test_run_with_fewer_requests_than_the_preset_has_shared_prefixes(tmp_path):
+    """The default preset shares three prompt prefixes; two requests share at most two."""
+    assert PRESET_SCENARIOS["default"]["workload"]["num_shared_prefixes"] == 3
+    data = run_json(tmp_path, "--num-requests", "2")
+    assert data["scenario"]["workload"]["num_shared_prefixes"] == 2
+    assert data["num_requests"] == 2
+
+
 def test_run_policy_override_shows_in_the_json_scenario(tmp_path):
     """--policy static replaces the scenario's policy."""
     assert run_json(tmp_path, "--num-requests", "20", "--policy", "static")["scenario"]["engine"]["policy"] == "static"
