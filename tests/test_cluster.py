@@ -8,7 +8,7 @@ from scheduler_core.cluster.scenario import ClusterScenario
 from scheduler_core.config import EngineConfig
 from scheduler_core.errors import ConfigError
 from scheduler_core.metrics import SLO
-from scheduler_core.scenario import PRESET_SCENARIOS, Scenario
+from scheduler_core.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 from scheduler_core.simulation import Simulation
 from scheduler_core.workload import RequestSpec, unique_prompt
 
@@ -213,3 +213,19 @@ def test_fleet_timeline_frames_stay_within_budget():
     assert any(set(r["grid"]) - {".", "c"} for f in busy for r in f["replicas"])
     assert timeline["num_events"] == 120 and timeline["events"][0]["kind"] == "route"
     assert timeline["frames"][-1]["replicas"][0]["finished"] == timeline["report"]["replicas"][0]["num_requests"]
+
+
+def test_a_pool_on_another_gpu_takes_vllm_s_batch_defaults_for_that_gpu():
+    """Batch limits left to vLLM's defaults on the scenario's H200 are an A100's defaults in a pool
+    on A100s; limits the scenario sets stay as set."""
+    def fleet(engine: dict) -> ClusterScenario:
+        data = with_vllm_defaults({"model": "llama-3.1-8b", "gpu": "h200", "engine": engine,
+                                   "workload": {"num_requests": 20, "arrival_rate": 5.0, "seed": 1}})
+        data["cluster"] = {"prefill": {"replicas": 1}, "decode": {"replicas": 1, "gpu": "a100-40g"}}
+        return ClusterScenario.from_dict(data, "split")
+
+    split = fleet({})
+    assert (split.prefill.engine.max_num_seqs, split.prefill.engine.max_num_batched_tokens) == (1024, 8192)
+    assert (split.decode.engine.max_num_seqs, split.decode.engine.max_num_batched_tokens) == (256, 2048)
+    pinned = fleet({"max_num_seqs": 128, "max_num_batched_tokens": 4096})
+    assert (pinned.decode.engine.max_num_seqs, pinned.decode.engine.max_num_batched_tokens) == (128, 4096)
