@@ -44,7 +44,7 @@ class FrozenState:
         pickler.dispatch_table = {Request: functools.partial(_freeze_request, requests)}
         pickler.dump(objects)
         # The same pickler, so a field shared with the objects above stays shared.
-        pickler.dump((len(requests), [list(map(getter, requests)) for getter in _column_getters],
+        pickler.dump(([list(map(getter, requests)) for getter in _column_getters],
                       list(map(array.tobytes, map(_token_times_of, requests)))))
         self.data = buffer.getvalue()
         self.prompts = tuple(map(_prompt_of, requests))
@@ -52,7 +52,7 @@ class FrozenState:
     def thaw(self) -> object:
         thawer = _Thawer(io.BytesIO(self.data), [Request.__new__(Request) for _ in self.prompts])
         objects = thawer.load()
-        _, columns, token_times = thawer.load()
+        columns, token_times = thawer.load()
         requests = thawer.requests
         for name, column in zip(_COLUMNS, columns):
             for request, value in zip(requests, column):
