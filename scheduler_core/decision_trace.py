@@ -93,10 +93,9 @@ class DecisionTrace:
         """The threshold in force this step (0.33 lifts it for a request that is alone)."""
         self._step["limits"]["long_prefill_token_threshold_in_force"] = threshold
 
-    def running_examined(self, request, num_new_tokens: int, token_budget: int, long_prefill_threshold: int) -> None:
-        """A running request's turn: what it asked for, what it will get if blocks allow, and why."""
-        # As the policy counts it: its drafts, and (async scheduling) tokens still in flight, ask too.
-        asked = request.num_tokens + request.num_spec_tokens + request.num_output_placeholders - request.num_computed_tokens
+    def running_examined(self, request, asked: int, num_new_tokens: int, token_budget: int, long_prefill_threshold: int) -> None:
+        """A running request's turn: what it asked for (its drafts and, under async scheduling, its
+        tokens in flight too), what it will get if blocks allow, and why."""
         self._step["running"].append({
             "request": request.request_id,
             "asked": asked,

@@ -46,13 +46,13 @@ class VllmV1Scheduler(Scheduler):
                 continue
             # Under async scheduling, placeholders count as known tokens: a decode is scheduled
             # before the previous step's token is back.
-            num_new_tokens = (request.num_tokens + request.num_spec_tokens + request.num_output_placeholders
-                              - request.num_computed_tokens)
+            num_new_tokens = asked = (request.num_tokens + request.num_spec_tokens + request.num_output_placeholders
+                                      - request.num_computed_tokens)
             if 0 < long_prefill_threshold < num_new_tokens:
                 num_new_tokens = long_prefill_threshold
             num_new_tokens = min(num_new_tokens, token_budget, config.max_model_len - 1 - request.num_computed_tokens)
             if trace is not None:
-                trace.running_examined(request, num_new_tokens, token_budget, long_prefill_threshold)
+                trace.running_examined(request, asked, num_new_tokens, token_budget, long_prefill_threshold)
             if num_new_tokens <= 0:
                 req_index += 1
                 continue
