@@ -27,7 +27,7 @@ from .cluster.lessons import FLEET_LESSONS, FLEET_LESSONS_BY_NAME
 from .cost_model import CostModel
 from .replay import load_trace, replay, write_log
 from .report import format_comparison, format_report
-from .scenario import PRESET_SCENARIOS, Scenario, apply_assignments, parse_assignment, with_vllm_defaults
+from .scenario import BATCH_LIMITS, PRESET_SCENARIOS, Scenario, apply_assignments, parse_assignment, with_vllm_defaults
 from .scheduler import SchedulerError
 from .simulation import Simulation, SimulationStalled
 from .spec_decode import SpeculativeConfig
@@ -90,7 +90,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # -- scenarios with overrides ---------------------------------------------------------------
 # servescope's own settings (vLLM's engine arguments are in engine_args.ENGINE_ARGS).
-BATCH_LIMITS = ("max_num_seqs", "max_num_batched_tokens")
 ENGINE_FLAGS = {"policy": "policy", "num_cpu_blocks": "num_cpu_blocks", "kv_allocator": "kv_allocator"}
 WORKLOAD_FLAGS = {"num_requests": "num_requests", "arrival_rate": "arrival_rate", "concurrency": "concurrency",
                   "seed": "seed"}

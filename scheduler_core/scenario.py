@@ -227,6 +227,18 @@ PRESET_SCENARIOS: dict[str, dict] = {
 }
 
 
+BATCH_LIMITS = ("max_num_seqs", "max_num_batched_tokens")
+
+
+def vllm_batch_defaults(data: dict, engine: dict) -> dict:
+    """vLLM's defaults for the batch limits `engine` leaves open, on the GPU `data` names; none for
+    vllm-v0 and static (the "before" pictures) or a GPU given by its spec."""
+    if engine.get("policy", "vllm-v1") != "vllm-v1" or not isinstance(data.get("gpu", Scenario.gpu), str):
+        return {}
+    gpu = resolve_gpu(data.get("gpu", Scenario.gpu))
+    return vllm_default_batch_limits(engine, gpu.name, gpu.mem_bytes)
+
+
 def with_vllm_defaults(data: dict) -> dict:
     """The scenario with the settings it leaves open set as vLLM would for its version and GPU:
     `gpu_memory_utilization`, the batch limits (`max_num_seqs`, `max_num_batched_tokens`) and
@@ -238,16 +250,15 @@ def with_vllm_defaults(data: dict) -> dict:
         return data  # `from_dict` names the field
     version = "0.10.1.1" if is_vllm_0_10(engine) else "0.33.0"
     data.setdefault("gpu_memory_utilization", GPU_MEMORY_UTILIZATION_DEFAULT[version])
-    if engine.get("policy", "vllm-v1") == "vllm-v1" and isinstance(data.get("gpu", Scenario.gpu), str):
-        gpu = resolve_gpu(data.get("gpu", Scenario.gpu))
-        defaults = vllm_default_batch_limits(engine, gpu.name, gpu.mem_bytes)
-        tokens = engine.get("max_num_batched_tokens")
-        if "max_num_seqs" in defaults and type(tokens) is int and tokens < defaults["max_num_seqs"]:
-            # vLLM refuses this as well; say where the other number came from.
-            raise ConfigError("max_num_batched_tokens", (
-                f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "
-                f"({defaults['max_num_seqs']}, vLLM's default on {gpu.name}); set max_num_seqs as well"))
-        engine.update(defaults)
+    defaults = vllm_batch_defaults(data, engine)
+    tokens = engine.get("max_num_batched_tokens")
+    if "max_num_seqs" in defaults and type(tokens) is int and tokens < defaults["max_num_seqs"]:
+        # vLLM refuses this as well; say where the other number came from.
+        raise ConfigError("max_num_batched_tokens", (
+            f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "
+            f"({defaults['max_num_seqs']}, vLLM's default on {resolve_gpu(data.get('gpu', Scenario.gpu)).name}); "
+            "set max_num_seqs as well"))
+    engine.update(defaults)
     if "async_scheduling" not in engine:
         engine["async_scheduling"] = vllm_default_async_scheduling(engine)
     return data

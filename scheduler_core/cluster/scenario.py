@@ -24,10 +24,8 @@ import copy
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..config import vllm_default_batch_limits
 from ..metrics import SLO
-from ..presets import resolve_gpu
-from ..scenario import Scenario
+from ..scenario import BATCH_LIMITS, Scenario, vllm_batch_defaults
 from ..simulation import Simulation
 from .cluster import Cluster
 from .kv_transfer import LINKS, resolve_link
@@ -54,37 +52,25 @@ def _pool_scenario(base: dict, pool: dict, where: str, name: str) -> Scenario:
             raise ConfigError(f"{where}.{key}", f"unknown pool setting; expected one of {', '.join(sorted(POOL_KEYS))}")
     data = copy.deepcopy(base)
     engine = data.setdefault("engine", {})
-    base_gpu_defaults = _default_batch_limits(data)
-    for key in ("gpu", "tensor_parallel_size", "tp", "gpu_memory_utilization"):
-        if key in pool:
-            data["tensor_parallel_size" if key == "tp" else key] = pool[key]  # tp: vLLM's older name
-            engine.pop("num_gpu_blocks", None)  # the pool's own memory sizes its KV cache
-    if "gpu" in pool and base_gpu_defaults:
-        # Batch limits that are vLLM's defaults on the scenario's GPU become its defaults on the
-        # pool's (an A100 decode pool beside H200s runs 256 sequences, not 1,024).
-        pool_gpu_defaults = _default_batch_limits(data)
-        for key, value in base_gpu_defaults.items():
-            if engine.get(key) == value and key in pool_gpu_defaults:
-                engine[key] = pool_gpu_defaults[key]
-    engine.update(pool.get("engine", {}))
+    # The engine as if it had left its batch limits open, for vLLM's defaults on either GPU.
+    limits_open = {key: value for key, value in engine.items() if key not in BATCH_LIMITS}
     try:
+        base_gpu_defaults = vllm_batch_defaults(data, limits_open)
+        for key in ("gpu", "tensor_parallel_size", "tp", "gpu_memory_utilization"):
+            if key in pool:
+                data["tensor_parallel_size" if key == "tp" else key] = pool[key]  # tp: vLLM's older name
+                engine.pop("num_gpu_blocks", None)  # the pool's own memory sizes its KV cache
+        if "gpu" in pool:
+            # Batch limits that are vLLM's defaults on the scenario's GPU become its defaults on
+            # the pool's (an A100 decode pool beside H200s runs 256 sequences, not 1,024).
+            pool_gpu_defaults = vllm_batch_defaults(data, limits_open)
+            for key, value in base_gpu_defaults.items():
+                if engine.get(key) == value and key in pool_gpu_defaults:  # not for a GPU given by its spec
+                    engine[key] = pool_gpu_defaults[key]
+        engine.update(pool.get("engine", {}))
         return Scenario.from_dict(data, name=name)
     except ConfigError as e:
         raise ConfigError(f"{where}.{e.field}", e.reason) from None
-
-
-def _default_batch_limits(data: dict) -> dict:
-    """vLLM's default batch limits on the GPU `data` names, whatever its engine sets; none where
-    vLLM's defaults do not apply (another policy, a GPU by spec, an unknown one: `from_dict` says so)."""
-    engine = data.get("engine", {})
-    if engine.get("policy", "vllm-v1") != "vllm-v1" or not isinstance(data.get("gpu", Scenario.gpu), str):
-        return {}
-    try:
-        gpu = resolve_gpu(data.get("gpu", Scenario.gpu))
-    except ConfigError:
-        return {}
-    open_limits = {key: value for key, value in engine.items() if key not in ("max_num_seqs", "max_num_batched_tokens")}
-    return vllm_default_batch_limits(open_limits, gpu.name, gpu.mem_bytes)
 
 
 @dataclass(frozen=True)
