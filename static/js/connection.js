@@ -38,7 +38,6 @@ export function connect(store, { sessionId, token, onError, onStatus, stats }) {
   let applyScheduled = false;
   let appliedInFrame = null;
   function applyNextState(now) {
-    applyScheduled = false;
     if (!states.length) return;
     if (now === appliedInFrame) { scheduleApply(); return; }
     appliedInFrame = now;
@@ -52,7 +51,7 @@ export function connect(store, { sessionId, token, onError, onStatus, stats }) {
     if (states.length) scheduleApply();
   }
   function scheduleApply() {
-    if (!applyScheduled) { applyScheduled = true; requestAnimationFrame(applyNextState); }
+    if (!applyScheduled) { applyScheduled = true; requestAnimationFrame((now) => { applyScheduled = false; applyNextState(now); }); }
   }
 
   decoder.addEventListener("message", ({ data: frame }) => {
