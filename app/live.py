@@ -26,8 +26,10 @@ from .viewer import MAX_DELTA_STEPS, Viewer, error_frame
 # however slow a step is. `Session.advance`'s deadline is the one mechanism, for these and for play.
 ADVANCE_SLICE_S = 0.005
 # The share of each playback tick spent stepping; the rest is the viewers' senders' (and, on a
-# small machine, the browser's).
-STEPPING_SHARE = 0.5
+# small machine, the browser's). A quarter: a big engine (steps of 5-10 ms) then takes one step a
+# tick and sends it, faster than a page draws, so a page has its next frame in hand when the server
+# stalls; at half, two steps a tick, frames came at the server's pace and each stall reached the page.
+STEPPING_SHARE = 0.25
 # Play ticks a busy event loop or machine may owe and still make up (sent as frames in quick
 # succession), before play lets them go and slows down instead.
 CATCH_UP_TICKS = 5
@@ -295,11 +297,14 @@ class LiveSession:
                     owed += session.steps_per_s * max(frame_s, 1.0 / session.steps_per_s)
                     due = min(int(owed + 1e-9), max_per_tick)
                     owed = min(owed - due, 1.0)
-                    records, hit = session.advance(due, stop_at_breakpoints=True, deadline=deadline)
+                    records, hit = session.advance(due, stop_at_breakpoints=True, deadline=deadline, checkpoint_later=True)
                 else:
                     target_clock = session.sim.clock_s + session.time_ratio * elapsed
-                    records, hit = session.advance_until(target_clock, max_per_tick, deadline)
+                    records, hit = session.advance_until(target_clock, max_per_tick, deadline, checkpoint_later=True)
                 self.publish_steps(records)
+                if session.checkpoint_due:
+                    self.flush()  # the step's frame goes out while the checkpoint is taken
+                    await asyncio.to_thread(session.take_due_checkpoint)
                 if hit or session.done:
                     session.playing = False
                     self.publish_status(note=f"breakpoint: {hit.kind}" if hit else "finished")

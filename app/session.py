@@ -132,6 +132,7 @@ class Session:
         # replaying from a checkpoint alone could not bring back events it had already dropped).
         self.checkpoints: list[Checkpoint] = [Checkpoint(self.sim.snapshot(), (), None)]
         self.checkpoint_interval = settings.checkpoint_interval
+        self.checkpoint_due = False  # this step's checkpoint, not taken yet (`take_due_checkpoint`)
         # Chart points, thinned as the run grows; truncated on step back.
         self.history = ChartHistory(settings.max_chart_points)
         self.events: deque[dict] = deque(maxlen=EVENT_HISTORY)
@@ -176,6 +177,7 @@ class Session:
 
     # -- moving through time ----------------------------------------------------------------
     def _step_once(self) -> StepRecord:
+        self.take_due_checkpoint()
         record = self.sim.step()
         self.history.append(point_view(record))
         for event in events_of(record, self.scenario.engine.scheduling_order):
@@ -187,8 +189,7 @@ class Session:
             del self.unpublished_events[:-EVENT_HISTORY]
         self._extend_timelines(record)
         self.last_record = record
-        if self.sim.step_index % self.checkpoint_interval == 0:
-            self._add_checkpoint()
+        self.checkpoint_due = self.sim.step_index % self.checkpoint_interval == 0
         return record
 
     def _extend_timelines(self, record: StepRecord) -> None:
@@ -250,6 +251,14 @@ class Session:
                 "history": request_history(timeline, self.sim.scheduler.kv_cache_manager) if with_history else None,
                 "block_table": self.sim.block_table(request_id), "step": self.step, "clock_s": self.sim.clock_s}
 
+    def take_due_checkpoint(self) -> None:
+        """The checkpoint of this step, if one is due: before the next step at the latest. Play
+        takes it in a thread (a snapshot of a big engine takes tens of milliseconds), after the
+        step's frame is out, so the pages' acknowledgements are answered meanwhile."""
+        if self.checkpoint_due:
+            self.checkpoint_due = False
+            self._add_checkpoint()
+
     def _add_checkpoint(self) -> None:
         self.checkpoints.append(Checkpoint(self.sim.snapshot(), tuple(self.events), self.last_record))
         if len(self.checkpoints) > self.settings.max_checkpoints:
@@ -257,11 +266,13 @@ class Session:
             self.checkpoints = self.checkpoints[:1] + self.checkpoints[2::2]
             self.checkpoint_interval *= 2
 
-    def advance(self, num_steps: int, stop_at_breakpoints: bool = False,
-                deadline: float | None = None) -> tuple[list[StepRecord], Breakpoint | None]:
+    def advance(self, num_steps: int, stop_at_breakpoints: bool = False, deadline: float | None = None,
+                checkpoint_later: bool = False) -> tuple[list[StepRecord], Breakpoint | None]:
         """Up to `num_steps` steps (fewer at the end, at a breakpoint if asked, or once the
-        monotonic clock passes `deadline`, after at least one step)."""
+        monotonic clock passes `deadline`, after at least one step). With `checkpoint_later`, a
+        checkpoint due at the last step is left to the caller (`take_due_checkpoint`)."""
         records: list[StepRecord] = []
+        hit = None
         for _ in range(num_steps):
             if self.done or (records and deadline is not None and time.monotonic() >= deadline):
                 break
@@ -270,18 +281,20 @@ class Session:
             if stop_at_breakpoints:
                 hit = next((bp for bp in self.breakpoints if bp.hit(record)), None)
                 if hit:
-                    return records, hit
-        return records, None
+                    break
+        if not checkpoint_later:
+            self.take_due_checkpoint()
+        return records, hit
 
-    def advance_until(self, clock_s: float, max_steps: int,
-                      deadline: float | None = None) -> tuple[list[StepRecord], Breakpoint | None]:
+    def advance_until(self, clock_s: float, max_steps: int, deadline: float | None = None,
+                      checkpoint_later: bool = False) -> tuple[list[StepRecord], Breakpoint | None]:
         """Steps until the simulated clock reaches `clock_s` (at most `max_steps`, and none once past
         `deadline` after the first), stopping at breakpoints."""
         records: list[StepRecord] = []
         while len(records) < max_steps and not self.done and self.sim.clock_s < clock_s:
             if records and deadline is not None and time.monotonic() >= deadline:
                 break
-            step_records, hit = self.advance(1, stop_at_breakpoints=True)
+            step_records, hit = self.advance(1, stop_at_breakpoints=True, checkpoint_later=checkpoint_later)
             records += step_records
             if hit:
                 return records, hit
@@ -292,6 +305,7 @@ class Session:
         self.rewind(target_step)
         while self.sim.step_index < target_step and not self.done:
             self._step_once()
+        self.take_due_checkpoint()
         # Replayed steps reach viewers as a snapshot, not as changes or events.
         self._drain_changed_blocks()
         self.take_events()
@@ -303,6 +317,7 @@ class Session:
             checkpoint = max((c for c in self.checkpoints if c.step_index <= target_step), key=lambda c: c.step_index)
             self.checkpoints = [c for c in self.checkpoints if c.step_index <= checkpoint.step_index]
             self.sim.restore(checkpoint.state)
+            self.checkpoint_due = False
             self._watch_blocks()
             last = checkpoint.last_record
             self.history.truncate(checkpoint.step_index, point_view(last) if last else None)

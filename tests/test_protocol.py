@@ -12,6 +12,7 @@ from starlette.websockets import WebSocketDisconnect
 from app import wire
 from app.main import create_app
 from app.session import EVENT_HISTORY
+from app.viewer import MAX_UNACKED_FRAMES
 from app.settings import Settings
 from scheduler_core.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 
@@ -358,17 +359,20 @@ def acknowledging_viewer(created: dict, connect) -> tuple[Connection, ClientStat
     return viewer, state
 
 
-def test_a_page_that_acknowledges_gets_three_frames_in_flight_then_the_rest_merged(client, connect):
-    """A viewer that acknowledges what it drew has at most three state frames unacknowledged; the
-    steps taken meanwhile come as one delta, and applying it still gives a fresh snapshot's state."""
+def test_a_page_that_acknowledges_gets_its_window_of_frames_in_flight_then_the_rest_merged(client, connect):
+    """A viewer that acknowledges what it drew has at most MAX_UNACKED_FRAMES state frames
+    unacknowledged; the steps taken meanwhile come as one delta, and applying it still gives a fresh
+    snapshot's state."""
+    window = MAX_UNACKED_FRAMES
+    sizes = [1, 7, 30, 50, 3, 80, 4, 6, 2, 9][: window + 2]  # the last two are held back
     created = create(client)
     presenter = connect(created)
     presenter.state()
     viewer, state = acknowledging_viewer(created, connect)
 
-    for n in (1, 7, 30, 50, 3, 80):
+    for n in sizes:
         presenter.step(n)
-    in_flight = [f for f in viewer.until(lambda f: f["type"] == "delta" and f["seq"] == 3) if f["type"] in STATE_TYPES]
+    in_flight = [f for f in viewer.until(lambda f: f["type"] == "delta" and f["seq"] == window) if f["type"] in STATE_TYPES]
     held_back = [f for f in viewer.ping()[1] + viewer.ping()[1] if f["type"] in STATE_TYPES]
     for delta in in_flight:
         state.apply(delta)
@@ -377,10 +381,10 @@ def test_a_page_that_acknowledges_gets_three_frames_in_flight_then_the_rest_merg
     state.apply(merged)
     fresh = ClientState(viewer.fresh_snapshot())
 
-    assert [f["seq"] for f in in_flight] == [1, 2, 3] and not held_back
-    assert merged["type"] == "delta" and (merged["base_seq"], merged["seq"]) == (3, 6)
-    assert merged["from_step"] == 38 and len(merged["points"]) == 133
-    assert state.step == fresh.step == 171
+    assert [f["seq"] for f in in_flight] == list(range(1, window + 1)) and not held_back
+    assert merged["type"] == "delta" and (merged["base_seq"], merged["seq"]) == (window, window + 2)
+    assert merged["from_step"] == sum(sizes[:window]) and len(merged["points"]) == sum(sizes[window:])
+    assert state.step == fresh.step == sum(sizes)
     assert (state.tables, state.owner, state.ref, state.cached) == (fresh.tables, fresh.owner, fresh.ref, fresh.cached)
     assert state.queues == fresh.queues and state.points == fresh.points
     assert {rid: state.requests[rid] for rid in fresh.requests} == fresh.requests
@@ -389,18 +393,19 @@ def test_a_page_that_acknowledges_gets_three_frames_in_flight_then_the_rest_merg
 def test_merged_deltas_longer_than_200_steps_become_one_snapshot(client, connect):
     """A page that stops acknowledging while more than 200 steps go by gets the current state
     as one snapshot, not a long delta."""
+    window = MAX_UNACKED_FRAMES
     created = create(client)
     presenter = connect(created)
     presenter.state()
     viewer, _ = acknowledging_viewer(created, connect)
 
-    for _ in range(6):  # three deltas in flight, then 210 steps held back
-        presenter.step(70)
-    viewer.until(lambda f: f["type"] == "delta" and f["seq"] == 3)
-    viewer.send({"type": "ack", "seq": 3})
+    for n in [10] * window + [70] * 3:  # a window of deltas in flight, then 210 steps held back
+        presenter.step(n)
+    viewer.until(lambda f: f["type"] == "delta" and f["seq"] == window)
+    viewer.send({"type": "ack", "seq": window})
     frame = viewer.state()
 
-    assert frame["type"] == "snapshot" and frame["step"] == 420 and frame["seq"] == 6
+    assert frame["type"] == "snapshot" and frame["step"] == 10 * window + 210 and frame["seq"] == window + 3
 
 
 def test_play_waits_for_a_page_that_is_still_drawing(client, connect):
@@ -414,14 +419,14 @@ def test_play_waits_for_a_page_that_is_still_drawing(client, connect):
     presenter.ping()
 
     presenter.send({"type": "play", "steps_per_s": 200})
-    third = presenter.until(lambda f: f["type"] == "delta" and f["seq"] == 3)[-1]
+    last_in_flight = presenter.until(lambda f: f["type"] == "delta" and f["seq"] == MAX_UNACKED_FRAMES)[-1]
     time.sleep(0.5)
     presenter.send({"type": "pause"})
     paused = presenter.until(lambda f: f["type"] == "status" and not f["playing"])[-1]
 
-    assert paused["seq"] == 3
+    assert paused["seq"] == MAX_UNACKED_FRAMES
     # One tick's steps at most (200 steps/s, 60 ticks/s), not the 100 of half a second's play.
-    assert third["step"] < paused["step"] <= third["step"] + 8
+    assert last_in_flight["step"] < paused["step"] <= last_in_flight["step"] + 8
 
 
 def test_a_viewer_that_does_not_acknowledge_never_holds_play_back(client, connect):
