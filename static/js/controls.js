@@ -114,18 +114,21 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
     lessonKeys(keys) { lesson = keys; },
     update() {
       const s = store.status;
-      play.textContent = s.playing ? "❚❚ Pause" : "▶ Play";
-      play.setAttribute("aria-label", s.playing ? "Pause" : "Play");
-      play.disabled = !canControl || (store.done && !s.playing);
-      $("step").disabled = !canControl || store.done;
-      $("step-counter").value = store.step.toLocaleString("en-US");
-      $("sim-clock").value = `${store.clock.toFixed(3)} s`;
-      $("run-state").textContent = store.done ? "finished" : s.playing ? "playing" : "paused";
+      // Called every frame while playing: each property is written only when it changes (even
+      // an equal write replaces the text and restyles the control).
+      const write = (el, name, value) => { if (el[name] !== value) el[name] = value; };
+      write(play, "textContent", s.playing ? "❚❚ Pause" : "▶ Play");
+      if (play.getAttribute("aria-label") !== (s.playing ? "Pause" : "Play")) play.setAttribute("aria-label", s.playing ? "Pause" : "Play");
+      write(play, "disabled", !canControl || (store.done && !s.playing));
+      write($("step"), "disabled", !canControl || store.done);
+      write($("step-counter"), "value", store.step.toLocaleString("en-US"));
+      write($("sim-clock"), "value", `${store.clock.toFixed(3)} s`);
+      write($("run-state"), "textContent", store.done ? "finished" : s.playing ? "playing" : "paused");
       const speed = $("speed");
       if (document.activeElement !== speed) {
-        speed.value = s.time_ratio ? `x${s.time_ratio}` : String(SPEEDS.find((v) => v >= s.steps_per_s) || SPEEDS[SPEEDS.length - 1]);
+        write(speed, "value", s.time_ratio ? `x${s.time_ratio}` : String(SPEEDS.find((v) => v >= s.steps_per_s) || SPEEDS[SPEEDS.length - 1]));
       }
-      $("breakpoints-button").textContent = s.breakpoints && s.breakpoints.length ? `Breakpoints (${s.breakpoints.length})` : "Breakpoints";
+      write($("breakpoints-button"), "textContent", s.breakpoints && s.breakpoints.length ? `Breakpoints (${s.breakpoints.length})` : "Breakpoints");
     },
   };
 }

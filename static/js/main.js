@@ -133,10 +133,11 @@ function timed(name, draw) {
 }
 window.servescope = { store, send, stats, narration, stage };
 
-// The charts show the whole run over simulated time: while playing, two redraws a second keep
+// The charts show the whole run over simulated time: while playing, a redraw a second keeps
 // them current at a fraction of the cost of redrawing four plots every frame, and each redraw
-// is spread over four frames, one plot a frame.
-const CHARTS_EVERY_MS = 500;
+// is spread over four frames, one plot a frame (a plot takes 5-20 ms at 1920x1080: at two redraws
+// a second, these were a good part of the frames that came late).
+const CHARTS_EVERY_MS = 1000;
 let chartsDue = false, chartsDrawnAt = -Infinity, chartsSpread = false;
 // While playing, the batch rows, the event log and the next plot wait for a frame with room once
 // this frame's own panels (counters, requests, KV cache) have taken this long: a batch turning

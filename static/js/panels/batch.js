@@ -31,12 +31,12 @@ function watchRows(el, store) {
   rows.rowHeight = 0;
   rows.box.addEventListener("scroll", () => {
     rows.scrollTop = rows.box.scrollTop;
-    if (!rows.redraw) rows.redraw = requestAnimationFrame(() => { rows.redraw = 0; el.dataset.key = ""; render(el, store); });
+    if (!rows.redraw) rows.redraw = requestAnimationFrame(() => { rows.redraw = 0; el.shownKey = ""; render(el, store); });
   });
   rows.observer = new ResizeObserver(([entry]) => {
     rows.height = entry.contentRect.height;
     rows.rowHeight = 0; // the theme may have changed the font: measured again
-    el.dataset.key = "";
+    el.shownKey = "";
     render(el, store);
   });
   rows.observer.observe(rows.box);
@@ -46,8 +46,8 @@ function render(el, store) {
   const record = store.lastRecord;
   if (!store.session) return; // the budget is not known before the first snapshot
   const key = `${record ? record.step : -1}/${store.selected}/${store.requests.size}/${store.session.session_id}`;
-  if (el.dataset.key === key) return; // nothing this panel shows has changed
-  el.dataset.key = key;
+  if (el.shownKey === key) return; // nothing this panel shows has changed
+  el.shownKey = key;
   const budget = store.session.max_num_batched_tokens;
   if (!record) {
     if (el.rows) el.rows.observer.disconnect();
@@ -81,10 +81,8 @@ function render(el, store) {
     const verified = id in accepted ? `; ${accepted[id]} draft${accepted[id] === 1 ? "" : "s"} accepted in this step's verification` : "";
     const title = kind === "prefill" ? `${id}: prefill chunk of ${n} tokens after ${before} cached`
       : `${id}: decode, 1 token${draftCount ? ` and ${draftCount} draft tokens to verify` : ""} after ${before} cached${verified}`;
-    const body = `<span><i class="swatch" style="background:${colour}"></i>${id.replace(/^req-0*(?=\d)/, "#")}</span>` +
-      `<span class="track"><span class="fill ${kind}" style="width:${width}%"></span></span>` +
-      `<span class="kind">${kind === "prefill" ? "P " : "D "}${label}</span>`;
-    return { id, title, body, selected: id === store.selected };
+    return { id, title, colour, label: id.replace(/^req-0*(?=\d)/, "#"), kind, width: `${width}%`,
+      size: `${kind === "prefill" ? "P " : "D "}${label}`, selected: id === store.selected };
   });
   const notes = [];
   if (record.admitted.length) notes.push(`admitted ${record.admitted.length}`);
@@ -106,7 +104,8 @@ function render(el, store) {
     `<b>${record.scheduled.length}</b> ${record.scheduled.length === 1 ? "request" : "requests"}</span><span>${notes.join(" · ")}</span>`);
   set("budget-bar", `<span style="width:${(100 * prefill) / budget}%;background:var(--prefill)"></span>` +
     `<span style="width:${(100 * decode) / budget}%;background:var(--decode)"></span>`);
-  el.parts["budget-bar"].el.setAttribute("aria-label", `${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget`);
+  const budgetLabel = `${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget`;
+  if (el.parts["budget-bar"].el.getAttribute("aria-label") !== budgetLabel) el.parts["budget-bar"].el.setAttribute("aria-label", budgetLabel);
   set("legend", `<span><i class="swatch" style="background:var(--prefill)"></i>P prefill ${fmtInt(prefill)}</span>` +
     `<span><i class="swatch" style="background:var(--decode)"></i>D decode ${fmtInt(decode)}${numDrafts ? ` (${fmtInt(numDrafts)} drafts)` : ""}</span>` +
     `<span>step time <b>${fmtSeconds(record.step_s)}</b></span>`);
@@ -114,8 +113,18 @@ function render(el, store) {
   renderRows(el.rows, rows, first, record.scheduled.length);
 }
 
-// One element per row position in view, rewritten only where its request, kind or size
-// changed: in a run of decode steps, nothing.
+// One element per row position in view, made once; each of its parts is written only where it
+// changed: in a run of decode steps, nothing, and a batch turning over (every row in view takes
+// another request) writes their text and styles, never parses and builds rows afresh.
+const ROW = document.createElement("template");
+ROW.innerHTML = `<div class="batch-row"><span><i class="swatch"></i> </span><span class="track"><span class="fill"></span></span><span class="kind"></span></div>`;
+
+function createRow() {
+  const el = ROW.content.firstChild.cloneNode(true);
+  const [who, track, size] = el.children;
+  return { el, swatch: who.firstChild, label: who.lastChild, fill: track.firstChild, size, shown: {} };
+}
+
 function renderRows(rows, wanted, first, total) {
   if (!rows.rowHeight && rows.shown.length) rows.rowHeight = rows.shown[0].el.getBoundingClientRect().height + ROW_GAP_PX;
   const rowHeight = rows.rowHeight || 20;
@@ -125,18 +134,21 @@ function renderRows(rows, wanted, first, total) {
   wanted.forEach((row, i) => {
     let shown = rows.shown[i];
     if (!shown) {
-      shown = { el: document.createElement("div"), body: null, id: null, selected: null };
+      shown = createRow();
       rows.window.append(shown.el);
       rows.shown.push(shown);
     }
-    if (shown.body !== row.body) { shown.body = row.body; shown.el.innerHTML = row.body; }
+    const was = shown.shown;
+    if (was.colour !== row.colour) shown.swatch.style.background = row.colour;
+    if (was.label !== row.label) shown.label.data = row.label;
+    if (was.kind !== row.kind) shown.fill.className = `fill ${row.kind}`;
+    if (was.width !== row.width) shown.fill.style.width = row.width;
+    if (was.size !== row.size) shown.size.textContent = row.size;
+    if (was.selected !== row.selected) shown.el.classList.toggle("selected", row.selected);
+    if (was.id !== row.id) shown.el.dataset.id = row.id;
+    shown.shown = row;
     // The title (tokens cached so far) changes every step: written when the pointer reaches it.
     shown.el.fullTitle = row.title;
-    if (shown.id !== row.id || shown.selected !== row.selected) {
-      shown.id = row.id; shown.selected = row.selected;
-      shown.el.className = `batch-row${row.selected ? " selected" : ""}`;
-      shown.el.dataset.id = row.id;
-    }
   });
   for (const extra of rows.shown.splice(wanted.length)) extra.el.remove();
 }

@@ -344,7 +344,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       }
     }
     const { dpr } = layout;
-    canvas.dataset.cell = String(layout.cell); // for the tests: cells stay readable
+    if (canvas.dataset.cell !== String(layout.cell)) canvas.dataset.cell = String(layout.cell); // for the tests: cells stay readable
     const ctx = canvas.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     const c = colours();
@@ -384,7 +384,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
   function updateText() {
     const usage = store.lastRecord ? store.lastRecord.kv_usage : 0;
     setHtml(gaugeEl, `<i style="width:${(usage * 100).toFixed(1)}%"></i><span>${(usage * 100).toFixed(1)}% used</span>`);
-    gaugeEl.setAttribute("aria-valuenow", (usage * 100).toFixed(1));
+    if (gaugeEl.getAttribute("aria-valuenow") !== (usage * 100).toFixed(1)) gaugeEl.setAttribute("aria-valuenow", (usage * 100).toFixed(1));
     const r = reservation;
     const summary = mode === "paged" ? pagedSummary()
       : `reserving ${fmtInt(r.region)} blocks (max_model_len) per request: <b>${r.fitted} of ${r.running}</b> running requests fit; ` +

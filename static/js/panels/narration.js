@@ -74,9 +74,11 @@ export function mount(el, store, { seek, canControl, stage, dialog }) {
 
   function render() {
     const info = store.session && store.session.lesson;
-    if (!info) { el.hidden = true; return; }
+    // Every frame while playing: the attribute is written only when it changes (an equal write
+    // restyles the panel all the same).
+    if (!info) { if (!el.hidden) el.hidden = true; return; }
     if (!lesson) { if (!loading) load(info.name); return; }
-    el.hidden = false;
+    if (el.hidden) el.hidden = false;
     const list = beats();
     if (!list.length) return;
     const index = current();

@@ -14,6 +14,12 @@ const LANES = [
   ["swapped", "Swapped to CPU", "--swapped", 32],
   ["finished", "Finished (latest)", "--finished", 32],
 ];
+// While playing, at most this many chips take a new request in one frame. A batch turning over
+// moves each lane's head by dozens of requests a step: over a hundred chips relabelled, each
+// restyled, laid out and painted, made frames of 50-100 ms at 1920x1080. The chips left over take
+// theirs in the next frames, the lanes taking turns to go first, so a lane is a few frames behind
+// at most while the batch turns over (the counts never are), and every chip is exact once paused.
+const RELABELS_PER_FRAME = 16;
 
 export function mount(el, store, { onSelect }) {
   el.addEventListener("click", (event) => {
@@ -25,7 +31,7 @@ export function mount(el, store, { onSelect }) {
   const describe = (event) => {
     const chip = event.target.closest(".chip");
     const request = chip && store.requests.get(chip.dataset.id);
-    if (request) describeChip(chip, request);
+    if (request) describeChip(chip, request, true);
   };
   el.addEventListener("pointerover", describe);
   el.addEventListener("focusin", describe);
@@ -43,7 +49,7 @@ export function mount(el, store, { onSelect }) {
       if (!chip.inView) continue;
       if (chip.pending) {
         const { id, showPriority } = chip.pending;
-        fill(chip, id, store.requests.get(id), showPriority, id === store.selected, false);
+        fill(chip, id, store.requests.get(id), showPriority, id === store.selected, false, { left: Infinity });
         continue;
       }
       const request = store.requests.get(chip.dataset.id);
@@ -51,13 +57,14 @@ export function mount(el, store, { onSelect }) {
     }
   });
   let shownKey = "";
+  let turn = 0; // which lane goes first for this frame's relabels
   return {
     update() {
       // Pausing redraws: chips out of view wait while playing, never in a paused view.
       const key = `${store.step}/${store.seq}/${store.selected}/${store.status.playing}`;
       if (key === shownKey) return; // nothing this panel shows has changed
       shownKey = key;
-      render(store, lanes, visibility);
+      render(store, lanes, visibility, turn++);
     },
   };
 }
@@ -74,7 +81,19 @@ function createLane(el, key, colour) {
 
 // Writes a lane's text only when it differs, so an unchanged lane costs no style recalculation.
 function setText(lane, part, text) {
-  if (lane.text[part] !== text) { lane.text[part] = text; lane[part].textContent = text; }
+  if (lane.text[part] !== text) { lane.text[part] = text; setData(lane[part], text); }
+}
+
+// Changes an element's text in place: setting textContent replaces its text node, which the
+// browser then styles and lays out as a new node (a hundred chips relabelled in a frame).
+function setData(el, text) {
+  if (el.firstChild) el.firstChild.data = text;
+  else el.append(text);
+}
+
+// An attribute written only when it changes: even an equal write restyles the element.
+function setHidden(el, hidden) {
+  if (el.hidden !== hidden) el.hidden = hidden;
 }
 
 const shortId = (id) => id.replace(/^req-0*(?=\d)/, "#");
@@ -98,8 +117,9 @@ function createSlot() {
 // A lane's chips are kept by position: when the queue moves (a batch turning over moves dozens
 // of requests a step), each position takes its new request's label, colour and bars, and no chip
 // is made or thrown away. A request the frame names without its details (beyond the head of a
-// long queue) shows its id only ("bare"), until its details arrive.
-function fill(chip, id, request, showPriority, selected, lazy) {
+// long queue) shows its id only ("bare"), until its details arrive. `budget.left` counts the
+// relabels this frame still has room for.
+function fill(chip, id, request, showPriority, selected, lazy, budget) {
   if (lazy && chip.inView === false) {
     // While playing, a chip scrolled out of its lane's view (a third of them at 1920x1080, when a
     // batch turning over changes every position's request) takes its request as it comes into view.
@@ -109,6 +129,8 @@ function fill(chip, id, request, showPriority, selected, lazy) {
   chip.pending = null;
   const bare = !request;
   if (chip.dataset.id !== id || chip.bare !== bare || chip.showPriority !== showPriority) {
+    if (lazy && budget.left <= 0) return; // keeps its request until a later frame
+    budget.left -= 1;
     chip.dataset.id = id;
     chip.bare = bare;
     chip.showPriority = showPriority;
@@ -116,7 +138,7 @@ function fill(chip, id, request, showPriority, selected, lazy) {
     // Each part is written only if it differs: even an equal write restyles the part.
     const write = (node, name, value) => { if (node[name] !== value) node[name] = value; };
     write(chip, "className", `chip${bare ? " bare" : ""}${showPriority && request && request.priority === 0 ? " urgent" : ""}`);
-    write(chip.parts.label, "textContent", shortId(id));
+    setData(chip.parts.label, shortId(id));
     write(chip.parts.prio, "hidden", bare || !showPriority);
     write(chip.parts.prio, "textContent", bare || !showPriority ? "" : ` P${request.priority}`); // read as "#3 P0"
     write(chip.parts.badge, "hidden", true);
@@ -124,8 +146,10 @@ function fill(chip, id, request, showPriority, selected, lazy) {
     if (bare) {
       chip.style.removeProperty("border-left-color");
       chip.title = `${id}: waiting`;
+      chip.describedAs = "";
       chip.setAttribute("aria-label", `${shortId(id)}: ${id}, waiting`);
     } else {
+      chip.removeAttribute("title"); // the last request's: a pointer on the chip writes this one's
       // Not a custom property: that would restyle the chip's every part, not just its border.
       chip.style.borderLeftColor = requestColor(request.color);
       describeChip(chip, request);
@@ -135,11 +159,18 @@ function fill(chip, id, request, showPriority, selected, lazy) {
   else updateChip(chip, request, selected);
 }
 
-// The accessible name starts with what the chip shows (its label, priority, preemptions).
-function describeChip(chip, request) {
-  chip.title = title(request);
+// The accessible name starts with what the chip shows (its label, priority, preemptions), then
+// the request's status and progress as of the last change of status; `fresh` (a pointer or the
+// focus on the chip) brings the progress up to date and writes the tooltip too. A chip relabelled
+// and updated in one frame is described once: a batch turning over relabels a hundred chips.
+function describeChip(chip, request, fresh = false) {
+  const key = `${request.id}/${request.status}/${request.preemptions}/${chip.showPriority}`;
+  if (chip.describedAs === key && !fresh) return;
+  chip.describedAs = key;
+  const text = title(request);
+  if (fresh) chip.title = text;
   const visible = `${shortId(request.id)}${chip.showPriority ? ` P${request.priority}` : ""}${request.preemptions ? ` ↺${request.preemptions}` : ""}`;
-  chip.setAttribute("aria-label", `${visible}: ${chip.title}`);
+  chip.setAttribute("aria-label", `${visible}: ${text}`);
 }
 
 function title(request) {
@@ -171,7 +202,7 @@ function updateChip(chip, request, selected) {
   chip.parts.out.style.transform = `scaleX(${out.toFixed(2)})`;
 }
 
-function render(store, lanes, visibility) {
+function render(store, lanes, visibility, turn) {
   const q = store.queues;
   // Preempted requests wait at the head of the waiting queue; they get a lane of their own.
   const isPreempted = (id) => store.requests.get(id)?.status === "preempted";
@@ -190,9 +221,11 @@ function render(store, lanes, visibility) {
   const scenario = store.session ? store.session.scenario : null;
   const showPriority = Boolean(scenario && (scenario.engine.scheduling_order === "priority" || scenario.workload.high_priority_fraction > 0));
   const playing = Boolean(store.status.playing);
-  for (const [key, title, , maxChips] of LANES) {
+  const budget = { left: playing ? RELABELS_PER_FRAME : Infinity };
+  const first = turn % LANES.length;
+  for (const [key, title, , maxChips] of [...LANES.slice(first), ...LANES.slice(0, first)]) {
     const lane = lanes.get(key);
-    lane.lane.hidden = (key === "swapped" || key === "preempted") && !counts[key];
+    setHidden(lane.lane, (key === "swapped" || key === "preempted") && !counts[key]);
     const note = key === "waiting" && q.num_pending ? ` · ${q.num_pending} not yet arrived` : "";
     setText(lane, "title", title + note);
     setText(lane, "count", String(counts[key]));
@@ -205,11 +238,11 @@ function render(store, lanes, visibility) {
         lane.slots.push(chip);
         visibility.observe(chip);
       }
-      fill(chip, id, store.requests.get(id), showPriority, id === store.selected, playing);
+      fill(chip, id, store.requests.get(id), showPriority, id === store.selected, playing, budget);
     });
     for (const extra of lane.slots.splice(wanted.length)) { visibility.unobserve(extra); extra.remove(); }
     const extra = counts[key] - wanted.length;
     setText(lane, "more", extra > 0 ? `+${extra} more` : !counts[key] ? "none" : "");
-    lane.more.hidden = !lane.text.more;
+    setHidden(lane.more, !lane.text.more);
   }
 }
