@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
+from app import live as live_module
 from app import wire
 from app.main import create_app
 from app.session import EVENT_HISTORY
@@ -528,6 +529,34 @@ def test_step_back_is_a_snapshot_with_the_next_seq(session):
 
     assert snapshot["seq"] == last["seq"] + 1
     assert snapshot["step"] == 40
+
+
+def test_a_checkpoint_taken_in_a_thread_while_playing_holds_its_step(client, connect, monkeypatch):
+    """Playing one step a tick, a checkpoint falls due at a tick's last step and is taken in a
+    thread after that step's frame is out: seeking back to it afterwards restores exactly the state
+    a fresh run reaches there."""
+    threaded = []
+    to_thread = live_module.asyncio.to_thread
+
+    async def recording_to_thread(function, *args):
+        threaded.append(function.__self__.step)
+        return await to_thread(function, *args)
+
+    monkeypatch.setattr(live_module.asyncio, "to_thread", recording_to_thread)
+    created = create(client)
+    presenter = connect(created)
+    presenter.state()
+    presenter.send({"type": "play", "steps_per_s": 60})  # one step a tick
+    presenter.until(lambda f: f["type"] in STATE_TYPES and f["step"] >= 70)
+    presenter.send({"type": "pause"})
+    presenter.until(lambda f: f["type"] == "status" and not f["playing"])
+    checkpoints = [c.step_index for c in client.app.state.manager.get(created["session_id"]).session.checkpoints]
+
+    presenter.send({"type": "seek", "step": 64})
+    snapshot = presenter.until(lambda f: f["type"] == "snapshot" and f["step"] == 64)[-1]
+
+    assert threaded[0] == 64 and 64 in checkpoints
+    assert_same_state(snapshot, fresh_state_at(client, connect, 64))
 
 
 def test_step_back_to_a_checkpoint_step_keeps_the_last_record(client, connect, session):
