@@ -367,6 +367,28 @@ def test_after_a_pause_every_chip_shows_the_request_at_its_position(server, new_
         assert [label for _, label in chips] == ["#" + (chip_id.split("-")[1].lstrip("0") or "0") for chip_id, _ in chips], lane
 
 
+def test_while_playing_the_lanes_catch_up_with_a_batch_turning_over_between_steps(server, new_page):
+    """While playing, chips take their new requests a few dozen a frame (a whole batch turning
+    over in one frame stalled it), and catch up in the frames between steps: at a slow speed, every
+    chip in view names the request at its position while the step that turned the batch over
+    (200 requests finished, 200 admitted) is still the one shown."""
+    page = open_dashboard(new_page(), f"{server.url}/?config={BIG_BATCH}")
+    page.evaluate("window.servescope.send({type: 'seek', step: 60})")  # a few steps before the batch finishes
+    page.wait_for_function("window.servescope.store.step === 60")
+    page.evaluate("window.servescope.send({type: 'play', steps_per_s: 4})")
+    page.wait_for_function("""() => {
+      const store = window.servescope.store;
+      if (!store.status.playing || !store.lastRecord || store.lastRecord.finished.length < 100) return false;
+      const q = store.queues;
+      const lanes = { running: q.running, waiting: q.waiting, finished: q.finished.slice().reverse() };
+      return Object.entries(lanes).every(([lane, ids]) => {
+        const chips = [...document.querySelectorAll(`#queues .lane.${lane} .chip`)];
+        return chips.length > 0 && chips.every((chip, i) => chip.inView === false || chip.dataset.id === ids[i]);
+      });
+    }""", polling="raf", timeout=15_000)
+    page.evaluate("window.servescope.send({type: 'pause'})")
+
+
 SPEC_DECODING = quote(json.dumps({
     "model": "llama-3.1-8b", "gpu": "h200",
     "engine": {"max_num_seqs": 64, "max_num_batched_tokens": 2048, "speculative_config": {"method": "eagle", "num_speculative_tokens": 3}},

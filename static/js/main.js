@@ -144,18 +144,20 @@ let chartsDue = false, chartsDrawnAt = -Infinity, chartsSpread = false;
 // over then spreads its work over two frames instead of stalling one.
 const FRAME_BUDGET_MS = 8;
 const waiting = new Set(); // of "batch", "events": drawn in a later frame
+let queuesBehind = false; // the lanes left chips to relabel in the next frame
 
 function frame(now) {
   takeState(now);
   const d = store.dirty;
   chartsDue = chartsDue || d.has("all") || d.has("state") || d.has("charts");
   const chartsNow = chartsDue && (d.has("all") || d.has("charts") || !store.status.playing || now - chartsDrawnAt >= CHARTS_EVERY_MS);
-  if (d.size || chartsNow || chartsSpread || waiting.size) {
+  if (d.size || chartsNow || chartsSpread || waiting.size || queuesBehind) {
     const start = performance.now();
     const all = d.has("all"), state = all || d.has("state");
     if (all || state || d.has("status")) timed("controls", controls.update);
-    if (state || d.has("selection")) { timed("queues", queues.update); waiting.add("batch"); }
-    else if (d.has("status")) timed("queues", queues.update); // a pause writes the chips that waited out of view
+    const updateQueues = () => { queuesBehind = queues.update(); };
+    if (state || d.has("selection")) { timed("queues", updateQueues); waiting.add("batch"); }
+    else if (d.has("status") || queuesBehind) timed("queues", updateQueues); // a pause writes the chips that waited
     if (state || d.has("selection") || d.has("kv")) timed("kv", () => kv.update(all || d.has("selection") || d.has("kv")));
     if (all || d.has("events")) waiting.add("events");
     const room = !store.status.playing || all || performance.now() - start < FRAME_BUDGET_MS;

@@ -17,9 +17,9 @@ const LANES = [
 // While playing, at most this many chips take a new request in one frame. A batch turning over
 // moves each lane's head by dozens of requests a step: over a hundred chips relabelled, each
 // restyled, laid out and painted, made frames of 50-100 ms at 1920x1080. The chips left over take
-// theirs in the next frames, the lanes taking turns to go first, so a lane is a few frames behind
-// at most while the batch turns over (the counts never are), and every chip is exact once paused.
-const RELABELS_PER_FRAME = 16;
+// theirs in the next frames, in lane order from where a frame stopped, so a chip is a few frames
+// behind at most while the batch turns over (the counts never are), and exact once paused.
+const RELABELS_PER_FRAME = 24;
 
 export function mount(el, store, { onSelect }) {
   el.addEventListener("click", (event) => {
@@ -49,7 +49,7 @@ export function mount(el, store, { onSelect }) {
       if (!chip.inView) continue;
       if (chip.pending) {
         const { id, showPriority } = chip.pending;
-        fill(chip, id, store.requests.get(id), showPriority, id === store.selected, false, { left: Infinity });
+        fill(chip, id, store.requests.get(id), showPriority, id === store.selected, false, true);
         continue;
       }
       const request = store.requests.get(chip.dataset.id);
@@ -57,14 +57,18 @@ export function mount(el, store, { onSelect }) {
     }
   });
   let shownKey = "";
-  let turn = 0; // which lane goes first for this frame's relabels
+  const relabels = { cursor: 0 }; // where the next frame's relabels start (`relabelsThisFrame`)
+  let behind = false; // chips left to take their requests in the next frame
   return {
+    // True while chips wait to be relabelled: the dashboard then calls again in its next frame,
+    // whether or not a new state has come.
     update() {
       // Pausing redraws: chips out of view wait while playing, never in a paused view.
       const key = `${store.step}/${store.seq}/${store.selected}/${store.status.playing}`;
-      if (key === shownKey) return; // nothing this panel shows has changed
+      if (key === shownKey && !behind) return false; // nothing this panel shows has changed
       shownKey = key;
-      render(store, lanes, visibility, turn++);
+      behind = render(store, lanes, visibility, relabels);
+      return behind;
     },
   };
 }
@@ -117,9 +121,9 @@ function createSlot() {
 // A lane's chips are kept by position: when the queue moves (a batch turning over moves dozens
 // of requests a step), each position takes its new request's label, colour and bars, and no chip
 // is made or thrown away. A request the frame names without its details (beyond the head of a
-// long queue) shows its id only ("bare"), until its details arrive. `budget.left` counts the
-// relabels this frame still has room for.
-function fill(chip, id, request, showPriority, selected, lazy, budget) {
+// long queue) shows its id only ("bare"), until its details arrive. A chip not `mayRelabel` keeps
+// its request this frame.
+function fill(chip, id, request, showPriority, selected, lazy, mayRelabel) {
   if (lazy && chip.inView === false) {
     // While playing, a chip scrolled out of its lane's view (a third of them at 1920x1080, when a
     // batch turning over changes every position's request) takes its request as it comes into view.
@@ -128,9 +132,8 @@ function fill(chip, id, request, showPriority, selected, lazy, budget) {
   }
   chip.pending = null;
   const bare = !request;
-  if (chip.dataset.id !== id || chip.bare !== bare || chip.showPriority !== showPriority) {
-    if (lazy && budget.left <= 0) return; // keeps its request until a later frame
-    budget.left -= 1;
+  if (needsRelabel(chip, id, request, showPriority)) {
+    if (!mayRelabel) return;
     chip.dataset.id = id;
     chip.bare = bare;
     chip.showPriority = showPriority;
@@ -157,6 +160,20 @@ function fill(chip, id, request, showPriority, selected, lazy, budget) {
   }
   if (bare) chip.classList.toggle("selected", selected);
   else updateChip(chip, request, selected);
+}
+
+const needsRelabel = (chip, id, request, showPriority) =>
+  chip.dataset.id !== id || chip.bare !== !request || chip.showPriority !== showPriority;
+
+// While playing, the chips that take a new request this frame (null: all that need one): at most
+// RELABELS_PER_FRAME of those in view, in lane order from where the last frame stopped.
+function relabelsThisFrame(slots, relabels, store, showPriority) {
+  const stale = slots.filter(({ chip, id }) => chip.inView !== false && needsRelabel(chip, id, store.requests.get(id), showPriority));
+  if (stale.length <= RELABELS_PER_FRAME) return null;
+  const start = Math.max(0, stale.findIndex((slot) => slot.order >= relabels.cursor));
+  const chosen = [...stale.slice(start), ...stale.slice(0, start)].slice(0, RELABELS_PER_FRAME);
+  relabels.cursor = chosen[chosen.length - 1].order + 1;
+  return new Set(chosen.map((slot) => slot.chip));
 }
 
 // The accessible name starts with what the chip shows (its label, priority, preemptions), then
@@ -202,7 +219,7 @@ function updateChip(chip, request, selected) {
   chip.parts.out.style.transform = `scaleX(${out.toFixed(2)})`;
 }
 
-function render(store, lanes, visibility, turn) {
+function render(store, lanes, visibility, relabels) {
   const q = store.queues;
   // Preempted requests wait at the head of the waiting queue; they get a lane of their own.
   const isPreempted = (id) => store.requests.get(id)?.status === "preempted";
@@ -221,9 +238,8 @@ function render(store, lanes, visibility, turn) {
   const scenario = store.session ? store.session.scenario : null;
   const showPriority = Boolean(scenario && (scenario.engine.scheduling_order === "priority" || scenario.workload.high_priority_fraction > 0));
   const playing = Boolean(store.status.playing);
-  const budget = { left: playing ? RELABELS_PER_FRAME : Infinity };
-  const first = turn % LANES.length;
-  for (const [key, title, , maxChips] of [...LANES.slice(first), ...LANES.slice(0, first)]) {
+  const slots = []; // each chip and the request at its position, in lane order
+  for (const [key, title, , maxChips] of LANES) {
     const lane = lanes.get(key);
     setHidden(lane.lane, (key === "swapped" || key === "preempted") && !counts[key]);
     const note = key === "waiting" && q.num_pending ? ` · ${q.num_pending} not yet arrived` : "";
@@ -238,11 +254,16 @@ function render(store, lanes, visibility, turn) {
         lane.slots.push(chip);
         visibility.observe(chip);
       }
-      fill(chip, id, store.requests.get(id), showPriority, id === store.selected, playing, budget);
+      slots.push({ chip, id, order: slots.length });
     });
     for (const extra of lane.slots.splice(wanted.length)) { visibility.unobserve(extra); extra.remove(); }
     const extra = counts[key] - wanted.length;
     setText(lane, "more", extra > 0 ? `+${extra} more` : !counts[key] ? "none" : "");
     setHidden(lane.more, !lane.text.more);
   }
+  const allowed = playing ? relabelsThisFrame(slots, relabels, store, showPriority) : null;
+  for (const { chip, id } of slots) {
+    fill(chip, id, store.requests.get(id), showPriority, id === store.selected, playing, !allowed || allowed.has(chip));
+  }
+  return allowed !== null;
 }
