@@ -247,7 +247,8 @@ class Session:
             "e2e_s": request.finish_time - request.arrival_time if request.finish_time is not None else None,
         }
         timeline = self.timelines.get(request_id, [])
-        return {"request": request_view(request), "latencies": latencies, "timeline": timeline,
+        # Tokens scheduled whose output has not come back: under async scheduling, the batch in flight.
+        return {"request": request_view(request), "in_flight": request.num_output_placeholders, "latencies": latencies, "timeline": timeline,
                 "history": request_history(timeline, self.sim.scheduler.kv_cache_manager) if with_history else None,
                 "block_table": self.sim.block_table(request_id), "step": self.step, "clock_s": self.sim.clock_s}
 

@@ -102,3 +102,23 @@ def test_a_drafted_request_s_history_gives_each_step_its_drafts_and_where_it_sta
     rows = session.request_detail(rid, with_history=True)["history"]
     assert [[step, tokens, before, kind] for step, tokens, before, _, kind in rows] == ran[rid]
     assert any(kind == "decode" and tokens > 1 for _, tokens, _, _, kind in rows)
+
+
+def test_a_request_whose_last_token_is_in_flight_stays_running_a_pass_longer():
+    """Under async scheduling a request's last token is scheduled while the batch before runs: the
+    request's detail counts it in flight, the request stays running with its blocks through that
+    pass, and the next pass finishes it."""
+    scenario = default_scenario()
+    scenario["engine"]["async_scheduling"] = True
+    session = Session("a", Scenario.from_dict(scenario), Settings())
+    for _ in range(2000):
+        session.advance(1)
+        last = [r for r in session.sim.scheduler.running if r.num_output_placeholders and r.num_output_tokens + 1 == r.max_tokens]
+        if last:
+            break
+    rid = last[0].request_id
+    detail = session.request_detail(rid)
+    assert detail["in_flight"] >= 1 and detail["request"]["status"] == "running" and detail["block_table"]
+    records, _ = session.advance(1)
+    assert rid in records[0].finished
+    assert session.request_detail(rid)["in_flight"] == 0

@@ -118,3 +118,34 @@ def test_the_inspector_lists_a_whole_block_table_and_the_history(presenter):
     assert last.locator("span").nth(1).inner_text() == str(table[-1])
     history = presenter.locator("#inspector h4").filter(has_text="History")
     assert int(re.search(r"(\d+) steps", history.inner_text()).group(1)) > 0
+
+
+@pytest.fixture(scope="module")
+def last_token_in_flight():
+    """The first step of the default session (async scheduling on, as vLLM 0.33 runs it) after
+    which a request's last token is in flight: the step, the request and its blocks."""
+    data = json.loads(json.dumps(PRESET_SCENARIOS["default"]))
+    sim = Scenario.from_dict(with_vllm_defaults({**data, "name": "default"})).build(keep_finished=True)
+    while True:
+        sim.step()
+        for request in sim.scheduler.running:
+            if request.num_output_placeholders and request.num_output_tokens + 1 == request.max_tokens:
+                return sim.step_index, request.request_id, len(sim.block_table(request.request_id))
+
+
+def test_a_request_whose_last_token_is_in_flight_says_so_and_finishes_a_step_later(presenter, last_token_in_flight):
+    """The async one-step lag on a finishing request: the inspector counts its last token in flight
+    and says it keeps its blocks until that token comes back; one step later it has finished."""
+    step, request_id, blocks = last_token_in_flight
+    presenter.evaluate("n => window.servescope.send({type: 'seek', step: n})", step)
+    wait_for_step(presenter, step)
+    presenter.locator(f"#queues .lane.running .chip[data-id='{request_id}']").click()
+    note = presenter.locator("#inspector .in-flight")
+    note.wait_for()
+    assert f"holding its {blocks} blocks" in " ".join(note.inner_text().split())
+    assert "+ 1 in flight" in presenter.locator("#inspector .kvlist").inner_text()
+
+    presenter.keyboard.press("ArrowRight")
+    wait_for_step(presenter, step + 1)
+    presenter.locator("#inspector .pill", has_text="finished").wait_for()
+    assert presenter.locator("#inspector .in-flight").count() == 0

@@ -68,7 +68,7 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
       ${why}
       <dl class="kvlist">
         <dt>prompt</dt><dd>${fmtInt(Math.min(r.computed, r.prompt))} / ${fmtInt(r.prompt)} computed${r.cached ? ` (${fmtInt(r.cached)} cached)` : ""}</dd>
-        <dt>output</dt><dd>${fmtInt(r.output)} / ${fmtInt(r.max_tokens)} tokens</dd>
+        <dt>output</dt><dd>${fmtInt(r.output)} / ${fmtInt(r.max_tokens)} tokens${detail.in_flight ? ` + ${fmtInt(detail.in_flight)} in flight` : ""}</dd>
         <dt>priority</dt><dd>${r.priority}</dd>
         <dt>preemptions</dt><dd>${r.preemptions}</dd>
         <dt>arrived</dt><dd>${fmtSeconds(r.arrival_s)}</dd>
@@ -77,6 +77,7 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
         <dt>TPOT</dt><dd>${fmtSeconds(l.tpot_s)}</dd>
         <dt>E2E</dt><dd>${fmtSeconds(l.e2e_s)}</dd>
       </dl>
+      ${lastTokenInFlight(detail)}
       <div class="timeline" role="img" aria-label="Timeline of ${esc(r.id)}">${segs.join("")}</div>
       ${events ? `<p class="muted events-line">${events}</p>` : ""}
       <h4>Block table: ${fmtInt(detail.block_table.length)} blocks</h4>
@@ -115,4 +116,14 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
   }
 
   return { update };
+}
+
+// Under async scheduling a step is scheduled while the one before still runs: a request whose last
+// token is in that batch stays running, holding its blocks, until the batch's output comes back.
+function lastTokenInFlight(detail) {
+  const r = detail.request;
+  if (!detail.in_flight || r.status !== "running" || r.output + 1 < r.max_tokens) return "";
+  return `<p class="in-flight">Its last token is in flight. Under async scheduling the engine schedules a step while the one ` +
+    `before still runs, so this request stays running, holding its ${fmtInt(detail.block_table.length)} blocks, until that token ` +
+    "comes back in the next pass; then it finishes.</p>";
 }
