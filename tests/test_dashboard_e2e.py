@@ -11,7 +11,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from urllib.parse import quote, urlparse
+from urllib.parse import quote, unquote, urlparse
 
 import pytest
 
@@ -24,6 +24,8 @@ from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
 from app.live import SessionManager  # noqa: E402
 from app.main import create_app, uvicorn_options  # noqa: E402
+from app.routes.api import scenario_from  # noqa: E402
+from app.schemas import SessionCreate  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from scheduler_core.scenario import PRESET_SCENARIOS, Scenario  # noqa: E402
 
@@ -409,6 +411,23 @@ def test_the_batch_shows_each_decodes_drafts_and_the_drafts_accepted_in_the_step
     assert row.locator(".kind").inner_text() == f"D 1+{num_drafts} tok"
     assert f"({sum(drafts.values())} drafts)" in page.locator("#batch .legend").inner_text()
     assert f"{sum(accepted.values())} drafts accepted" in page.locator("#batch .budget").inner_text()
+
+
+def test_the_kv_grid_counts_the_blocks_held_ahead_for_drafts(server, new_page):
+    """Under speculative decoding requests hold blocks past their tokens for the drafts to verify
+    (vLLM's lookahead slots): the KV summary counts them as the simulation holds them, and the
+    legend names them."""
+    page = open_dashboard(new_page(), f"{server.url}/?config={SPEC_DECODING}")
+    advance(page, 40)
+    sim = scenario_from(SessionCreate.model_validate({"scenario": json.loads(unquote(SPEC_DECODING))})).build()
+    for _ in range(40):
+        sim.step()
+    block_size = sim.scheduler.kv_cache_manager.block_size
+    lookahead = sum(max(0, len(sim.block_table(r.request_id)) - max(1, -(-r.num_computed_tokens // block_size)))
+                    for r in sim.scheduler.running)
+    assert lookahead > 0
+    assert f"lookahead blocks {lookahead}" in page.locator("#kv-summary").inner_text()
+    assert "lookahead" in page.locator("#kv-legend").inner_text()
 
 
 def test_many_admissions_in_one_step_share_one_line_of_the_event_log(server, new_page):

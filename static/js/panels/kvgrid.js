@@ -172,7 +172,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       if (!table.length) continue;
       const colour = colourOf(id);
       // Tokens held: the last block may be partly full; blocks past it are reserved ahead of
-      // need (the contiguous allocator).
+      // need (the contiguous allocator) or for the drafts of speculative decoding (lookahead).
       const held = request ? Math.max(1, Math.min(table.length, Math.ceil(request.computed / bs))) : table.length;
       const inLast = request ? request.computed - (held - 1) * bs : bs;
       const solid = inLast > 0 && inLast < bs ? held - 1 : held;
@@ -394,12 +394,15 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
 
   function pagedSummary() {
     const bs = store.session.block_size;
-    let slots = 0, tokens = 0;
+    // Blocks past a request's computed tokens are its lookahead: slots vLLM allocates ahead for
+    // the draft tokens of speculative decoding (the contiguous view reserves whole regions instead).
+    let slots = 0, tokens = 0, lookahead = 0;
     for (const [id, table] of store.tables) {
       const request = store.requests.get(id);
       if (!request) continue;
       slots += table.length * bs;
       tokens += Math.min(request.computed, table.length * bs);
+      lookahead += Math.max(0, table.length - Math.max(1, Math.ceil(request.computed / bs)));
     }
     const { ref, cached: hasPrefix, owner, n } = store.blocks;
     let shared = 0, cached = 0;
@@ -408,8 +411,11 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       if (hasPrefix[block] && !owner[block]) cached += 1;
     }
     const reserving = store.session.scenario.engine.kv_allocator === "contiguous";
+    const drafting = !reserving && drafts();
+    const unused = slots - tokens - (drafting ? lookahead * bs : 0);
     return `${reserving ? "reserved but unused slots" : "unused slots in last blocks"}: ` +
-      `<b>${slots ? (((slots - tokens) / slots) * 100).toFixed(1) : "0.0"}%</b>` +
+      `<b>${slots ? ((unused / slots) * 100).toFixed(1) : "0.0"}%</b>` +
+      (drafting ? ` · lookahead blocks ${fmtInt(lookahead)}` : "") +
       ` · shared blocks ${fmtInt(shared)} · evictable cached ${fmtInt(cached)}`;
   }
 
@@ -428,6 +434,9 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     return `<div class="block-table"><b>${id}</b> logical→physical (* shared): ${entries.join(" ")}</div>`;
   }
 
+  // Speculative decoding on: requests hold lookahead slots for their drafts.
+  const drafts = () => Boolean(store.session.scenario.engine.speculative_config);
+
   function legend(view) {
     const sw = (style, label) => `<span><i class="swatch" style="${style}"></i>${label}</span>`;
     if (view === "contiguous") return sw("background:#999", "held") + sw("background:#999;opacity:.25", "reserved, unused") + sw("background:var(--free)", "free");
@@ -436,6 +445,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       sw2("background:linear-gradient(var(--cached),var(--cached)) 0 0/50% 50% no-repeat,var(--free)", "cached", "free, but still holds a cached prefix: a new request with that prefix reuses it; evicted when reallocated") +
       sw2("background:linear-gradient(var(--panel),var(--panel)) center/40% 40% no-repeat,#888", "shared", "shared by several requests through the prefix cache (ref count > 1)") +
       sw2("background:linear-gradient(0deg,#888 40%,#ddd 40%)", "partly full", "a request's last block, filled to the height shown: PagedAttention's only waste") +
+      (drafts() ? sw2("background:#aaa;opacity:.5", "lookahead", "allocated ahead of a request's tokens for the draft tokens speculative decoding will verify (vLLM's lookahead slots)") : "") +
       sw2("background:var(--null)", "null", "block 0, vLLM's reserved null block");
   }
 
