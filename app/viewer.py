@@ -28,9 +28,9 @@ MAX_DELTA_STEPS = 200
 
 # Frames a page that acknowledges what it drew ("ack") may have in flight: one being drawn and
 # five on their way, so the next is ready when a frame is drawn even when the server stalls for a
-# few frames (a batch turning over, or a collection, on a busy small machine: with two on their way,
-# 1.5-2.5% of the frames came 67-100 ms after the one before, with five under 1%), yet a page
-# never has more than a tenth of a second to draw behind what the server sent.
+# few frames (a batch turning over, or a collection, on a busy small machine: with three on their
+# way, 0.9-2.4% of the frames came 67 ms or more after the one before; with five, 0.4-0.6%), yet a
+# page never has more than a tenth of a second to draw behind what the server sent.
 MAX_UNACKED_FRAMES = 6
 
 
