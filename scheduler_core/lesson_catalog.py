@@ -55,8 +55,14 @@ CHAT = {"num_requests": 60, "arrival_rate": 4.0, "lengths": "sharegpt", "seed": 
 CHAT_ENGINE = {"num_gpu_blocks": 8192, "max_num_seqs": 64, "max_num_batched_tokens": 2048}
 
 
-def drafted(method: str) -> dict:
-    return arm({**CHAT_ENGINE, "speculative_config": {"method": method, "num_speculative_tokens": 3}}, CHAT)
+# A crowd: 512 clients at once, each sending its next conversation when its last one finishes, so
+# every verification shares its step with hundreds of others.
+CROWD = {"num_requests": 1024, "concurrency": 512, "lengths": "sharegpt", "seed": 17}
+CROWD_ENGINE = {"num_gpu_blocks": 32768, "max_num_seqs": 512, "max_num_batched_tokens": 8192}
+
+
+def drafted(method: str, engine: dict = CHAT_ENGINE, workload: dict = CHAT) -> dict:
+    return arm({**engine, "speculative_config": {"method": method, "num_speculative_tokens": 3}}, workload)
 
 
 # The seed's headline: "Llama 3.3 70B FP8 on one H100 SXM5 at 128 concurrent: 2,200-2,400 tok/s".
@@ -355,10 +361,13 @@ LESSONS = [
     ),
     Lesson(
         name="speculative-decoding",
-        title="Speculative decoding: drafts the model checks in one pass",
+        title="Speculative decoding: faster alone, slower in a crowd",
         summary="Sixty ShareGPT conversations at 4 requests/s on Llama-3.1-8B, with three draft tokens per step from an "
-                "EAGLE head, from n-gram lookup in the prompt, and without drafts.",
-        arms={"eagle-3": drafted("eagle"), "ngram-3": drafted("ngram"), "no-drafts": arm(CHAT_ENGINE, CHAT)},
+                "EAGLE head, from n-gram lookup in the prompt, and without drafts; then the same three with 512 "
+                "clients at once.",
+        arms={"eagle-3": drafted("eagle"), "ngram-3": drafted("ngram"), "no-drafts": arm(CHAT_ENGINE, CHAT),
+              "eagle-3-crowd": drafted("eagle", CROWD_ENGINE, CROWD), "ngram-3-crowd": drafted("ngram", CROWD_ENGINE, CROWD),
+              "no-drafts-crowd": arm(CROWD_ENGINE, CROWD)},
         claims=[
             Claim("A verification keeps {eagle-3:report.spec_decode_mean_acceptance_length:.2f} tokens on average with EAGLE "
                   "drafts (the accepted drafts and the model's own token), where a decode without drafts yields one.",
@@ -378,6 +387,17 @@ LESSONS = [
                   "without drafts; the rejected ones are work thrown away.",
                   lambda r: r["eagle-3"].scheduled_tokens > r["no-drafts"].scheduled_tokens
                   and r["eagle-3"].num_steps < r["no-drafts"].num_steps),
+            Claim("In a crowd of 512 clients the drafts no longer shorten each token's wait: the median time per output "
+                  "token is {no-drafts-crowd:report.tpot_s.p50:.4f} s without drafts, {eagle-3-crowd:report.tpot_s.p50:.4f} s "
+                  "with EAGLE and {ngram-3-crowd:report.tpot_s.p50:.4f} s with n-gram drafts. Every draft is a token of a "
+                  "step that hundreds of requests wait on.",
+                  lambda r: r["eagle-3-crowd"].report["tpot_s"]["p50"] > r["no-drafts-crowd"].report["tpot_s"]["p50"]
+                  and r["ngram-3-crowd"].report["tpot_s"]["p50"] > 1.2 * r["no-drafts-crowd"].report["tpot_s"]["p50"]),
+            Claim("n-gram drafts, kept less often, now cost throughput: {ngram-3-crowd:report.output_tokens_per_s:,.0f} "
+                  "output tokens/s against {no-drafts-crowd:report.output_tokens_per_s:,.0f} without drafts. EAGLE's, kept "
+                  "more often, still gain: {eagle-3-crowd:report.output_tokens_per_s:,.0f} tokens/s.",
+                  lambda r: r["ngram-3-crowd"].report["output_tokens_per_s"] < r["no-drafts-crowd"].report["output_tokens_per_s"]
+                  < r["eagle-3-crowd"].report["output_tokens_per_s"]),
         ],
         beats=[
             Beat("opening", "Drafts", "{num_requests} conversations, a few running at a time. After every step a small EAGLE "
@@ -387,6 +407,12 @@ LESSONS = [
                  "from where the recent tokens last appeared in the prompt.", ("queues", "batch"), arms=("ngram-3",)),
             Beat("opening", "One token a step", "{num_requests} conversations without drafts: every decode computes one "
                  "token.", ("queues", "batch"), arms=("no-drafts",)),
+            Beat("opening", "Drafts in a crowd", "{num_requests} conversations from 512 clients at once: hundreds of requests "
+                 "run together, and each brings 3 EAGLE drafts to every step.", ("queues", "batch"), arms=("eagle-3-crowd",)),
+            Beat("opening", "Prompt drafts in a crowd", "{num_requests} conversations from 512 clients at once, each decode "
+                 "with 3 draft tokens copied from its prompt.", ("queues", "batch"), arms=("ngram-3-crowd",)),
+            Beat("opening", "A crowd without drafts", "{num_requests} conversations from 512 clients at once: hundreds of "
+                 "decodes a step, one token each.", ("queues", "batch"), arms=("no-drafts-crowd",)),
             Beat("first_draft", "A decode of four tokens", "Step {step}: {request}'s decode carries {drafts} drafts: {tokens} "
                  "tokens of the batch for one request (its row reads D 1+{drafts}). Checked in the same pass, {accepted} "
                  "are kept.", ("batch", "queues")),
@@ -398,7 +424,13 @@ LESSONS = [
             Beat("end", "Result", "Median time per token: {eagle-3:report.tpot_s.p50:.4f} s with EAGLE "
                  "({eagle-3:report.spec_decode_mean_acceptance_length:.2f} tokens per verification), "
                  "{ngram-3:report.tpot_s.p50:.4f} s with n-gram ({ngram-3:report.spec_decode_mean_acceptance_length:.2f}), "
-                 "{no-drafts:report.tpot_s.p50:.4f} s without drafts.", ("batch", "charts")),
+                 "{no-drafts:report.tpot_s.p50:.4f} s without drafts.", ("batch", "charts"),
+                 arms=("eagle-3", "ngram-3", "no-drafts")),
+            Beat("end", "Result in a crowd", "With 512 clients, median time per token: {eagle-3-crowd:report.tpot_s.p50:.4f} s "
+                 "with EAGLE, {ngram-3-crowd:report.tpot_s.p50:.4f} s with n-gram, {no-drafts-crowd:report.tpot_s.p50:.4f} s "
+                 "without drafts; output {eagle-3-crowd:report.output_tokens_per_s:,.0f}, "
+                 "{ngram-3-crowd:report.output_tokens_per_s:,.0f} and {no-drafts-crowd:report.output_tokens_per_s:,.0f} "
+                 "tokens/s.", ("batch", "charts"), arms=("eagle-3-crowd", "ngram-3-crowd", "no-drafts-crowd")),
         ],
         columns=[("TPOT p50 (s)", "report.tpot_s.p50", ".4f"), ("steps", "num_steps", ",d"),
                  ("scheduled tokens", "scheduled_tokens", ",d"), *TABLE_LATENCY[:2]],
