@@ -82,7 +82,8 @@ class LiveSession:
     def flush(self) -> None:
         """The steps no viewer has been offered yet, as one delta to every viewer. Called by a
         sender that can send, under the lock: a delta is built only as often as some page can
-        take one, however fast the session steps."""
+        take one, however fast the session steps (and by play before a checkpoint, so the step's
+        frame goes out while the checkpoint is taken)."""
         if self.unpublished:
             delta = self.session.delta_frame(self.unpublished)
             self.unpublished = []

@@ -2,6 +2,7 @@
 // (built from the served JSON Schema), share and export links, theme, and the keyboard.
 
 import { downloadExport } from "./sessions.js";
+import { setAttr, setProp } from "./writes.js";
 
 const SPEEDS = [1, 2, 5, 10, 20, 50, 100, 250, 1000];
 
@@ -114,21 +115,19 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
     lessonKeys(keys) { lesson = keys; },
     update() {
       const s = store.status;
-      // Called every frame while playing: each property is written only when it changes (even
-      // an equal write replaces the text and restyles the control).
-      const write = (el, name, value) => { if (el[name] !== value) el[name] = value; };
-      write(play, "textContent", s.playing ? "❚❚ Pause" : "▶ Play");
-      if (play.getAttribute("aria-label") !== (s.playing ? "Pause" : "Play")) play.setAttribute("aria-label", s.playing ? "Pause" : "Play");
-      write(play, "disabled", !canControl || (store.done && !s.playing));
-      write($("step"), "disabled", !canControl || store.done);
-      write($("step-counter"), "value", store.step.toLocaleString("en-US"));
-      write($("sim-clock"), "value", `${store.clock.toFixed(3)} s`);
-      write($("run-state"), "textContent", store.done ? "finished" : s.playing ? "playing" : "paused");
+      // Called every frame while playing: each property is written only when it changes.
+      setProp(play, "textContent", s.playing ? "❚❚ Pause" : "▶ Play");
+      setAttr(play, "aria-label", s.playing ? "Pause" : "Play");
+      setProp(play, "disabled", !canControl || (store.done && !s.playing));
+      setProp($("step"), "disabled", !canControl || store.done);
+      setProp($("step-counter"), "value", store.step.toLocaleString("en-US"));
+      setProp($("sim-clock"), "value", `${store.clock.toFixed(3)} s`);
+      setProp($("run-state"), "textContent", store.done ? "finished" : s.playing ? "playing" : "paused");
       const speed = $("speed");
       if (document.activeElement !== speed) {
-        write(speed, "value", s.time_ratio ? `x${s.time_ratio}` : String(SPEEDS.find((v) => v >= s.steps_per_s) || SPEEDS[SPEEDS.length - 1]));
+        setProp(speed, "value", s.time_ratio ? `x${s.time_ratio}` : String(SPEEDS.find((v) => v >= s.steps_per_s) || SPEEDS[SPEEDS.length - 1]));
       }
-      write($("breakpoints-button"), "textContent", s.breakpoints && s.breakpoints.length ? `Breakpoints (${s.breakpoints.length})` : "Breakpoints");
+      setProp($("breakpoints-button"), "textContent", s.breakpoints && s.breakpoints.length ? `Breakpoints (${s.breakpoints.length})` : "Breakpoints");
     },
   };
 }

@@ -2,6 +2,7 @@
 // per scheduled request, and what the step's time was made of.
 
 import { fmtInt, fmtSeconds, requestColor } from "../colors.js";
+import { setAttr } from "../writes.js";
 
 const COST_LABELS = { linear: "linear layers", attention: "attention", other: "activations and fixed latency", swap: "swap (PCIe)" };
 // Every scheduled request has a row, but only the rows in view (and a few either side) exist:
@@ -104,8 +105,7 @@ function render(el, store) {
     `<b>${record.scheduled.length}</b> ${record.scheduled.length === 1 ? "request" : "requests"}</span><span>${notes.join(" · ")}</span>`);
   set("budget-bar", `<span style="width:${(100 * prefill) / budget}%;background:var(--prefill)"></span>` +
     `<span style="width:${(100 * decode) / budget}%;background:var(--decode)"></span>`);
-  const budgetLabel = `${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget`;
-  if (el.parts["budget-bar"].el.getAttribute("aria-label") !== budgetLabel) el.parts["budget-bar"].el.setAttribute("aria-label", budgetLabel);
+  setAttr(el.parts["budget-bar"].el, "aria-label", `${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget`);
   set("legend", `<span><i class="swatch" style="background:var(--prefill)"></i>P prefill ${fmtInt(prefill)}</span>` +
     `<span><i class="swatch" style="background:var(--decode)"></i>D decode ${fmtInt(decode)}${numDrafts ? ` (${fmtInt(numDrafts)} drafts)` : ""}</span>` +
     `<span>step time <b>${fmtSeconds(record.step_s)}</b></span>`);

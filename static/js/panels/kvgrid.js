@@ -8,6 +8,7 @@
 // overview strip of the whole pool.
 
 import { cssVar, fmtInt, requestColor } from "../colors.js";
+import { setAttr } from "../writes.js";
 
 export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gaugeEl, pagedButton, contiguousButton }) {
   let mode = "paged";
@@ -344,7 +345,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       }
     }
     const { dpr } = layout;
-    if (canvas.dataset.cell !== String(layout.cell)) canvas.dataset.cell = String(layout.cell); // for the tests: cells stay readable
+    setAttr(canvas, "data-cell", String(layout.cell)); // for the tests: cells stay readable
     const ctx = canvas.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     const c = colours();
@@ -384,7 +385,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
   function updateText() {
     const usage = store.lastRecord ? store.lastRecord.kv_usage : 0;
     setHtml(gaugeEl, `<i style="width:${(usage * 100).toFixed(1)}%"></i><span>${(usage * 100).toFixed(1)}% used</span>`);
-    if (gaugeEl.getAttribute("aria-valuenow") !== (usage * 100).toFixed(1)) gaugeEl.setAttribute("aria-valuenow", (usage * 100).toFixed(1));
+    setAttr(gaugeEl, "aria-valuenow", (usage * 100).toFixed(1));
     const r = reservation;
     const summary = mode === "paged" ? pagedSummary()
       : `reserving ${fmtInt(r.region)} blocks (max_model_len) per request: <b>${r.fitted} of ${r.running}</b> running requests fit; ` +

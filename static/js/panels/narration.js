@@ -4,6 +4,8 @@
 // step; its buttons jump to each beat's step. A beat puts its panels on stage (projector theme),
 // and "What it proves" opens the claims and the table as a slide of their own.
 
+import { setProp } from "../writes.js";
+
 export function mount(el, store, { seek, canControl, stage, dialog }) {
   let lesson = null;
   let loading = false;
@@ -74,11 +76,9 @@ export function mount(el, store, { seek, canControl, stage, dialog }) {
 
   function render() {
     const info = store.session && store.session.lesson;
-    // Every frame while playing: the attribute is written only when it changes (an equal write
-    // restyles the panel all the same).
-    if (!info) { if (!el.hidden) el.hidden = true; return; }
+    if (!info) { setProp(el, "hidden", true); return; } // every frame while playing
     if (!lesson) { if (!loading) load(info.name); return; }
-    if (el.hidden) el.hidden = false;
+    setProp(el, "hidden", false);
     const list = beats();
     if (!list.length) return;
     const index = current();

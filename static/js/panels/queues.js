@@ -4,6 +4,7 @@
 // written: a step that advances 256 decodes moves their bars, it does not rebuild the lanes.
 
 import { requestColor } from "../colors.js";
+import { setProp } from "../writes.js";
 
 // Each lane shows the head of its queue: a few rows more than its box holds (it scrolls), and
 // "+N more" for the rest, so a batch turning over re-labels dozens of chips a frame, not hundreds.
@@ -95,10 +96,6 @@ function setData(el, text) {
   else el.append(text);
 }
 
-// An attribute written only when it changes: even an equal write restyles the element.
-function setHidden(el, hidden) {
-  if (el.hidden !== hidden) el.hidden = hidden;
-}
 
 const shortId = (id) => id.replace(/^req-0*(?=\d)/, "#");
 
@@ -138,14 +135,12 @@ function fill(chip, id, request, showPriority, selected, lazy, mayRelabel) {
     chip.bare = bare;
     chip.showPriority = showPriority;
     chip.shown = "";
-    // Each part is written only if it differs: even an equal write restyles the part.
-    const write = (node, name, value) => { if (node[name] !== value) node[name] = value; };
-    write(chip, "className", `chip${bare ? " bare" : ""}${showPriority && request && request.priority === 0 ? " urgent" : ""}`);
+    setProp(chip, "className", `chip${bare ? " bare" : ""}${showPriority && request && request.priority === 0 ? " urgent" : ""}`);
     setData(chip.parts.label, shortId(id));
-    write(chip.parts.prio, "hidden", bare || !showPriority);
-    write(chip.parts.prio, "textContent", bare || !showPriority ? "" : ` P${request.priority}`); // read as "#3 P0"
-    write(chip.parts.badge, "hidden", true);
-    write(chip.parts.badge, "textContent", "");
+    setProp(chip.parts.prio, "hidden", bare || !showPriority);
+    setProp(chip.parts.prio, "textContent", bare || !showPriority ? "" : ` P${request.priority}`); // read as "#3 P0"
+    setProp(chip.parts.badge, "hidden", true);
+    setProp(chip.parts.badge, "textContent", "");
     if (bare) {
       chip.style.removeProperty("border-left-color");
       chip.title = `${id}: waiting`;
@@ -241,7 +236,7 @@ function render(store, lanes, visibility, relabels) {
   const slots = []; // each chip and the request at its position, in lane order
   for (const [key, title, , maxChips] of LANES) {
     const lane = lanes.get(key);
-    setHidden(lane.lane, (key === "swapped" || key === "preempted") && !counts[key]);
+    setProp(lane.lane, "hidden", (key === "swapped" || key === "preempted") && !counts[key]);
     const note = key === "waiting" && q.num_pending ? ` · ${q.num_pending} not yet arrived` : "";
     setText(lane, "title", title + note);
     setText(lane, "count", String(counts[key]));
@@ -259,7 +254,7 @@ function render(store, lanes, visibility, relabels) {
     for (const extra of lane.slots.splice(wanted.length)) { visibility.unobserve(extra); extra.remove(); }
     const extra = counts[key] - wanted.length;
     setText(lane, "more", extra > 0 ? `+${extra} more` : !counts[key] ? "none" : "");
-    setHidden(lane.more, !lane.text.more);
+    setProp(lane.more, "hidden", !lane.text.more);
   }
   const allowed = playing ? relabelsThisFrame(slots, relabels, store, showPriority) : null;
   for (const { chip, id } of slots) {
