@@ -635,6 +635,27 @@ def test_kv_grid_painted_from_deltas_equals_a_full_redraw(presenter):
     assert incremental == full
 
 
+FIGURES = ["#kv-summary", "#kv-gauge", "#batch .budget", "#batch .legend", "#batch .cost"]
+
+
+def test_figures_changed_in_place_read_as_a_page_drawing_the_step_afresh(server, presenter, new_page):
+    """Step by step, the KV and batch panels change their figures in the text nodes already there
+    rather than parse their HTML again; after dozens of such steps they read exactly what a page
+    opened at that step draws from scratch."""
+    advance(presenter, 40)
+    presenter.evaluate("window.marked = document.querySelector('#kv-summary b').firstChild")
+    for step in range(41, 71):
+        presenter.keyboard.press("ArrowRight")
+        wait_for_step(presenter, step)
+    assert presenter.evaluate("document.querySelector('#kv-summary b').firstChild === window.marked")
+    session_id, _ = session_of(presenter)
+    fresh = open_dashboard(new_page(), f"{server.url}/s/{session_id}/view")
+    wait_for_step(fresh, 70)
+    fresh.wait_for_timeout(300)  # the frame that draws it
+    for selector in FIGURES:
+        assert presenter.locator(selector).inner_html() == fresh.locator(selector).inner_html(), selector
+
+
 # -- presenter safety: sessions made by POST, the token never in the address bar -----------
 def session_count(server: LiveServer) -> int:
     with urllib.request.urlopen(f"{server.url}/healthz", timeout=5) as response:

@@ -8,3 +8,39 @@ export function setProp(el, name, value) {
 export function setAttr(el, name, value) {
   if (el.getAttribute(name) !== value) el.setAttribute(name, value);
 }
+
+// Changes an element's text in place: setting textContent replaces its text node, which the
+// browser then styles and lays out as a new node.
+export function setText(el, text) {
+  if (el.firstChild && el.firstChild === el.lastChild && el.firstChild.nodeType === Node.TEXT_NODE) {
+    if (el.firstChild.data !== text) el.firstChild.data = text;
+  } else {
+    el.textContent = text;
+  }
+}
+
+// A line of figures keeps its tags from one step to the next and changes only its numbers. When
+// the tags are those last written, only the text nodes that differ are changed: innerHTML would
+// parse the line again and give the browser new nodes to style and lay out, every frame.
+const TAG = /<[^>]*>/g;
+const shownHtml = new WeakMap(); // element -> { html, tags, texts, nodes }
+
+export function setHtml(el, html) {
+  const shown = shownHtml.get(el);
+  if (shown && shown.html === html) return;
+  const tags = (html.match(TAG) || []).join("");
+  const texts = html.split(TAG).filter(Boolean);
+  // Text with an entity (&amp;) reads differently in the node than in the HTML: parsed afresh.
+  if (shown && shown.nodes && shown.tags === tags && shown.texts.length === texts.length && !html.includes("&")) {
+    texts.forEach((text, i) => { if (shown.texts[i] !== text) shown.nodes[i].data = text; });
+    Object.assign(shown, { html, texts });
+    return;
+  }
+  el.innerHTML = html;
+  const nodes = [];
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) nodes.push(walker.currentNode);
+  // Patched later only if each piece of text became one node, in order.
+  const matches = nodes.length === texts.length && nodes.every((node, i) => node.data === texts[i]);
+  shownHtml.set(el, { html, tags, texts, nodes: matches ? nodes : null });
+}

@@ -2,7 +2,7 @@
 // per scheduled request, and what the step's time was made of.
 
 import { fmtInt, fmtSeconds, requestColor } from "../colors.js";
-import { setAttr } from "../writes.js";
+import { setAttr, setHtml } from "../writes.js";
 
 const COST_LABELS = { linear: "linear layers", attention: "attention", other: "activations and fixed latency", swap: "swap (PCIe)" };
 // Every scheduled request has a row, but only the rows in view (and a few either side) exist:
@@ -19,7 +19,7 @@ export function mount(el, store, { onSelect }) {
     const row = event.target.closest(".batch-row");
     if (row && row.fullTitle) row.title = row.fullTitle;
   });
-  el.parts = null; // the panel's parts and the HTML each shows, once a step has been drawn
+  el.parts = null; // the panel's parts, once a step has been drawn
   return { update: () => render(el, store) };
 }
 
@@ -95,17 +95,17 @@ function render(el, store) {
     el.innerHTML = `<div class="budget"></div><div class="budget-bar" role="img"></div><div class="legend"></div>` +
       `<div class="cost"></div><div class="batch-rows" tabindex="0" role="region" aria-label="Requests in this step">` +
       `<div class="batch-spacer"><div class="batch-window"></div></div></div>`;
-    el.parts = Object.fromEntries(["budget", "budget-bar", "legend", "cost"].map((name) => [name, { el: el.querySelector(`.${name}`), html: null }]));
+    el.parts = Object.fromEntries(["budget", "budget-bar", "legend", "cost"].map((name) => [name, el.querySelector(`.${name}`)]));
     el.rows = { box: el.querySelector(".batch-rows"), spacer: el.querySelector(".batch-spacer"), window: el.querySelector(".batch-window"), shown: [] };
     watchRows(el, store);
   }
-  // Each part is written only when it changed: from one decode step to the next, most do not.
-  const set = (name, html) => { const part = el.parts[name]; if (part.html !== html) { part.html = html; part.el.innerHTML = html; } };
+  // Each part is written only when it changed, and then mostly its figures alone (`setHtml`).
+  const set = (name, html) => setHtml(el.parts[name], html);
   set("budget", `<span>step <b>${fmtInt(record.step + 1)}</b> · <b>${fmtInt(used)}</b> of ${fmtInt(budget)} tokens · ` +
     `<b>${record.scheduled.length}</b> ${record.scheduled.length === 1 ? "request" : "requests"}</span><span>${notes.join(" · ")}</span>`);
   set("budget-bar", `<span style="width:${(100 * prefill) / budget}%;background:var(--prefill)"></span>` +
     `<span style="width:${(100 * decode) / budget}%;background:var(--decode)"></span>`);
-  setAttr(el.parts["budget-bar"].el, "aria-label", `${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget`);
+  setAttr(el.parts["budget-bar"], "aria-label", `${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget`);
   set("legend", `<span><i class="swatch" style="background:var(--prefill)"></i>P prefill ${fmtInt(prefill)}</span>` +
     `<span><i class="swatch" style="background:var(--decode)"></i>D decode ${fmtInt(decode)}${numDrafts ? ` (${fmtInt(numDrafts)} drafts)` : ""}</span>` +
     `<span>step time <b>${fmtSeconds(record.step_s)}</b></span>`);

@@ -3,6 +3,7 @@
 // waiting, KV usage with output throughput, and the tokens of each step against the budget.
 
 import { cssVar, fmtSeconds } from "../colors.js";
+import { setHtml } from "../writes.js";
 
 const MAX_DRAWN_POINTS = 1200;
 const THROUGHPUT_WINDOW = 25; // steps averaged for tokens/s
@@ -196,10 +197,10 @@ export function mount(el, store) {
       b.setAttribute("aria-checked", String(b.dataset.latency === latency));
     });
     const has = stats && stats.p50 != null;
-    el.querySelector("#latency-pct").innerHTML = has
+    setHtml(el.querySelector("#latency-pct"), has
       ? percentiles.map(([label, colour, dash]) => `<span><svg width="22" height="10" aria-hidden="true"><line x1="0" y1="5" x2="22" y2="5" ` +
         `stroke="${colour}" stroke-width="3" stroke-dasharray="${dash.join(" ")}"/></svg>${label} ${fmtSeconds(stats[label])}</span>`).join("")
-      : "no finished requests yet";
+      : "no finished requests yet");
     plots[0]._marks = has ? percentiles.map(([label, colour, dash]) => [stats[label], colour, dash]) : [];
     return [bins.map((b) => b[0]), bins.map((b) => b[1])];
   }

@@ -8,7 +8,7 @@
 // overview strip of the whole pool.
 
 import { cssVar, fmtInt, requestColor } from "../colors.js";
-import { setAttr } from "../writes.js";
+import { setAttr, setHtml, setText } from "../writes.js";
 
 export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gaugeEl, pagedButton, contiguousButton }) {
   let mode = "paged";
@@ -376,16 +376,15 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     updateText();
   }
 
-  // Written only when it changed: the text of a panel drawn every frame mostly stays the same.
-  const shownHtml = new WeakMap();
-  function setHtml(el, html) {
-    if (shownHtml.get(el) !== html) { shownHtml.set(el, html); el.innerHTML = html; }
-  }
+  // The gauge's bar and figure are made once; each frame changes the bar's width and the text.
+  gaugeEl.innerHTML = "<i></i><span></span>";
+  const gaugeBar = gaugeEl.firstChild, gaugeText = gaugeEl.lastChild;
 
   function updateText() {
-    const usage = store.lastRecord ? store.lastRecord.kv_usage : 0;
-    setHtml(gaugeEl, `<i style="width:${(usage * 100).toFixed(1)}%"></i><span>${(usage * 100).toFixed(1)}% used</span>`);
-    setAttr(gaugeEl, "aria-valuenow", (usage * 100).toFixed(1));
+    const percent = ((store.lastRecord ? store.lastRecord.kv_usage : 0) * 100).toFixed(1);
+    if (gaugeBar.style.width !== `${percent}%`) gaugeBar.style.width = `${percent}%`;
+    setText(gaugeText, `${percent}% used`);
+    setAttr(gaugeEl, "aria-valuenow", percent);
     const r = reservation;
     const summary = mode === "paged" ? pagedSummary()
       : `reserving ${fmtInt(r.region)} blocks (max_model_len) per request: <b>${r.fitted} of ${r.running}</b> running requests fit; ` +

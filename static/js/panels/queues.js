@@ -4,7 +4,7 @@
 // written: a step that advances 256 decodes moves their bars, it does not rebuild the lanes.
 
 import { requestColor } from "../colors.js";
-import { setProp } from "../writes.js";
+import { setProp, setText } from "../writes.js";
 
 // Each lane shows the head of its queue: a few rows more than its box holds (it scrolls), and
 // "+N more" for the rest, so a batch turning over re-labels dozens of chips a frame, not hundreds.
@@ -85,16 +85,10 @@ function createLane(el, key, colour) {
 }
 
 // Writes a lane's text only when it differs, so an unchanged lane costs no style recalculation.
-function setText(lane, part, text) {
-  if (lane.text[part] !== text) { lane.text[part] = text; setData(lane[part], text); }
+function setLaneText(lane, part, text) {
+  if (lane.text[part] !== text) { lane.text[part] = text; setText(lane[part], text); }
 }
 
-// Changes an element's text in place: setting textContent replaces its text node, which the
-// browser then styles and lays out as a new node (a hundred chips relabelled in a frame).
-function setData(el, text) {
-  if (el.firstChild) el.firstChild.data = text;
-  else el.append(text);
-}
 
 
 const shortId = (id) => id.replace(/^req-0*(?=\d)/, "#");
@@ -136,7 +130,7 @@ function fill(chip, id, request, showPriority, selected, lazy, mayRelabel) {
     chip.showPriority = showPriority;
     chip.shown = "";
     setProp(chip, "className", `chip${bare ? " bare" : ""}${showPriority && request && request.priority === 0 ? " urgent" : ""}`);
-    setData(chip.parts.label, shortId(id));
+    setText(chip.parts.label, shortId(id));
     setProp(chip.parts.prio, "hidden", bare || !showPriority);
     setProp(chip.parts.prio, "textContent", bare || !showPriority ? "" : ` P${request.priority}`); // read as "#3 P0"
     setProp(chip.parts.badge, "hidden", true);
@@ -238,8 +232,8 @@ function render(store, lanes, visibility, relabels) {
     const lane = lanes.get(key);
     setProp(lane.lane, "hidden", (key === "swapped" || key === "preempted") && !counts[key]);
     const note = key === "waiting" && q.num_pending ? ` · ${q.num_pending} not yet arrived` : "";
-    setText(lane, "title", title + note);
-    setText(lane, "count", String(counts[key]));
+    setLaneText(lane, "title", title + note);
+    setLaneText(lane, "count", String(counts[key]));
     const wanted = ids[key].slice(0, maxChips);
     wanted.forEach((id, i) => {
       let chip = lane.slots[i];
@@ -253,7 +247,7 @@ function render(store, lanes, visibility, relabels) {
     });
     for (const extra of lane.slots.splice(wanted.length)) { visibility.unobserve(extra); extra.remove(); }
     const extra = counts[key] - wanted.length;
-    setText(lane, "more", extra > 0 ? `+${extra} more` : !counts[key] ? "none" : "");
+    setLaneText(lane, "more", extra > 0 ? `+${extra} more` : !counts[key] ? "none" : "");
     setProp(lane.more, "hidden", !lane.text.more);
   }
   const allowed = playing ? relabelsThisFrame(slots, relabels, store, showPriority) : null;
