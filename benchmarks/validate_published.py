@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import time
@@ -47,6 +48,10 @@ VLLM_FP8_KV_FIT = ("vLLM blog, 'The State of FP8 KV-Cache and Attention Quantiza
                    "vllm.ai/blog/fp8-kvcache, Figure 2 and its text: Llama-3.1-8B on one H100, vllm bench serve at "
                    "concurrency 1, 128 output tokens, inputs 256 to 125k; fitted ITL = 4.37e-05 ms/token x input + "
                    "6.44 ms (bf16 KV), 2.37e-05 ms/token x input + 6.58 ms (fp8 KV)")
+LAMBDA_V060 = ("Lambda, 'LLMs inference benchmarks, using vLLM, on Lambda Cloud', github.com/LambdaLabsML/vllm-benchmark"
+               "/blob/main/benchmark_v0.md, section 'vLLM v0.5.4 v.s. v0.6.0', table 'Llama 3.1 70B: tp=4, rps=inf, "
+               "num-prompt=5000, max-num-seq=256, max-seq-len=2048' (benchmark_serving.py on ShareGPT; rows v0.6.0, "
+               "chunked prefill False, scheduler steps 1 and 10)")
 
 
 _REPORTS: dict[str, dict] = {}
@@ -151,6 +156,29 @@ FP8_KV_LOAD_ASSUMPTIONS = (FP8_KV_COMMON + "; Table 4 does not restate the versi
 FP8_KV_FIT_ASSUMPTIONS = (FP8_KV_COMMON + "; the published figure is the post's fitted line at that input length "
                           "(inside its measured 256-125k range), not a single measured point; ITL is servescope's median")
 
+
+def lambda_v060_70b_tp4() -> dict:
+    """Lambda's v0.6.0 run, per its benchmark.py: `python3 -m vllm.entrypoints.openai.api_server --model ...
+    --max-model-len 2048 --gpu-memory-utilization 0.95 --max-num-seqs 256 --num-scheduler-steps N
+    --enable-chunked-prefill False --tensor-parallel-size 4`, then 5000 ShareGPT prompts all at once."""
+    return {
+        "model": "llama-3.3-70b", "gpu": "h100-sxm", "tensor_parallel_size": 4, "gpu_memory_utilization": 0.95,
+        "engine": {"policy": "vllm-v0", "enable_chunked_prefill": False, "enable_prefix_caching": False,
+                   "max_num_seqs": 256, "max_model_len": 2048, "max_num_batched_tokens": 2048},
+        "workload": {"num_requests": 5000, "arrival_rate": math.inf, "lengths": "lognormal", "prompt_len": 202,
+                     "output_len": 179, "sigma": 1.0, "seed": 0},
+    }
+
+
+LAMBDA_ASSUMPTIONS = ("the section names no GPU: H100 80GB SXM inferred from its 8B and 405B-FP8 rows, which are of the "
+                      "report's H100 magnitude (3,032 and 1,220 tok/s) and not its A100's (1,518 and 468), and from "
+                      "benchmark.sh's default GPU; 'Llama 3.1 70B' read as bf16 (the table marks only the 405B as FP8); "
+                      "V0 prefill-first scheduling (servescope's vllm-v0 policy), 2048-token budget, no prefix caching; "
+                      "ShareGPT lengths as lognormal (sigma 1.0) with the means vLLM's v0.6.0 post gives for its "
+                      "ShareGPT sample with the Llama 3 tokenizer (202 in / 179 out); servescope models neither V0's "
+                      "per-step CPU time, which that post names as the bottleneck, nor multi-step scheduling, so the "
+                      "1-step and 10-step rows run the same simulation")
+
 ROWS = [
     Row("70B TP4 A100-PCIe, 1 req/s: output tok/s", NIGHTLY_A100, "n/a", "output_tokens_per_s", 198.508,
         nightly_70b_tp4(1.0), NIGHTLY_ASSUMPTIONS, unit="tok/s"),
@@ -194,6 +222,14 @@ ROWS = [
         6.44 + 4.37e-05 * 125_000, fp8_kv_single_request(125_000, "auto"), FP8_KV_FIT_ASSUMPTIONS),
     Row("8B H100, 1 client, 125k in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT, "0.19.1", "itl_s.p50",
         6.58 + 2.37e-05 * 125_000, fp8_kv_single_request(125_000, "fp8"), FP8_KV_FIT_ASSUMPTIONS),
+    Row("70B TP4 H100, ShareGPT burst, V0: output tok/s", LAMBDA_V060, "0.6.0", "output_tokens_per_s", 2291.0,
+        lambda_v060_70b_tp4(), LAMBDA_ASSUMPTIONS, unit="tok/s"),
+    Row("70B TP4 H100, ShareGPT burst, V0: median TPOT", LAMBDA_V060, "0.6.0", "tpot_s.p50", 102.99,
+        lambda_v060_70b_tp4(), LAMBDA_ASSUMPTIONS),
+    Row("70B TP4 H100, ShareGPT burst, V0 10-step: output tok/s", LAMBDA_V060, "0.6.0", "output_tokens_per_s", 3542.88,
+        lambda_v060_70b_tp4(), LAMBDA_ASSUMPTIONS, unit="tok/s"),
+    Row("70B TP4 H100, ShareGPT burst, V0 10-step: median TPOT", LAMBDA_V060, "0.6.0", "tpot_s.p50", 61.10,
+        lambda_v060_70b_tp4(), LAMBDA_ASSUMPTIONS),
 ]
 
 
