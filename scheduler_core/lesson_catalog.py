@@ -539,9 +539,9 @@ LESSONS = [
             Beat("last_token_in_flight", "Last token in flight", "Step {step}: {request}'s last token ({output} of {output}) "
                  "is in this batch; {back} are back. The next pass schedules before it returns, so {request} stays in "
                  "Running with its {blocks} blocks.", ("queues", "kv"), arms=("async",)),
-            Beat("late_release", "One more schedule", "Step {step}: this pass chose its batch without {request}, "
-                 "whose last token was still in flight, so its {blocks} blocks stayed taken; then the token came back, "
-                 "{request} finished and the blocks were freed.", ("kv", "batch"), arms=("async",)),
+            Beat("late_release", "One more schedule", "Step {step}: this pass chose its batch while {request}'s "
+                 "last token was in flight, its {blocks} blocks still taken; then the token came back, {request} "
+                 "finished and its blocks returned to the pool.", ("kv", "batch"), arms=("async",)),
             Beat("first_finish", "Finished in its step", "Step {step}: {request}'s last token comes back in the step that "
                  "computed it; it finishes after {output} tokens and its {blocks} blocks are free for the next "
                  "schedule.", ("kv", "queues"), arms=("sync",)),
