@@ -514,10 +514,10 @@ LESSONS = [
                   lambda r: r["async"].cpu_step_ms == 0
                   and abs(r["async"].report["tpot_s"]["p50"] / r["sync"].report["tpot_s"]["p50"] - 1) < 0.01
                   and abs(r["async"].report["output_tokens_per_s"] / r["sync"].report["output_tokens_per_s"] - 1) < 0.01),
-            Claim("Its price is one step of the scheduler's view. Each of the {async:report.num_requests} requests "
-                  "finishes one pass after its last token is scheduled and keeps its blocks through one more schedule: "
-                  "{async:late_releases} such finishes, {async:late_release_blocks:,} blocks held in all. Without "
-                  "async scheduling: {sync:late_releases}.",
+            Claim("Its price: the scheduler learns of every result a step late. Each of the "
+                  "{async:report.num_requests} requests finishes one pass after its last token is scheduled and "
+                  "keeps its blocks through one more schedule: {async:late_releases} such finishes, "
+                  "{async:late_release_blocks:,} blocks held in all. Without async scheduling: {sync:late_releases}.",
                   lambda r: r["async"].late_releases == r["async"].report["num_requests"] and r["sync"].late_releases == 0
                   and r["async"].late_release_blocks > r["async"].report["num_requests"]),
             Claim("A request that arrives while a batch runs misses the next batch, already chosen: the median time to "

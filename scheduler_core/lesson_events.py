@@ -143,10 +143,11 @@ class StoryEvents:
         last token is in flight sits out one more schedule, holding its blocks, before it finishes."""
         sim = self.sim
         scheduled = dict.fromkeys(c.request_id for c in record.scheduled)  # in batch order
-        for chunk in record.scheduled if "scheduled_ahead" not in self.found else ():
+        decodes = [c for c in record.scheduled if c.kind == "decode"] if "scheduled_ahead" not in self.found else []
+        for chunk in decodes:
             request = sim.request(chunk.request_id)
-            # Its first token came back in this pass, after the pass had scheduled the decode after it.
-            if chunk.kind == "decode" and chunk.num_computed_before == request.num_prompt_tokens \
+            # A first decode whose token from the prompt came back only after this pass scheduled it.
+            if chunk.num_computed_before == request.num_prompt_tokens \
                     and request.token_times and request.token_times[0] > record.clock_s_before:
                 self._first("scheduled_ahead", record, request=chunk.request_id, prompt=request.num_prompt_tokens,
                             ahead_ms=round((request.token_times[0] - record.clock_s_before) * 1e3, 1))
