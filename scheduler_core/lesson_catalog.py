@@ -536,6 +536,10 @@ LESSONS = [
             Beat("scheduled_ahead", "Scheduled ahead", "Step {step}: {request}'s first decode was put in this batch {ahead_ms} "
                  "ms before its prompt's step came back with the token it continues from: a placeholder stood in for "
                  "that token.", ("batch", "queues"), arms=("async",)),
+            Beat("missed_batch", "A batch too late", "Step {step}: {request} arrived {chosen_ms} ms after the "
+                 "previous batch was chosen and {started_ms} ms before it started on the GPU. Its {prompt}-token prompt "
+                 "waits for this step's batch: a step later.", ("batch", "queues"),
+                 arms=("async",)),
             Beat("last_token_in_flight", "Last token in flight", "Step {step}: {request}'s last token ({output} of {output}) "
                  "is in this batch; {back} are back. The next pass schedules before it returns, so {request} stays in "
                  "Running with its {blocks} blocks.", ("queues", "kv"), arms=("async",)),

@@ -20,7 +20,7 @@ EVENT_KINDS = (
     "seat_left_empty", "seats_empty", "refill", "kv_high", "first_preemption", "repeat_preemption", "first_resume", "first_swap",
     "first_hit", "first_eviction", "first_urgent", "first_priority_victim", "queue_drained",
     "first_draft", "first_rejection", "first_full_accept",
-    "scheduled_ahead", "last_token_in_flight", "late_release",
+    "scheduled_ahead", "missed_batch", "last_token_in_flight", "late_release",
 )
 KV_HIGH = 0.9
 BUSY_DECODES = 8  # a "budget_full" step: this many decodes at least, and prompt chunks filling the rest
@@ -40,6 +40,7 @@ class StoryEvents:
         self._drained_at: dict | None = None
         self._peak: dict | None = None
         self._last_in_flight: str | None = None  # async: the first request whose last token was in flight
+        self._previous: StepRecord | None = None
 
     def _first(self, kind: str, record: StepRecord, **facts) -> None:
         if kind not in self.found:
@@ -151,6 +152,17 @@ class StoryEvents:
                     and request.token_times and request.token_times[0] > record.clock_s_before:
                 self._first("scheduled_ahead", record, request=chunk.request_id, prompt=request.num_prompt_tokens,
                             ahead_ms=round((request.token_times[0] - record.clock_s_before) * 1e3, 1))
+        previous, self._previous = self._previous, record
+        if previous is not None and previous.scheduled and record.admitted:
+            # The previous pass chose its batch, which started on the GPU only when the one before it
+            # came back (this pass's start): a request arriving in between waits a batch more.
+            rid = record.admitted[0]
+            request = sim.request(rid)
+            started = max(record.clock_s_before, previous.clock_s_before + sim.cost_model.cpu_step_time())
+            if previous.clock_s_before < request.arrival_time < started:
+                self._first("missed_batch", record, request=rid, prompt=request.num_prompt_tokens,
+                            chosen_ms=round((request.arrival_time - previous.clock_s_before) * 1e3, 1),
+                            started_ms=round((started - request.arrival_time) * 1e3, 1))
         if self._last_in_flight is None:
             for rid in scheduled:
                 request = sim.request(rid)
@@ -222,6 +234,8 @@ def event_holds(kind: str, facts: dict, record: dict) -> bool:
                 and record["num_accepted_tokens"].get(rid) == facts["accepted"])
     if kind == "scheduled_ahead":
         return rid in scheduled and scheduled[rid][3] == "decode" and scheduled[rid][2] == facts["prompt"]
+    if kind == "missed_batch":
+        return rid in record["admitted"] and rid in scheduled and scheduled[rid][3] == "prefill"
     if kind == "last_token_in_flight":
         return rid in scheduled and scheduled[rid][3] == "decode" and rid not in record["finished"]
     if kind == "late_release":
