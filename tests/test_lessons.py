@@ -73,6 +73,24 @@ def test_async_lesson_frees_a_finished_requests_blocks_one_pass_after_its_last_t
     assert rid in sync_record.finished and rid in {c.request_id for c in sync_record.scheduled}
 
 
+def test_async_lesson_request_arriving_after_the_choice_gets_its_first_token_a_step_later(results):
+    """The request told at 'A batch too late' arrived between the previous pass's choice and that
+    batch's start on the GPU; its first token comes one decode step later than without async."""
+    lesson = LESSONS_BY_NAME["async-scheduling"]
+    missed = next(b for b in story(lesson, "async", results[lesson.name]) if b["event"] == "missed_batch")
+    rid, facts = missed["facts"]["request"], missed["facts"]
+    assert facts["chosen_ms"] > 0 and facts["started_ms"] > 0
+    ttft = {}
+    for arm in ("async", "sync"):
+        sim = lesson.simulation(arm)
+        for _ in sim.records(max_steps=missed["step"] + 2):
+            pass
+        request = sim.request(rid)
+        ttft[arm] = request.token_times[0] - request.arrival_time
+    step_s = results[lesson.name]["sync"].report["tpot_s"]["p50"]
+    assert 0.8 * step_s < ttft["async"] - ttft["sync"] < 1.2 * step_s
+
+
 def test_chunked_prefill_beats_prefill_first_on_itl_p99(results):
     """The issue's example claim: chunked prefill's ITL p99 is below prefill-first's."""
     arms = results["chunked-prefill"]
