@@ -497,6 +497,66 @@ LESSONS = [
         columns=[("KV cache (tokens)", "memory.kv_cache_size_tokens", ",d"), ("peak running", "peak_running", "d"),
                  ("preemptions", "preemptions", "d"), *TABLE_LATENCY[:3]],
     ),
+    Lesson(
+        name="async-scheduling",
+        title="Async scheduling: what the overlap buys and the extra step it costs",
+        summary="Sixty ShareGPT conversations at 4 requests/s on Llama-3.1-8B, with vLLM 0.33's default async scheduling "
+                "(each step scheduled while the one before runs on the GPU) and with --no-async-scheduling.",
+        arms={"async": arm({**CHAT_ENGINE, "async_scheduling": True}, CHAT),
+              "sync": arm({**CHAT_ENGINE, "async_scheduling": False}, CHAT)},
+        claims=[
+            Claim("The overlap hides the host's work per step (scheduling, input preparation, output processing) behind "
+                  "the GPU. The simulation's step times are GPU forward passes measured without that work "
+                  "({async:cpu_step_ms:.1f} ms of host time per step), so here it has nothing to hide: the median time "
+                  "per output token is {async:report.tpot_s.p50:.5f} s with async scheduling and "
+                  "{sync:report.tpot_s.p50:.5f} s without, and output {async:report.output_tokens_per_s:,.0f} against "
+                  "{sync:report.output_tokens_per_s:,.0f} tokens/s.",
+                  lambda r: r["async"].cpu_step_ms == 0
+                  and abs(r["async"].report["tpot_s"]["p50"] / r["sync"].report["tpot_s"]["p50"] - 1) < 0.01
+                  and abs(r["async"].report["output_tokens_per_s"] / r["sync"].report["output_tokens_per_s"] - 1) < 0.01),
+            Claim("Its price: the scheduler learns of every result a step late. Each of the "
+                  "{async:report.num_requests} requests finishes one pass after its last token is scheduled and "
+                  "keeps its blocks through one more schedule: {async:late_releases} such finishes, "
+                  "{async:late_release_blocks:,} blocks held in all. Without async scheduling: {sync:late_releases}.",
+                  lambda r: r["async"].late_releases == r["async"].report["num_requests"] and r["sync"].late_releases == 0
+                  and r["async"].late_release_blocks > r["async"].report["num_requests"]),
+            Claim("A request that arrives while a batch runs misses the next batch, already chosen: the median time to "
+                  "first token is {async:report.ttft_s.p50:.4f} s against {sync:report.ttft_s.p50:.4f} s, about one "
+                  "decode step ({sync:report.tpot_s.p50:.4f} s) more.",
+                  lambda r: 0.5 < (r["async"].report["ttft_s"]["p50"] - r["sync"].report["ttft_s"]["p50"])
+                  / r["sync"].report["tpot_s"]["p50"] < 1.5),
+        ],
+        beats=[
+            Beat("opening", "Scheduling ahead", "vLLM 0.33's default: each pass of the engine schedules the next batch "
+                 "while the one before still runs on the GPU, counting on placeholders for the tokens not yet back. "
+                 "{num_requests} ShareGPT conversations at 4/s.", ("queues", "batch"), arms=("async",)),
+            Beat("opening", "One step at a time", "--no-async-scheduling: each step is scheduled only after the one "
+                 "before has come back with its tokens. {num_requests} ShareGPT conversations at 4/s.",
+                 ("queues", "batch"), arms=("sync",)),
+            Beat("scheduled_ahead", "Scheduled ahead", "Step {step}: {request}'s first decode was put in this batch {ahead_ms} "
+                 "ms before its prompt's step came back with the token it continues from: a placeholder stood in for "
+                 "that token.", ("batch", "queues"), arms=("async",)),
+            Beat("missed_batch", "A batch too late", "Step {step}: {request} arrived {chosen_ms} ms after the "
+                 "previous batch was chosen and {started_ms} ms before it started on the GPU. Its {prompt}-token prompt "
+                 "waits for this step's batch: a step later.", ("batch", "queues"),
+                 arms=("async",)),
+            Beat("last_token_in_flight", "Last token in flight", "Step {step}: {request}'s last token ({output} of {output}) "
+                 "is in this batch; {back} are back. The next pass schedules before it returns, so {request} stays in "
+                 "Running with its {blocks} blocks.", ("queues", "kv"), arms=("async",)),
+            Beat("late_release", "One more schedule", "Step {step}: this pass chose its batch while {request}'s "
+                 "last token was in flight, its {blocks} blocks still taken; then the token came back, {request} "
+                 "finished and its blocks returned to the pool.", ("kv", "batch"), arms=("async",)),
+            Beat("first_finish", "Finished in its step", "Step {step}: {request}'s last token comes back in the step that "
+                 "computed it; it finishes after {output} tokens and its {blocks} blocks are free for the next "
+                 "schedule.", ("kv", "queues"), arms=("sync",)),
+            Beat("end", "Result", "Median time per token {async:report.tpot_s.p50:.5f} s with async scheduling, "
+                 "{sync:report.tpot_s.p50:.5f} s without: no host time to hide here. Median TTFT "
+                 "{async:report.ttft_s.p50:.4f} s against {sync:report.ttft_s.p50:.4f} s: a step later.",
+                 ("queues", "charts")),
+        ],
+        columns=[("TPOT p50 (s)", "report.tpot_s.p50", ".5f"), ("steps (engine passes)", "num_steps", ",d"),
+                 ("late releases", "late_releases", "d"), *TABLE_LATENCY[:3]],
+    ),
 ]
 
 LESSONS_BY_NAME = {lesson.name: lesson for lesson in LESSONS}

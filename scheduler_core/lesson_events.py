@@ -20,6 +20,7 @@ EVENT_KINDS = (
     "seat_left_empty", "seats_empty", "refill", "kv_high", "first_preemption", "repeat_preemption", "first_resume", "first_swap",
     "first_hit", "first_eviction", "first_urgent", "first_priority_victim", "queue_drained",
     "first_draft", "first_rejection", "first_full_accept",
+    "scheduled_ahead", "missed_batch", "last_token_in_flight", "late_release",
 )
 KV_HIGH = 0.9
 BUSY_DECODES = 8  # a "budget_full" step: this many decodes at least, and prompt chunks filling the rest
@@ -38,6 +39,8 @@ class StoryEvents:
         self._waited = False
         self._drained_at: dict | None = None
         self._peak: dict | None = None
+        self._last_in_flight: str | None = None  # async: the first request whose last token was in flight
+        self._previous: StepRecord | None = None
 
     def _first(self, kind: str, record: StepRecord, **facts) -> None:
         if kind not in self.found:
@@ -126,12 +129,52 @@ class StoryEvents:
             if "first_draft" in self.found and self.found["first_draft"]["step"] < record.step + 1:
                 self._first("first_rejection" if accepted < drafts else "first_full_accept", record, **facts)
             self._first("first_draft", record, **facts)
+        if sim.engine_loop is not None:
+            self._observe_async(record)
         # The queue drains for good: the last step at which the waiting queue goes from some to none.
         if record.num_waiting:
             self._waited = True
         elif self._waited:
             self._waited = False
             self._drained_at = self._facts(record)
+
+    def _observe_async(self, record: StepRecord) -> None:
+        """Async scheduling's moments: a pass schedules the next batch before the one in flight is
+        back, so a request's first decode counts on a token not yet sampled, and a request whose
+        last token is in flight sits out one more schedule, holding its blocks, before it finishes."""
+        sim = self.sim
+        scheduled = dict.fromkeys(c.request_id for c in record.scheduled)  # in batch order
+        decodes = [c for c in record.scheduled if c.kind == "decode"] if "scheduled_ahead" not in self.found else []
+        for chunk in decodes:
+            request = sim.request(chunk.request_id)
+            # A first decode whose token from the prompt came back only after this pass scheduled it.
+            if chunk.num_computed_before == request.num_prompt_tokens \
+                    and request.token_times and request.token_times[0] > record.clock_s_before:
+                self._first("scheduled_ahead", record, request=chunk.request_id, prompt=request.num_prompt_tokens,
+                            ahead_ms=round((request.token_times[0] - record.clock_s_before) * 1e3, 1))
+        previous, self._previous = self._previous, record
+        if previous is not None and previous.scheduled and record.admitted:
+            # The previous pass chose its batch, which started on the GPU only when the one before it
+            # came back (this pass's start): a request arriving in between waits a batch more.
+            rid = record.admitted[0]
+            request = sim.request(rid)
+            started = max(record.clock_s_before, previous.clock_s_before + sim.cost_model.cpu_step_time())
+            if previous.clock_s_before < request.arrival_time < started:
+                self._first("missed_batch", record, request=rid, prompt=request.num_prompt_tokens,
+                            chosen_ms=round((request.arrival_time - previous.clock_s_before) * 1e3, 1),
+                            started_ms=round((started - request.arrival_time) * 1e3, 1))
+        if self._last_in_flight is None:
+            for rid in scheduled:
+                request = sim.request(rid)
+                if rid not in record.finished and 0 < request.num_output_placeholders \
+                        and request.num_output_tokens + request.num_output_placeholders >= request.max_tokens:
+                    self._last_in_flight = rid
+                    self._first("last_token_in_flight", record, request=rid, output=request.max_tokens,
+                                back=request.num_output_tokens, blocks=len(sim.block_table(rid)))
+                    break
+        elif self._last_in_flight in record.finished and self._last_in_flight not in scheduled:
+            self._first("late_release", record, request=self._last_in_flight,
+                        blocks=self.found["last_token_in_flight"]["blocks"])
 
     def _used_blocks(self, record: StepRecord) -> int:
         return self.sim.config.num_gpu_blocks - 1 - record.num_free_blocks
@@ -189,4 +232,12 @@ def event_holds(kind: str, facts: dict, record: dict) -> bool:
         drafts = record["scheduled_spec_decode_tokens"].get(rid)
         return (drafts == facts["drafts"] and scheduled[rid][1] == 1 + drafts
                 and record["num_accepted_tokens"].get(rid) == facts["accepted"])
+    if kind == "scheduled_ahead":
+        return rid in scheduled and scheduled[rid][3] == "decode" and scheduled[rid][2] == facts["prompt"]
+    if kind == "missed_batch":
+        return rid in record["admitted"] and rid in scheduled and scheduled[rid][3] == "prefill"
+    if kind == "last_token_in_flight":
+        return rid in scheduled and scheduled[rid][3] == "decode" and rid not in record["finished"]
+    if kind == "late_release":
+        return rid in record["finished"] and rid not in scheduled and record["blocks_freed"] >= facts["blocks"]
     return kind in ("opening", "end")

@@ -37,6 +37,11 @@ class ArmResult:
     evicted_blocks: int = 0
     peak_shared_blocks: int = 0
     drained_steps: int = 0  # steps with requests waiting while the batch had free seats
+    # Async scheduling: finishes in a pass whose batch was scheduled without the request (its last
+    # token was still in flight), and the blocks those requests held through that schedule.
+    late_releases: int = 0
+    late_release_blocks: int = 0
+    cpu_step_ms: float = 0.0  # the host's work per step in the cost model: what async scheduling overlaps
     preemptions_by_request: Counter = field(default_factory=Counter)
     victims_were_newest: bool = True  # FCFS: each victim was the last admitted running request
     victims_were_lowest_priority: bool = True  # each victim ranked lowest of the running requests
@@ -100,6 +105,9 @@ def run_arm(label: str, sim: Simulation) -> ArmResult:
         admitted_order.extend(c.request_id for c in record.scheduled if c.request_id in joined)
         for rid in record.finished:
             admitted_order.remove(rid)
+            if all(c.request_id != rid for c in record.scheduled):
+                result.late_releases += 1
+                result.late_release_blocks += -(-sim.request(rid).num_computed_tokens // sim.config.block_size)
         if record.num_waiting and record.num_running < max_num_seqs and not (record.admitted or record.resumed):
             result.drained_steps += 1
         pool = getattr(sim.scheduler.kv_cache_manager, "block_pool", None)
@@ -107,6 +115,7 @@ def run_arm(label: str, sim: Simulation) -> ArmResult:
             result.peak_shared_blocks = max(result.peak_shared_blocks, sum(1 for r in pool.ref_cnt if r > 1))
     result.events = story.finish(record)
     result.report = sim.metrics.report()
+    result.cpu_step_ms = sim.cost_model.cpu_step_time() * 1e3
     ttfts: dict[int, list[float]] = {}
     for request in sim.finished_requests.values():
         result.useful_tokens += request.num_prompt_tokens + request.num_output_tokens

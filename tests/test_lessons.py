@@ -27,10 +27,11 @@ def test_every_claim_of_the_lesson_holds(lesson, results):
 
 def test_the_lessons_of_the_issues_exist():
     """Paged vs contiguous, static vs continuous, chunked prefill, memory pressure, prefix caching,
-    the 0.10 admission thrash and priority (issue 10), capacity (issue 12) and speculative decoding
-    (issue 14) each have a lesson."""
+    the 0.10 admission thrash and priority (issue 10), capacity (issue 12), speculative decoding and
+    async scheduling (issue 14) each have a lesson."""
     assert set(LESSONS_BY_NAME) == {"paged-vs-contiguous", "static-vs-continuous", "chunked-prefill", "memory-pressure",
-                                    "prefix-caching", "admission-thrash", "priority", "capacity", "speculative-decoding"}
+                                    "prefix-caching", "admission-thrash", "priority", "capacity", "speculative-decoding",
+                                    "async-scheduling"}
 
 
 def test_capacity_lesson_shows_the_startup_numbers_vllm_would_print(results):
@@ -50,6 +51,44 @@ def test_the_thrash_lesson_reproduces_vllms_recording(results):
     thrash = results["admission-thrash"]["vllm-0.10"]
     assert (thrash.preemptions, thrash.max_preemptions_of_one_request) == (210, 57)
     assert results["admission-thrash"]["vllm-0.33"].preemptions == 1
+
+
+def test_async_lesson_frees_a_finished_requests_blocks_one_pass_after_its_last_token(results):
+    """Async scheduling's late release, told on req-00001: its last token is scheduled in one pass,
+    the next pass schedules its batch without it and only then frees its blocks (the same number
+    the block table held); without async scheduling it finishes in the step that computed it."""
+    lesson = LESSONS_BY_NAME["async-scheduling"]
+    beats = {b["event"]: b for b in story(lesson, "async", results[lesson.name])}
+    in_flight, late = beats["last_token_in_flight"], beats["late_release"]
+    assert late["step"] == in_flight["step"] + 1 and late["facts"]["request"] == in_flight["facts"]["request"]
+    records = list(lesson.simulation("async").records(max_steps=late["step"]))
+    rid = in_flight["facts"]["request"]
+    assert rid in {c.request_id for c in records[-2].scheduled} and rid not in records[-2].finished
+    assert rid in records[-1].finished and rid not in {c.request_id for c in records[-1].scheduled}
+    assert records[-1].num_blocks_freed == in_flight["facts"]["blocks"] > 0
+    assert not event_holds("late_release", late["facts"], record_view(records[-2]) | {"step": late["step"] - 1})
+    finish = next(b for b in story(lesson, "sync", results[lesson.name]) if b["event"] == "first_finish")
+    assert finish["facts"]["request"] == rid
+    sync_record = list(lesson.simulation("sync").records(max_steps=finish["step"]))[-1]
+    assert rid in sync_record.finished and rid in {c.request_id for c in sync_record.scheduled}
+
+
+def test_async_lesson_request_arriving_after_the_choice_gets_its_first_token_a_step_later(results):
+    """The request told at 'A batch too late' arrived between the previous pass's choice and that
+    batch's start on the GPU; its first token comes one decode step later than without async."""
+    lesson = LESSONS_BY_NAME["async-scheduling"]
+    missed = next(b for b in story(lesson, "async", results[lesson.name]) if b["event"] == "missed_batch")
+    rid, facts = missed["facts"]["request"], missed["facts"]
+    assert facts["chosen_ms"] > 0 and facts["started_ms"] > 0
+    ttft = {}
+    for arm in ("async", "sync"):
+        sim = lesson.simulation(arm)
+        for _ in sim.records(max_steps=missed["step"] + 2):
+            pass
+        request = sim.request(rid)
+        ttft[arm] = request.token_times[0] - request.arrival_time
+    step_s = results[lesson.name]["sync"].report["tpot_s"]["p50"]
+    assert 0.8 * step_s < ttft["async"] - ttft["sync"] < 1.2 * step_s
 
 
 def test_chunked_prefill_beats_prefill_first_on_itl_p99(results):
