@@ -91,7 +91,7 @@ export function mount(el, store, { seek, canControl, stage, dialog }) {
       `${i === index ? 'aria-current="step"' : ""} ${canControl ? "" : "disabled"} title="Go to step ${b.step}: ${b.title}">${i + 1}</button>`).join("");
     const away = store.step !== beat.step ? ` <span class="muted">(now at step ${store.step.toLocaleString("en-US")})</span>` : "";
     el.innerHTML = `<div class="caption"><p class="lesson-title">${lesson.title} · arm <b>${info.arm}</b></p>` +
-      `<p class="beat-text"><b>${index + 1}/${list.length} ${beat.title}.</b> ${beat.text}${away}</p></div>` +
+      `<p class="beat-text"><b>${index + 1}/${list.length} ${beat.title}.</b> ${unbroken(beat.text)}${away}</p></div>` +
       `<div class="nav"><button data-action="prev" ${canControl ? "" : "disabled"} title="Previous beat (P)" aria-label="Previous beat">◀</button>` +
       `<span class="beats" role="group" aria-label="Beats">${dots}</span>` +
       `<button data-action="next" ${canControl ? "" : "disabled"} title="Next beat (N)" aria-label="Next beat">▶</button>` +
@@ -100,3 +100,6 @@ export function mount(el, store, { seek, canControl, stage, dialog }) {
 
   return { update: render, next: () => move(1), prev: () => move(-1), openClaims, beats, current };
 }
+
+// A request id read from the back of a hall must not break at its hyphen ("req-" / "00001").
+const unbroken = (text) => text.replace(/\breq-\d+/g, (id) => `<span class="id">${id}</span>`);
