@@ -32,7 +32,8 @@ CUSTOM_ALL_REDUCE_MAX_BYTES = 8 * 1024 * 1024
 # at four ranks. Those cards are PCIe 3; an A100's PCIe 4 links are faster, but at these sizes
 # NCCL's ring is bound by its low-latency protocol, not the link. Beyond the largest measured
 # message (prompt chunks: megabytes) NCCL switches to its bulk protocol, which NCCL's own tuning
-# model credits with the link's bandwidth: the extra bytes move at the link's rate.
+# model credits with the link's bandwidth: the extra bytes move at the link's rate. The latency
+# is a four-GPU figure, kept for other group sizes (a ring's grows with its length: unmeasured).
 NCCL_PCIE_LATENCY_S = 20.6e-6
 NCCL_PCIE_BUS_BANDWIDTH = 8.97e9  # bytes/s of ring traffic per GPU, up to the largest measured message
 NCCL_PCIE_MEASURED_MAX_BYTES = 384 * 1024

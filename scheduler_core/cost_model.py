@@ -149,8 +149,9 @@ class CostModel:
             # Costed per call: which all-reduce vLLM runs over PCIe depends on the group and message size.
             self._pcie_all_reduce = PcieAllReduce(tp, gpu.interconnect_bandwidth, eff.allreduce_latency_s)
         elif tp > 1:
-            # NVLink: vLLM's custom all-reduce, folded into a per-token and a fixed term (its 8 MiB
-            # message cap, above which NCCL takes over, is not modelled).
+            # NVLink: vLLM's custom all-reduce, folded into a per-token and a fixed term. Where vLLM
+            # uses NCCL over NVLink instead (messages from 8 MiB, groups of 3, 5, 7 or over 8) the
+            # same cost is charged: no independent figure for it here.
             ring_bytes_per_token = 2 * (tp - 1) / tp * m.hidden * 2
             self._allreduce_s_per_token = 2 * m.layers * ring_bytes_per_token / gpu.interconnect_bandwidth
             self._fixed_s += 2 * m.layers * eff.allreduce_latency_s
