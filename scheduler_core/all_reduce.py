@@ -30,10 +30,12 @@ CUSTOM_ALL_REDUCE_MAX_BYTES = 8 * 1024 * 1024
 # 24.2 at 32 KB, 51.8 at 128 KB, 83.5 at 384 KB). A least-squares line through those six points
 # gives 20.6 us and 5.98 GB/s of message, i.e. 8.97 GB/s of ring traffic (2 x 3/4 of the message)
 # at four ranks. Those cards are PCIe 3; an A100's PCIe 4 links are faster, but at these sizes
-# NCCL's ring is bound by its low-latency protocol, not the link. Beyond the largest measured
-# message (prompt chunks: megabytes) NCCL switches to its bulk protocol, which NCCL's own tuning
-# model credits with the link's bandwidth: the extra bytes move at the link's rate. The latency
-# is a four-GPU figure, kept for other group sizes (a ring's grows with its length: unmeasured).
+# NCCL's ring runs its low-latency protocol, which NCCL's own tuning model (src/graph/tuning.cc,
+# ncclTopoTuneModel) credits with a quarter of the bus bandwidth, so the link's peak matters
+# little. For megabyte messages (prompt chunks) it switches to its Simple protocol, credited with
+# the full bus bandwidth (LL128 is off without NVLink): bytes beyond the largest measured message
+# move at the link's rate. The latency is a four-GPU figure, kept for other group sizes (a ring's
+# grows with its length: unmeasured).
 NCCL_PCIE_LATENCY_S = 20.6e-6
 NCCL_PCIE_BUS_BANDWIDTH = 8.97e9  # bytes/s of ring traffic per GPU, up to the largest measured message
 NCCL_PCIE_MEASURED_MAX_BYTES = 384 * 1024
