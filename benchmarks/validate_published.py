@@ -100,8 +100,8 @@ def nightly_70b_tp4(qps: float) -> dict:
 
 
 NIGHTLY_ASSUMPTIONS = ("vLLM version not stated (2025 suite); ShareGPT lengths as lognormal (sigma 1.0) with the "
-                       "means the published throughputs imply (213 in / 214 out); PCIe between the 4 GPUs (no NVLink); "
-                       "vLLM's A100 defaults (2048-token budget, 256 seqs), utilization 0.9")
+                       "means the published throughputs imply (213 in / 214 out); PCIe between the 4 GPUs (no NVLink), "
+                       "so vLLM all-reduces with NCCL; vLLM's A100 defaults (2048-token budget, 256 seqs), utilization 0.9")
 
 
 def musgrave(concurrency: int) -> dict:

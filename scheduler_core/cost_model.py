@@ -4,7 +4,8 @@ A step reads every weight once and does 2 FLOPs per weight per token (the linear
 request then reads its cached K and V and does attention over them. Each of the two parts takes
 a smooth maximum of its compute time and its memory time (`(a^p + b^p)^(1/p)`: near a roofline's
 corner both limits cost something). Activation traffic, a fixed per-step and per-layer latency,
-and with tensor parallelism two all-reduces per layer complete the step.
+and with tensor parallelism two all-reduces per layer complete the step (on GPUs joined only by
+PCIe, at the cost of the all-reduce vLLM picks there: scheduler_core/all_reduce.py).
 
 The rates are the GPU's *achievable* ceilings (for the H200, measured by the calibration run;
 for other GPUs, their datasheet peaks scaled by what the H200 achieves of its own datasheet), and
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .all_reduce import PcieAllReduce
 from .errors import ConfigError
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
@@ -69,6 +71,9 @@ class GpuSpec:
     mem_bytes: float
     interconnect_bandwidth: float  # bytes/s per direction between tensor-parallel peers
     pcie_bandwidth: float = 25e9  # bytes/s host <-> device, for swap preemption
+    # Whether every pair of tensor-parallel peers shares NVLink (vLLM's `is_fully_connected`):
+    # without it vLLM runs NCCL for groups of more than two GPUs.
+    nvlink_fully_connected: bool = True
 
     def matmul_flops(self, wdtype: str) -> float:
         return self.fp8_flops if wdtype == "fp8" else self.bf16_flops
@@ -90,7 +95,8 @@ class Efficiency:
     # for the prompts: each decode then fills a whole tile of query rows against its context, not
     # one row, so it costs compute as if it had this many query tokens (fitted on the mixed steps).
     mixed_decode_query_rows: float = 27.80
-    # Ring all-reduce latency per call; its bandwidth term uses the interconnect.
+    # vLLM's custom all-reduce (one-shot over NVLink): latency per call; its bandwidth term uses the
+    # interconnect. Groups that vLLM hands to NCCL over PCIe cost what all_reduce.py says instead.
     allreduce_latency_s: float = 8e-6
 
     @classmethod
@@ -136,13 +142,19 @@ class CostModel:
         activation_bytes_per_token = m.layers * (4 * m.hidden + 3 * m.inter) * 2 / tp
         self._activation_s_per_token = activation_bytes_per_token * eff.activation_traffic / bandwidth
         self._fixed_s = eff.step_overhead_s + eff.layer_overhead_s * m.layers
-        if tp > 1:
-            # Two all-reduces of the hidden state per layer (after attention and after the MLP).
+        # Two all-reduces of the hidden state per layer (after attention and after the MLP).
+        self._allreduce_s_per_token = 0.0
+        self._pcie_all_reduce = None
+        if tp > 1 and not gpu.nvlink_fully_connected:
+            # Costed per call: which all-reduce vLLM runs over PCIe depends on the group and message size.
+            self._pcie_all_reduce = PcieAllReduce(tp, gpu.interconnect_bandwidth, eff.allreduce_latency_s)
+        elif tp > 1:
+            # NVLink: vLLM's custom all-reduce, folded into a per-token and a fixed term. Where vLLM
+            # uses NCCL over NVLink instead (messages from 8 MiB, groups of 3, 5, 7 or over 8) the
+            # same cost is charged: no independent figure for it here.
             ring_bytes_per_token = 2 * (tp - 1) / tp * m.hidden * 2
             self._allreduce_s_per_token = 2 * m.layers * ring_bytes_per_token / gpu.interconnect_bandwidth
             self._fixed_s += 2 * m.layers * eff.allreduce_latency_s
-        else:
-            self._allreduce_s_per_token = 0.0
 
     def step_time(self, chunks: Iterable[tuple[int, int]], num_sampled: int) -> tuple[float, dict[str, float]]:
         """Seconds for one step; `chunks` are (new tokens, cached tokens before) per request."""
@@ -167,6 +179,8 @@ class CostModel:
         )
         attention_s = smooth_max(kv_tokens_read * self._kv_s_per_token, attention_pairs * self._attention_s_per_pair, p)
         other_s = self._fixed_s + num_tokens * (self._activation_s_per_token + self._allreduce_s_per_token)
+        if self._pcie_all_reduce is not None:
+            other_s += 2 * self.model.layers * self._pcie_all_reduce.seconds(num_tokens * self.model.hidden * 2)
         breakdown = {"linear": linear_s, "attention": attention_s, "other": other_s}
         return linear_s + attention_s + other_s, breakdown
 

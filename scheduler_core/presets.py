@@ -37,7 +37,7 @@ ACHIEVED_FRACTION = {
 
 def gpu_from_datasheet(
     name: str, bandwidth_tbps: float, bf16_tflops: float, fp8_tflops: float | None, mem_gib: float,
-    interconnect_gbps: float, pcie_gbps: float,
+    interconnect_gbps: float, pcie_gbps: float, nvlink_fully_connected: bool = True,
 ) -> GpuSpec:
     """A GPU from its datasheet. Without fp8 tensor cores, fp8 weights run at the bf16 rate
     (weight-only quantisation still halves the bytes read)."""
@@ -51,6 +51,7 @@ def gpu_from_datasheet(
         mem_bytes=mem_gib * GIB,
         interconnect_bandwidth=interconnect_gbps * 1e9,
         pcie_bandwidth=pcie_gbps * 1e9,
+        nvlink_fully_connected=nvlink_fully_connected,
     )
 
 
@@ -70,9 +71,12 @@ GPUS: dict[str, GpuSpec] = {
     "h100-sxm": gpu_from_datasheet("h100-sxm", 3.35, 989, 1979, 79.19, interconnect_gbps=450, pcie_gbps=50),
     "a100-80g": gpu_from_datasheet("a100-80g", 2.039, 312, None, 79.15, interconnect_gbps=300, pcie_gbps=25),
     # A100 80GB PCIe cards without NVLink bridges: tensor-parallel peers talk over PCIe Gen4.
-    "a100-80g-pcie": gpu_from_datasheet("a100-80g-pcie", 1.935, 312, None, 79.15, interconnect_gbps=25, pcie_gbps=25),
+    "a100-80g-pcie": gpu_from_datasheet("a100-80g-pcie", 1.935, 312, None, 79.15, interconnect_gbps=25, pcie_gbps=25,
+                                        nvlink_fully_connected=False),
     "a100-40g": gpu_from_datasheet("a100-40g", 1.555, 312, None, 39.39, interconnect_gbps=300, pcie_gbps=25),
-    "l40s": gpu_from_datasheet("l40s", 0.864, 362, 733, 44.4, interconnect_gbps=32, pcie_gbps=25),
+    # The L40S has no NVLink at all.
+    "l40s": gpu_from_datasheet("l40s", 0.864, 362, 733, 44.4, interconnect_gbps=32, pcie_gbps=25,
+                               nvlink_fully_connected=False),
 }
 
 # The presets are config.json files shipped in data/models (scheduler_core/hf_config.py reads them).

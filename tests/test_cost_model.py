@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from scheduler_core.all_reduce import PcieAllReduce, uses_custom_all_reduce
 from scheduler_core.calibration import measured_steps, relative_errors
 from scheduler_core.cost_model import DTYPE_BYTES, CostModel, Efficiency
 from scheduler_core.errors import ConfigError
@@ -162,6 +163,86 @@ def test_fp8_weights_decode_faster_than_bf16_at_batch_1_but_not_twice_as_fast():
     fp8 = CostModel(MODELS["llama-3.3-70b-fp8"], gpu).decode_time(1, 1024)
 
     assert bf16 / 2 < fp8 < 0.75 * bf16
+
+
+# -- all-reduce over PCIe ------------------------------------------------------------------
+
+KIB, MIB = 1024, 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    "tp, nvlink, message_bytes, custom",
+    [
+        (2, True, 256 * KIB, True),
+        (4, True, 256 * KIB, True),
+        (8, True, 256 * KIB, True),
+        (2, False, 256 * KIB, True),  # two PCIe GPUs keep the custom kernel
+        (4, False, 256 * KIB, False),  # "not supported on more than two PCIe-only GPUs"
+        (8, False, 256 * KIB, False),
+        (3, True, 256 * KIB, False),  # world sizes outside 2, 4, 6, 8 (16: over should_custom_ar's 8)
+        (16, True, 256 * KIB, False),
+        (2, False, 8 * MIB, False),  # messages from max_size (8 MiB) up go to NCCL
+        (4, True, 8 * MIB - 16, True),
+    ],
+)
+def test_vllm_uses_its_custom_all_reduce_only_for_two_gpus_or_an_nvlink_group(tp, nvlink, message_bytes, custom):
+    """vLLM 0.33's rule (custom_all_reduce.py): the custom kernel for 2, 4, 6 or 8 GPUs that are two
+    or all NVLink-connected, messages under 8 MiB; NCCL for everything else."""
+    assert uses_custom_all_reduce(tp, nvlink, message_bytes) is custom
+
+
+@pytest.mark.parametrize(
+    "message_bytes, published_us",
+    [(4 * KIB, 19.4), (8 * KIB, 20.3), (16 * KIB, 22.3), (32 * KIB, 24.2), (128 * KIB, 51.8), (384 * KIB, 83.5)],
+)
+def test_nccl_all_reduce_over_pcie_costs_what_was_measured_on_four_gpus(message_bytes, published_us):
+    """Four PCIe GPUs, no NVLink, NCCL in a CUDA graph (github.com/haohervchb/sglang-V100/pull/2):
+    each published per-call time is matched within 20%."""
+    all_reduce = PcieAllReduce(tp=4, link_bandwidth=GPUS["a100-80g-pcie"].interconnect_bandwidth,
+                               custom_latency_s=Efficiency().allreduce_latency_s)
+
+    assert all_reduce.seconds(message_bytes) * 1e6 == pytest.approx(published_us, rel=0.20)
+
+
+def test_nccl_beyond_the_measured_sizes_adds_bytes_at_the_link_rate():
+    """A prompt chunk's megabytes move at the PCIe link's bandwidth, not the small-message rate."""
+    link = GPUS["a100-80g-pcie"].interconnect_bandwidth
+    all_reduce = PcieAllReduce(tp=4, link_bandwidth=link, custom_latency_s=8e-6)
+    extra = all_reduce.seconds(4 * MIB) - all_reduce.seconds(2 * MIB)
+
+    assert extra == pytest.approx(1.5 * 2 * MIB / link)
+
+
+def test_only_the_pcie_presets_lack_nvlink():
+    """The A100 PCIe and the L40S have no NVLink between tensor-parallel peers; the SXM parts do."""
+    assert {name for name, gpu in GPUS.items() if not gpu.nvlink_fully_connected} == {"a100-80g-pcie", "l40s"}
+
+
+def test_four_pcie_gpus_pay_nccl_for_each_of_the_two_all_reduces_per_layer():
+    """TP4 without NVLink: a decode step costs what the same step with the custom kernel costs, plus
+    2 x layers x (NCCL's per-call time - the custom kernel's)."""
+    model, pcie = MODELS["llama-3.3-70b"], GPUS["a100-80g-pcie"]
+    nvlink = dataclasses.replace(pcie, nvlink_fully_connected=True)
+    batch, latency = 16, Efficiency().allreduce_latency_s
+    message = batch * model.hidden * 2
+    nccl = PcieAllReduce(4, pcie.interconnect_bandwidth, latency).seconds(message)
+    custom = latency + 1.5 * message / pcie.interconnect_bandwidth
+
+    extra = CostModel(model, pcie, tp=4).decode_time(batch, 512) - CostModel(model, nvlink, tp=4).decode_time(batch, 512)
+
+    assert nccl > 2 * custom
+    assert extra == pytest.approx(2 * model.layers * (nccl - custom))
+
+
+def test_two_pcie_gpus_keep_the_custom_all_reduce_until_8_mib():
+    """TP2 over PCIe costs what the custom kernel costs for decode-sized messages; a 2048-token
+    prompt chunk (32 MiB per all-reduce for a 70B) goes to NCCL and costs more."""
+    model, pcie = MODELS["llama-3.3-70b"], GPUS["a100-80g-pcie"]
+    nvlink = dataclasses.replace(pcie, nvlink_fully_connected=True)
+    over_pcie, with_nvlink = CostModel(model, pcie, tp=2), CostModel(model, nvlink, tp=2)
+
+    assert over_pcie.decode_time(64, 512) == pytest.approx(with_nvlink.decode_time(64, 512))
+    assert over_pcie.prefill_time(2048) > with_nvlink.prefill_time(2048)
 
 
 # -- swapping ------------------------------------------------------------------------------
