@@ -142,12 +142,13 @@ ROUTING_BEATS = [
     FleetBeat("worst_imbalance", "The price: balance", "{t:.3f} s: the router sends {request} to {replica} ({reason}), "
               "which now holds {busiest_n} requests (running and waiting) while {idlest} holds {idlest_n}: following "
               "the cache piles work on one replica.", arms=PA),
-    FleetBeat("end", "Result", "Prefix cache hit rate: round-robin {round-robin:report.prefix_cache_hit_rate:.0%} "
-              "(replicas {round-robin:lowest_replica_hit_rate:.0%}-{round-robin:highest_replica_hit_rate:.0%}), prefix-aware "
-              "{prefix-aware:report.prefix_cache_hit_rate:.0%} ({prefix-aware:lowest_replica_hit_rate:.0%}-"
-              "{prefix-aware:highest_replica_hit_rate:.0%}). TTFT p50 {round-robin:report.ttft_s.p50:.4f} s against "
-              "{prefix-aware:report.ttft_s.p50:.4f} s. The busiest replica took {round-robin:busiest_share:.0%} of the "
-              "requests under round-robin, {prefix-aware:busiest_share:.0%} under prefix-aware routing."),
+    FleetBeat("end", "Result", "Prefix-aware routing hits the prefix cache for "
+              "{prefix-aware:report.prefix_cache_hit_rate:.0%} of prompt tokens (its replicas "
+              "{prefix-aware:lowest_replica_hit_rate:.0%}-{prefix-aware:highest_replica_hit_rate:.0%}) against "
+              "{round-robin:report.prefix_cache_hit_rate:.0%} ({round-robin:lowest_replica_hit_rate:.0%}-"
+              "{round-robin:highest_replica_hit_rate:.0%}) under round-robin; TTFT p50 {prefix-aware:report.ttft_s.p50:.4f} s "
+              "against {round-robin:report.ttft_s.p50:.4f} s. The price is balance: its busiest replica took "
+              "{prefix-aware:busiest_share:.0%} of the requests, round-robin's {round-robin:busiest_share:.0%}."),
 ]
 
 CO, SPLIT = ("colocated",), ("split",)
@@ -179,9 +180,10 @@ DISAGGREGATION_BEATS = [
               "{decodes} decodes in {step_ms:.1f} ms. No prompt chunk shares a decode step here: at most "
               "{largest_chunk_in_run} prompt token per request, the last one of a request whose KV has just landed.",
               arms=SPLIT),
-    FleetBeat("end", "Result", "TTFT p50: colocated {colocated:report.ttft_s.p50:.4f} s, split {split:report.ttft_s.p50:.4f} "
-              "s. Inter-token latency p99: colocated {colocated:report.itl_s.p99:.4f} s, split {split:report.itl_s.p99:.4f} "
-              "s; TPOT p99 {colocated:report.tpot_s.p99:.4f} s against {split:report.tpot_s.p99:.4f} s. Output: "
+    FleetBeat("end", "Result: where each wins", "Colocated wins the first token: TTFT p50 "
+              "{colocated:report.ttft_s.p50:.4f} s against {split:report.ttft_s.p50:.4f} s split. Split wins every token "
+              "after it: inter-token latency p99 {split:report.itl_s.p99:.4f} s against {colocated:report.itl_s.p99:.4f} s, "
+              "TPOT p99 {split:report.tpot_s.p99:.4f} s against {colocated:report.tpot_s.p99:.4f} s. Output: "
               "{colocated:report.output_tokens_per_s:,.0f} and {split:report.output_tokens_per_s:,.0f} tokens/s."),
 ]
 
