@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler_core.cluster.fleet_moments import MOMENT_KINDS
+from scheduler_core.cluster.fleet_moments import MOMENT_KINDS, FleetMoments
 from scheduler_core.cluster.fleet_story import FleetBeat
 from scheduler_core.cluster.lessons import FLEET_LESSONS, FleetArmResult
 from scheduler_core.cluster.timeline import fleet_timeline
@@ -92,7 +92,7 @@ def found_in_events(kind: str, facts: dict, events: list, fleet) -> bool:
         earlier = any(e.kind == "step" and roles[e.replica] != "decode" and any(e.record.cached_tokens.values()) for e in before)
         c = chunk[facts["request"]]
         return not earlier and record.cached_tokens[facts["request"]] == facts["hit"] == c.num_computed_before \
-            and c.num_tokens == facts["computed"] and facts["hit"] + facts["computed"] == facts["prompt"] \
+            and facts["hit"] + facts["computed"] == facts["prompt"] == len(routes[facts["request"]].spec.prompt_token_ids) \
             and routes[facts["by"]].replica == facts["replica"] \
             and first_block(routes[facts["by"]].spec) == first_block(routes[facts["request"]].spec)
     if kind == "first_eviction":
@@ -182,7 +182,6 @@ def test_the_closing_beat_quotes_every_arms_report(runs):
 def test_pinned_frames_survive_when_the_frames_are_thinned():
     lesson = FLEET_LESSONS[0]
     fleet = lesson.scenario("prefix-aware").build()
-    from scheduler_core.cluster.fleet_moments import FleetMoments
     moments = FleetMoments(fleet)
     frames = fleet_timeline(fleet, max_frames=12, moments=moments)["frames"]
     found = moments.finish()

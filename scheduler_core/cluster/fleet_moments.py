@@ -46,11 +46,13 @@ class FleetMoments:
         self._prompt_of: dict[str, tuple] = {}  # request -> its system prompt, if it has one
         self._prompts_on: dict[str, set] = {r.name: set() for r in cluster.entry_pool}
         self._computed_by: dict[tuple[str, tuple], str] = {}  # (replica, prompt) -> request that computed it there
+        self._role = {r.name: r.role for r in cluster.replicas}
         self._arrival: dict[str, float] = {}
+        self._prompt_len: dict[str, int] = {}
         self._reason: dict[str, str] = {}
         self._chunks: dict[str, list[int]] = {}  # request -> its prompt chunks on its entry replica
-        self._transfer: dict[str, tuple[float, float]] = {}  # request -> (start, seconds), until it lands
-        self._landed: dict[str, float] = {}
+        self._transfer: dict[str, tuple[float, float]] = {}  # request -> its transfer's (start, seconds)
+        self._landed: dict[str, float] = {}  # request -> when its KV landed, until its first token
         self._decode_only_s: dict[str, float] = {}  # replica -> its last step of decodes alone
         self._largest_decode_step_chunk = 0  # the largest prompt chunk in any step with decodes
 
@@ -76,6 +78,7 @@ class FleetMoments:
         kinds = []
         rid, spec = event.request_id, event.spec
         self._arrival[rid] = spec.arrival_time
+        self._prompt_len[rid] = len(spec.prompt_token_ids)
         self._reason[rid] = event.detail
         key = self._first_block(spec)
         number = 0
@@ -127,7 +130,7 @@ class FleetMoments:
     def _step(self, event: ClusterEvent) -> list[str]:
         kinds = []
         record, name = event.record, event.replica
-        role = next(r.role for r in self.cluster.replicas if r.name == name)
+        role = self._role[name]
         prefill = [c for c in record.scheduled if c.kind == "prefill"]
         decodes = sum(1 for c in record.scheduled if c.kind == "decode")
         if role != "decode":
@@ -139,7 +142,7 @@ class FleetMoments:
                 if key is not None and not hit:
                     self._computed_by[(name, key)] = rid
                 if hit and "first_hit" not in self.found:
-                    prompt = next(c.num_computed_before + c.num_tokens for c in prefill if c.request_id == rid)
+                    prompt = self._prompt_len[rid]
                     kinds.append(self._record("first_hit", event, request=rid, replica=name, hit=hit, prompt=prompt,
                                               computed=prompt - hit, reason=self._reason[rid],
                                               by=self._computed_by.get((name, key), ""),
