@@ -137,8 +137,9 @@ ROUTING_BEATS = [
     FleetBeat("all_prompts", "Every prompt, once", "{t:.3f} s: with {request}, all {count} system prompts have "
               "arrived. The router has sent different prompts to each replica: {per_replica}; {placements} copies of "
               "{count} prompts to compute and cache.", arms=PA),
-    FleetBeat("worst_imbalance", "Even by construction", "{t:.3f} s: the most uneven round-robin leaves the fleet: "
-              "{replica} holds {busiest_n} requests (running and waiting), {idlest} holds {idlest_n}.", arms=RR),
+    FleetBeat("worst_imbalance", "Even by construction", "{t:.3f} s: the fleet at its most uneven when the router "
+              "sends a request: {replica} holds {busiest_n} requests (running and waiting), {idlest} holds {idlest_n}.",
+              arms=RR),
     FleetBeat("worst_imbalance", "The price: balance", "{t:.3f} s: the router sends {request} to {replica} ({reason}), "
               "which now holds {busiest_n} requests (running and waiting) while {idlest} holds {idlest_n}: following "
               "the cache piles work on one replica.", arms=PA),
