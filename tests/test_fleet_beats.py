@@ -143,6 +143,8 @@ def test_each_beat_points_at_a_frame_of_its_very_instant(runs, lesson, arm):
     assert beats[0]["frame"] == 0 and beats[-1]["frame"] == len(frames) - 1
     for beat in beats:
         assert frames[beat["frame"]]["t"] == beat["t"], beat["title"]
+    # A frame shows the fleet after everything up to its time: the opening, before the first arrival, shows no request.
+    assert all(r["running"] + r["waiting"] == 0 for r in frames[0]["replicas"])
     names = [r["name"] for r in timeline["replicas"]]
     for beat in beats:
         facts, shown = beat["facts"], dict(zip(names, frames[beat["frame"]]["replicas"]))

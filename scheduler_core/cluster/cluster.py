@@ -124,6 +124,12 @@ class Cluster:
         return not self._events and self._next_replica()[1] is None
 
     @property
+    def next_time_s(self) -> float:
+        """When the next thing happens: an event, or a replica's next step (inf when done)."""
+        replica_time = self._next_replica()[0]
+        return min(self._events[0][0], replica_time) if self._events else replica_time
+
+    @property
     def clock_s(self) -> float:
         """The fleet's time: the latest any replica has reached."""
         return max(replica.sim.clock_s for replica in self.replicas)

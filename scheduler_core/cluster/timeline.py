@@ -69,8 +69,9 @@ class FrameSampler:
         return {"t": time_s, "replicas": [replica_frame(r, self.num_cells) for r in self.cluster.replicas]}
 
     def catch_up(self, time_s: float) -> None:
-        """Take the regular frames due by `time_s`."""
-        while time_s >= self.next_s:
+        """Take the regular frames due before `time_s`, when the next thing happens: a frame at
+        time T shows the fleet after everything up to T, as the event list does."""
+        while time_s > self.next_s:
             self.regular.append(self.frame(self.next_s))
             self.next_s += self.interval_s
             if len(self.regular) > self.max_frames:
@@ -79,14 +80,13 @@ class FrameSampler:
                 self.next_s = self.regular[-1]["t"] + self.interval_s
 
     def pin(self, kind: str, time_s: float) -> None:
-        self.catch_up(time_s)
         self.pinned[kind] = {**self.frame(time_s), "moment": kind}
 
     def frames(self) -> list[dict]:
-        """Every frame in time order, then the last instant; a pinned frame after a regular one at
-        the same time."""
-        pinned = sorted(self.pinned.values(), key=lambda f: f["t"])
-        return sorted(self.regular + pinned, key=lambda f: (f["t"], "moment" in f)) + [self.frame(self.cluster.clock_s)]
+        """Every frame in time order, then the last instant; at the same time, a pinned frame (just
+        after its moment) before a regular one (after everything at that time)."""
+        return sorted(self.regular + list(self.pinned.values()), key=lambda f: (f["t"], "moment" not in f)) + \
+            [self.frame(self.cluster.clock_s)]
 
 
 def fleet_timeline(cluster: Cluster, max_frames: int = 240, num_cells: int = 160, max_events: int = 2000,
@@ -96,17 +96,17 @@ def fleet_timeline(cluster: Cluster, max_frames: int = 240, num_cells: int = 160
     sampler = FrameSampler(cluster, max_frames, num_cells, interval_s)
     events = []
     num_events = 0
-    for event in cluster.events():
-        if moments is not None:
-            for kind in moments.observe(event):
-                sampler.pin(kind, event.time_s)
-        if event.kind != "step":
-            num_events += 1
-            if len(events) < max_events:
-                events.append({"t": event.time_s, "kind": event.kind, "replica": event.replica,
-                               "request": event.request_id, "detail": event.detail})
-            continue
-        sampler.catch_up(event.time_s)
+    while not cluster.done:
+        sampler.catch_up(cluster.next_time_s)
+        for event in cluster.step():
+            if moments is not None:
+                for kind in moments.observe(event):
+                    sampler.pin(kind, event.time_s)
+            if event.kind != "step":
+                num_events += 1
+                if len(events) < max_events:
+                    events.append({"t": event.time_s, "kind": event.kind, "replica": event.replica,
+                                   "request": event.request_id, "detail": event.detail})
     return {
         "replicas": [{"name": r.name, "role": r.role, "num_blocks": r.sim.config.num_gpu_blocks} for r in cluster.replicas],
         "frames": sampler.frames(),
