@@ -68,7 +68,8 @@ def found_in_events(kind: str, facts: dict, events: list, fleet) -> bool:
         shared = {k for k in every if every.count(k) > 1}  # the workload's system prompts
         on = {name: {first_block(e.spec) for e in before + [route] if e.kind == "route" and e.replica == name}
               for name in roles}
-        return first_block(route.spec) not in seen and len(shared) == facts["count"] and shared <= set(seen) | {first_block(route.spec)} \
+        return first_block(route.spec) not in seen and len(shared) == facts["count"] \
+            and shared <= set(seen) | {first_block(route.spec)} \
             and facts["per_replica"] == ", ".join(f"{name} {len(keys & shared)}" for name, keys in on.items()) \
             and facts["placements"] == sum(len(keys & shared) for keys in on.values())
     if kind == "worst_imbalance":

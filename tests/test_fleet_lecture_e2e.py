@@ -1,6 +1,6 @@
 """The fleet lessons in a real browser: each arm's caption bar tells its story beat by beat. N, P,
 Home and the numbered buttons move the fleet's time to a beat's instant; the clock shows that
-instant, the caption its text, and the cards and the event list the moment it names. Every beat
+instant, the caption its text (names unbroken), and the cards and the event list the moment it names. Every beat
 reads at 1280x720 in the projector theme (at least 16 px, nothing clipped or overlapping) and at
 1920x1080 in the normal one; axe-core finds no serious violation."""
 
@@ -39,6 +39,8 @@ def check_moment(page, beat: dict, where: str) -> None:
     assert page.locator("#clock").inner_text() == f"{beat['t']:.3f} s", where
     caption = page.locator("#lesson .beat-text").inner_text()
     assert beat["title"] in caption and beat["text"] in caption and "now at" not in caption, where
+    # Request and replica names never break at their hyphen ("req-" / "00004").
+    assert page.evaluate("[...document.querySelectorAll('#lesson .beat-text .id')].every((s) => s.getClientRects().length === 1)")
     newest = page.locator("#events li").first.inner_text() if kind not in ("opening",) else ""
     if kind in ("first_route", "cold_follower", "all_prompts", "worst_imbalance"):
         assert f"route {facts['request']} → {facts['replica']}" in newest, where

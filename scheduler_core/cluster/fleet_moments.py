@@ -182,7 +182,8 @@ class FleetMoments:
             if largest > 1 and name in self._decode_only_s and "mixed_step" not in self.found:
                 chunk = max(prefill, key=lambda c: c.num_tokens)
                 kinds.append(self._record("mixed_step", event, replica=name, request=chunk.request_id, tokens=chunk.num_tokens,
-                                          decodes=decodes, decode_words=f"{decodes} decode" + "s" * (decodes != 1), step_ms=step_ms, decode_only_ms=self._decode_only_s[name] * 1e3))
+                                          decodes=decodes, decode_words=f"{decodes} decode" + "s" * (decodes != 1),
+                                          step_ms=step_ms, decode_only_ms=self._decode_only_s[name] * 1e3))
             if not prefill:
                 self._decode_only_s[name] = record.step_s
             if step_ms > self.found.get("slowest_decode_step", {}).get("step_ms", 0.0):

@@ -4,6 +4,8 @@
 // last one at or before the frame on screen; its buttons, N and P jump to a beat's frame.
 
 const esc = (text) => String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+// A request's or a replica's name read from the back of a hall must not break at its hyphen.
+const unbroken = (html) => html.replace(/\b(?:req|replica|prefill|decode)-\d+/g, (id) => `<span class="id">${id}</span>`);
 
 export function mount(el, { seek }) {
   let lesson = null;  // {title, summary} of the lesson picked, before its run arrives
@@ -76,7 +78,7 @@ export function mount(el, { seek }) {
       `${i === at ? ' aria-current="step"' : ""} title="Go to ${b.t.toFixed(3)} s: ${esc(b.title)}">${i + 1}</button>`).join("");
     const away = here ? "" : ` <span class="muted">(now at ${frames[frame].t.toFixed(3)} s)</span>`;
     el.innerHTML = `<div class="caption"><p class="lesson-title">${esc(story.title)} · arm <b>${esc(story.arm)}</b></p>` +
-      `<p class="beat-text"><b>${at + 1}/${list.length} ${esc(beat.title)}.</b> ${esc(beat.text)}${away}</p></div>` +
+      `<p class="beat-text"><b>${at + 1}/${list.length} ${esc(beat.title)}.</b> ${unbroken(esc(beat.text))}${away}</p></div>` +
       `<div class="nav"><button type="button" data-action="prev" title="Previous beat (P)" aria-label="Previous beat">◀</button>` +
       `<span class="beats" role="group" aria-label="Beats">${dots}</span>` +
       `<button type="button" data-action="next" title="Next beat (N)" aria-label="Next beat">▶</button></div>`;
