@@ -3,7 +3,8 @@ app.export_worker` reads one JSON line on stdin and writes the result to stdout:
 
 - `{"kind": "steps" | "trace", "scenario": {...}, "steps": N}`: the run's first N steps as the
   step log (JSONL) or a Chrome trace;
-- `{"kind": "fleet", "fleet": {...}}`: a fleet run to the end, its frames and metrics (JSON);
+- `{"kind": "fleet", "fleet": {...}}`: a fleet run to the end, its frames and metrics (JSON); with
+  `"lesson": [NAME, ARM]`, that fleet lesson's arm with its story;
 - `{"kind": "sweep", "sweep": {...}, "name": NAME}`: a sweep's rows in grid order (JSON).
 
 Each is seconds of CPU: in its own process it never holds the server's event loop or its GIL
@@ -21,6 +22,7 @@ import os
 import signal
 import sys
 
+from scheduler_core.cluster.lessons import FLEET_LESSONS_BY_NAME
 from scheduler_core.cluster.scenario import ClusterScenario
 from scheduler_core.cluster.timeline import fleet_timeline
 from scheduler_core.perfetto import PerfettoWriter
@@ -47,9 +49,9 @@ def write_export(kind: str, scenario: Scenario, num_steps: int, out) -> None:
         writer.close()
 
 
-def write_fleet(data: dict, out) -> None:
+def write_fleet(data: dict, out, lesson: list[str] | None = None) -> None:
     fleet = ClusterScenario.from_dict(data, data.get("name", "fleet"))
-    timeline = fleet_timeline(fleet.build())
+    timeline = FLEET_LESSONS_BY_NAME[lesson[0]].timeline(lesson[1]) if lesson else fleet_timeline(fleet.build())
     json.dump(finite({"name": fleet.name, "scenario": fleet.to_dict(), "num_gpus": fleet.num_gpus, **timeline}), out)
 
 
@@ -68,7 +70,7 @@ def main() -> int:
     out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", write_through=False)
     try:
         if job["kind"] == "fleet":
-            write_fleet(job["fleet"], out)
+            write_fleet(job["fleet"], out, job.get("lesson"))
         elif job["kind"] == "sweep":
             write_sweep(job["sweep"], job["name"], out)
         else:

@@ -81,6 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
     app.state.lesson_cache = {}
+    app.state.fleet_lesson_cache = {}  # (lesson, arm) -> its run and story: fixed, deterministic, a few
     app.state.export_workers = set()
     app.state.templates = Jinja2Templates(directory=TEMPLATES_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -159,7 +159,7 @@ def test_fleet_page_shows_replicas_and_a_click_opens_one(server, new_page):
 
     # The page opens at the end of the run; the time slider goes back to its start.
     assert finished_at("t.max") == 90
-    assert finished_at("0") == 0 and page.locator("#clock").inner_text() == "0.00 s"
+    assert finished_at("0") == 0 and page.locator("#clock").inner_text() == "0.000 s"
     assert 0 < finished_at("Math.round(t.max / 2)") < 90
     assert page.locator("#events li").count() > 0
     page.locator(".replica").nth(1).click()

@@ -72,9 +72,18 @@ def fleet_page(request: Request) -> HTMLResponse:
 @router.post("/api/fleet")
 async def run_fleet(body: FleetCreate, request: Request) -> dict:
     """Run a fleet to the end, in a worker process: per-replica frames (queues, KV gauge, small KV
-    grid), the router's and the link's events, and the fleet's metrics."""
+    grid), the router's and the link's events, and the fleet's metrics; for a lesson's arm, its beats."""
     fleet = await run_in_threadpool(lambda: check_pools(fleet_of(body), request))
-    return await worker_result(request, {"kind": "fleet", "fleet": fleet.to_dict()})
+    if body.lesson is None:
+        return await worker_result(request, {"kind": "fleet", "fleet": fleet.to_dict()})
+    # A lesson's arm also tells its story (every arm runs, for the closing beat); its runs never
+    # change, so each is computed once per server.
+    lesson, arm = named_lesson(FLEET_LESSONS_BY_NAME, body.lesson, body.arm, kind="fleet lesson")
+    cache = request.app.state.fleet_lesson_cache
+    if (lesson.name, arm) not in cache:
+        cache[lesson.name, arm] = await worker_result(request, {"kind": "fleet", "fleet": fleet.to_dict(),
+                                                                "lesson": [lesson.name, arm]})
+    return cache[lesson.name, arm]
 
 
 @router.post("/api/fleet/replica", status_code=201)

@@ -24,7 +24,7 @@ from ..request import Request
 from ..simulation import Simulation
 from ..step_record import StepRecord
 from ..workload import RequestSpec, Workload
-from .kv_transfer import KVLink, kv_transfer_cost
+from .kv_transfer import KVLink, KVTransferCost, kv_transfer_cost
 from .replica import Replica
 from .router import Router
 
@@ -44,6 +44,8 @@ class ClusterEvent:
     record: StepRecord | None = None
     # A route event's request as its replica received it (arrival time and, for prefill, max_tokens=1).
     spec: RequestSpec | None = None
+    # A transfer event's cost: the blocks and bytes it moves and how long the link takes.
+    transfer: KVTransferCost | None = None
 
 
 @dataclass
@@ -122,6 +124,12 @@ class Cluster:
         return not self._events and self._next_replica()[1] is None
 
     @property
+    def next_time_s(self) -> float:
+        """When the next thing happens: an event, or a replica's next step (inf when done)."""
+        replica_time = self._next_replica()[0]
+        return min(self._events[0][0], replica_time) if self._events else replica_time
+
+    @property
     def clock_s(self) -> float:
         """The fleet's time: the latest any replica has reached."""
         return max(replica.sim.clock_s for replica in self.replicas)
@@ -195,7 +203,8 @@ class Cluster:
             replica.num_in_transfer += 1
             self._push(now + cost.seconds, TRANSFER_DONE, (replica, request, num_tokens))
             started.append(ClusterEvent("transfer", now, replica.name, request.request_id,
-                                        f"{cost.num_blocks} blocks, {cost.num_bytes / 1e6:.1f} MB, {cost.seconds * 1e3:.3f} ms"))
+                                        f"{cost.num_blocks} blocks, {cost.num_bytes / 1e6:.1f} MB, {cost.seconds * 1e3:.3f} ms",
+                                        transfer=cost))
         return started
 
     def _step_replica(self, replica: Replica) -> list[ClusterEvent]:

@@ -2,7 +2,8 @@
 sampled over simulated time, with the router's and the link's events.
 
 Frames are taken every `interval` of simulated time; when there would be more than `max_frames`,
-every other frame is dropped and the interval doubles, so any run fits the same budget.
+every other frame is dropped and the interval doubles, so any run fits the same budget. A lesson's
+run also pins a frame at each of its story moments.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from ..kv_cache_manager import cdiv
 from .cluster import Cluster
 from .fleet_metrics import fleet_report
+from .fleet_moments import FleetMoments
 from .replica import Replica
 
 # A small grid's cells: free, cached but evictable, and in use by tenths ("1" to "9", "#" full).
@@ -49,31 +51,65 @@ def replica_frame(replica: Replica, num_cells: int) -> dict:
     }
 
 
+class FrameSampler:
+    """The fleet's state every `interval_s` of simulated time, at most `max_frames` of them (past
+    that, every other frame goes and the interval doubles), plus frames pinned at story moments,
+    which are never dropped: a lesson's beat shows the fleet at its very instant."""
+
+    def __init__(self, cluster: Cluster, max_frames: int, num_cells: int, interval_s: float):
+        self.cluster = cluster
+        self.max_frames = max_frames
+        self.num_cells = num_cells
+        self.interval_s = interval_s
+        self.next_s = 0.0
+        self.regular: list[dict] = []
+        self.pinned: dict[str, dict] = {}  # moment kind -> its frame (a new extreme replaces the old)
+
+    def frame(self, time_s: float) -> dict:
+        return {"t": time_s, "replicas": [replica_frame(r, self.num_cells) for r in self.cluster.replicas]}
+
+    def catch_up(self, time_s: float) -> None:
+        """Take the regular frames due before `time_s`, when the next thing happens: a frame at
+        time T shows the fleet after everything up to T, as the event list does."""
+        while time_s > self.next_s:
+            self.regular.append(self.frame(self.next_s))
+            self.next_s += self.interval_s
+            if len(self.regular) > self.max_frames:
+                self.regular = self.regular[::2]
+                self.interval_s *= 2
+                self.next_s = self.regular[-1]["t"] + self.interval_s
+
+    def pin(self, kind: str, time_s: float) -> None:
+        self.pinned[kind] = {**self.frame(time_s), "moment": kind}
+
+    def frames(self) -> list[dict]:
+        """Every frame in time order, then the last instant; at the same time, a pinned frame (just
+        after its moment) before a regular one (after everything at that time)."""
+        return sorted(self.regular + list(self.pinned.values()), key=lambda f: (f["t"], "moment" not in f)) + \
+            [self.frame(self.cluster.clock_s)]
+
+
 def fleet_timeline(cluster: Cluster, max_frames: int = 240, num_cells: int = 160, max_events: int = 2000,
-                   interval_s: float = 0.05) -> dict:
+                   interval_s: float = 0.05, moments: FleetMoments | None = None) -> dict:
     """Run the fleet to the end; its frames, its first `max_events` routing and transfer events, and
-    its report."""
-    frames, events = [], []
+    its report. With `moments` watching, a frame is pinned at each story moment it finds."""
+    sampler = FrameSampler(cluster, max_frames, num_cells, interval_s)
+    events = []
     num_events = 0
-    next_frame_s = 0.0
-    for event in cluster.events():
-        if event.kind != "step":
-            num_events += 1
-            if len(events) < max_events:
-                events.append({"t": event.time_s, "kind": event.kind, "replica": event.replica,
-                               "request": event.request_id, "detail": event.detail})
-            continue
-        while event.time_s >= next_frame_s:
-            frames.append({"t": next_frame_s, "replicas": [replica_frame(r, num_cells) for r in cluster.replicas]})
-            next_frame_s += interval_s
-            if len(frames) > max_frames:
-                frames = frames[::2]
-                interval_s *= 2
-                next_frame_s = frames[-1]["t"] + interval_s
-    frames.append({"t": cluster.clock_s, "replicas": [replica_frame(r, num_cells) for r in cluster.replicas]})
+    while not cluster.done:
+        sampler.catch_up(cluster.next_time_s)
+        for event in cluster.step():
+            if moments is not None:
+                for kind in moments.observe(event):
+                    sampler.pin(kind, event.time_s)
+            if event.kind != "step":
+                num_events += 1
+                if len(events) < max_events:
+                    events.append({"t": event.time_s, "kind": event.kind, "replica": event.replica,
+                                   "request": event.request_id, "detail": event.detail})
     return {
         "replicas": [{"name": r.name, "role": r.role, "num_blocks": r.sim.config.num_gpu_blocks} for r in cluster.replicas],
-        "frames": frames,
+        "frames": sampler.frames(),
         "events": events,
         "num_events": num_events,
         "report": fleet_report(cluster, wall_s=0.0),

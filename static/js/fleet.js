@@ -1,8 +1,10 @@
 // The fleet view: a fleet run (POST /api/fleet, which keeps nothing on the server) played back
 // frame by frame: each replica's queues, KV gauge and small KV grid side by side, the router's
 // and the link's events, the fleet's metrics. Clicking a replica opens the single-engine panels
-// of the requests the router sent it (a new session, created here from the page).
+// of the requests the router sent it (a new session, created here from the page). A fleet
+// lesson's arm tells its story in the caption bar, beat by beat (fleet_story.js).
 import { cssVar, fmtInt, fmtSeconds } from "./colors.js";
+import { mount as mountStory } from "./fleet_story.js";
 import { rememberToken } from "./sessions.js";
 
 const $ = (id) => document.getElementById(id);
@@ -27,6 +29,7 @@ let timer = null;
 let presets = null;  // GET /api/presets: each preset's scenario, for the rate and request overrides
 
 const LESSONS = JSON.parse(document.body.dataset.lessons);
+const story = mountStory($("lesson"), { seek: (index) => { pause(); show(index); } });
 
 async function fleetBody() {
   const choice = $("preset").value;
@@ -71,10 +74,12 @@ async function runFleet() {
     const data = await response.json();
     if (!response.ok) { showBanner(errorText(data.detail)); return; }
     run = data;
+    story.load(run);
     buildCards();
     summarise();
     $("time").max = run.frames.length - 1;
-    show(run.frames.length - 1);
+    // A lesson starts at its opening beat; any other fleet shows how its run ended.
+    show(run.lesson ? 0 : run.frames.length - 1);
   } catch (e) {
     showBanner(`the fleet did not run: ${e}`);
   } finally {
@@ -188,7 +193,7 @@ function show(index) {
   frame = Math.max(0, Math.min(index, run.frames.length - 1));
   $("time").value = frame;
   const f = run.frames[frame];
-  $("clock").textContent = `${f.t.toFixed(2)} s`;
+  $("clock").textContent = `${f.t.toFixed(3)} s`;
   const scale = queueScale();
   const routed = routedBy(f.t);
   document.querySelectorAll(".replica").forEach((card) => {
@@ -206,6 +211,7 @@ function show(index) {
     drawGrid(card.querySelector("canvas"), r.grid);
   });
   showEvents(f.t);
+  story.update(frame);
 }
 
 function showEvents(t) {
@@ -253,12 +259,8 @@ function layoutChanged() {
   document.querySelectorAll(".colocated-only").forEach((el) => { el.hidden = split || lesson; });
   // A lesson's arm brings its own fleet and workload: only the arm is chosen here.
   document.querySelectorAll(".own-fleet:not(.split-only):not(.colocated-only)").forEach((el) => { el.hidden = Boolean(lesson); });
-  $("lesson").hidden = !lesson;
   document.body.classList.toggle("lesson-mode", Boolean(lesson));
-  if (lesson) {
-    $("lesson-title").textContent = `${lesson.title}: ${$("preset").value.split(":")[2]}`;
-    $("lesson-summary").textContent = `${lesson.summary} (servescope lesson ${$("preset").value.split(":")[1]} checks its claims.)`;
-  }
+  story.pick(lesson, lesson ? $("preset").value.split(":")[2] : null);
 }
 
 $("fleet-form").addEventListener("submit", (event) => { event.preventDefault(); runFleet(); });
@@ -272,13 +274,27 @@ $("theme").addEventListener("click", () => {
   localStorage.setItem("servescope-theme", projector ? "projector" : "normal");
   show(frame);
 });
+// The dashboard's keys: Space plays, → and ← step, Home goes back to the start, N / P move
+// between a lesson's beats, T switches the theme.
 document.addEventListener("keydown", (event) => {
-  if (event.target.closest("input, select")) return;
-  if (event.key === " ") { event.preventDefault(); play(); }
-  if (event.key === "t" || event.key === "T") $("theme").click();
-  if (event.key === "ArrowRight") show(frame + 1);
-  if (event.key === "ArrowLeft") show(frame - 1);
+  if (event.target.closest("input, select") || event.ctrlKey || event.metaKey || event.altKey) return;
+  if ((event.key === " " || event.key === "Enter") && event.target.closest("button, a")) return;
+  const keys = {
+    " ": play,
+    t: () => $("theme").click(),
+    ArrowRight: () => { pause(); show(frame + 1); },
+    ArrowLeft: () => { pause(); show(frame - 1); },
+    Home: () => { pause(); show(0); },
+    n: story.next,
+    p: story.prev,
+  };
+  const action = keys[event.key.length === 1 ? event.key.toLowerCase() : event.key];
+  if (!action) return;
+  event.preventDefault();
+  action();
 });
 window.addEventListener("resize", () => show(frame));
 layoutChanged();
 runFleet();
+// For tests and the screenshots script: the run shown, the frame on screen, the story's beats.
+window.servescope = { run: () => run, frame: () => frame, story };
