@@ -95,6 +95,8 @@ class Simulation:
         first = min(workload.concurrency, len(workload.requests))
         self._pending = [(0.0, i, workload.requests[i]) for i in range(first)]
         self._next_release = first
+        # Requests whose KV arrived from another engine (`receive_external_kv`), until admitted.
+        self._external_computed: dict[str, int] = {}
 
     def _validate_workload(self) -> None:
         self.validate_requests(self.workload.requests)
@@ -135,6 +137,12 @@ class Simulation:
         """Hand this engine one more request; it arrives at `spec.arrival_time` (order breaks ties)."""
         heapq.heappush(self._pending, (spec.arrival_time, order, spec))
 
+    def receive_external_kv(self, request_id: str, num_tokens: int) -> None:
+        """`num_tokens` of this request's KV came from another engine (a prefill replica's, through a
+        KV connector). vLLM counts them in its external prefix-cache stats
+        (`vllm:external_prefix_cache_hits`), not as hits of this engine's prefix cache."""
+        self._external_computed[request_id] = num_tokens
+
     @property
     def num_pending(self) -> int:
         """Requests handed to this engine that have not arrived yet."""
@@ -147,6 +155,12 @@ class Simulation:
         return max(self.clock_s, self._pending[0][0]) if self._pending else None
 
     # -- stepping ---------------------------------------------------------------------------
+    def receive_external_kv(self, request_id: str, num_tokens: int) -> None:
+        """`num_tokens` of this request's KV came from another engine (a prefill replica's, through a
+        KV connector). vLLM counts them in its external prefix-cache stats
+        (`vllm:external_prefix_cache_hits`), not as hits of this engine's prefix cache."""
+        self._external_computed[request_id] = num_tokens
+
     @property
     def num_pending(self) -> int:
         """Requests of the workload that have not reached the engine yet."""
@@ -250,11 +264,13 @@ class Simulation:
         allocated_after, freed_after, evicted_after, hit_after = kv.counters()
 
         metrics = self.metrics
+        external = ({rid: self._external_computed.pop(rid) for rid in output.num_cached_tokens
+                     if rid in self._external_computed} if self._external_computed else {})
         if kv.enable_caching:
             for rid, num_cached in output.num_cached_tokens.items():
                 request = requests.get(rid) or next(r for r in result.finished if r.request_id == rid)
                 metrics.observe_admission(request.num_tokens - (rid in result.sampled and self.engine_loop is None),
-                                          num_cached)
+                                          num_cached - external.get(rid, 0))
         for request in result.finished:
             metrics.observe_finished(request)
             if self.keep_finished:

@@ -49,6 +49,23 @@ def test_ttft_is_prefill_plus_transfer_plus_first_decode(link):
         sum(DECODE_COST.step_time([(1, 512 + i)], 1)[0] for i in range(3)) / 3, rel=1e-3)
 
 
+def test_transferred_kv_is_not_a_prefix_cache_hit_of_the_decode_replica():
+    """The decode replica holds the prompt's KV because it was sent there, not because its prefix
+    cache had it: as in vLLM (its external prefix-cache stats are apart from the local cache's), the
+    decode side looks the prompt up and finds nothing; only a prompt seen before is a hit."""
+    shared = unique_prompt(0, 512)
+    requests = [RequestSpec("first", 0.0, shared, 4), RequestSpec("again", 1.0, shared, 4)]
+    fleet = split_fleet(requests)
+    for _ in fleet.events():
+        pass
+    report = fleet_report(fleet)
+    prefill, decode = report["replicas"]
+    assert decode["prefix_cache_hit_rate"] == 0.0
+    # The prefill replica's second look-up finds the first request's 31 full blocks (496 tokens).
+    assert prefill["prefix_cache_hit_rate"] == pytest.approx(496 / 1024)
+    assert report["prefix_cache_hit_rate"] == pytest.approx(496 / 2048)
+
+
 def test_decode_pool_kv_fills_with_transferred_blocks_and_waits_for_room():
     """Two 512-token prompts but room for one: the second transfer starts only when the first
     request's blocks come back."""

@@ -61,6 +61,7 @@ class Replica:
         """The transfer has landed: the request joins the queue with `num_tokens` already computed."""
         sim = self.sim
         request.num_computed_tokens = num_tokens
+        sim.receive_external_kv(request.request_id, num_tokens)
         if not sim.scheduler.has_unfinished_requests():
             # An idle engine's clock stood still; it wakes when the request lands.
             sim.clock_s = max(sim.clock_s, now)
