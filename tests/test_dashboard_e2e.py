@@ -197,6 +197,24 @@ def test_step_button_advances_the_counter_and_shows_the_step_in_the_batch_panel(
     assert presenter.locator("#batch .budget").inner_text().startswith("step 2 ·")
 
 
+def test_under_async_scheduling_the_batch_tells_the_pass_time_from_the_batchs_gpu_time(server, presenter, new_page):
+    """The default session runs vLLM 0.33's async loop: a pass waits for the batch in flight, so its
+    time is not what the step's own batch costs on the GPU; the panel gives both, each named, and
+    the synchronous loop keeps its one step time."""
+    advance(presenter, 20)
+    session = server_session(server, session_of(presenter)[0])
+    assert session["scenario"]["engine"]["async_scheduling"] is True
+    record = presenter.evaluate("window.servescope.store.lastRecord")
+    gpu_ms = sum(record["cost"].values()) * 1e3
+    assert "pass time" in presenter.locator("#batch .legend").inner_text()
+    shown = f"{gpu_ms:.2f}" if gpu_ms < 10 else f"{gpu_ms:.1f}"  # as the page writes milliseconds
+    assert presenter.locator("#batch .cost").inner_text().startswith(f"this batch on the GPU {shown} ms:")
+    sync = open_dashboard(new_page(), f"{server.url}/?lesson=async-scheduling&arm=sync")
+    advance(sync, 20)
+    assert "step time" in sync.locator("#batch .legend").inner_text()
+    assert "on the GPU" not in sync.locator("#batch .cost").inner_text()
+
+
 def test_right_arrow_takes_one_step(presenter):
     """→ takes one step."""
     presenter.keyboard.press("ArrowRight")

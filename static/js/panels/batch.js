@@ -68,7 +68,11 @@ function render(el, store) {
   const parts = Object.entries(record.cost || {});
   const total = parts.reduce((a, [, v]) => a + v, 0) || 1;
   const dominant = parts.length ? parts.reduce((a, b) => (b[1] > a[1] ? b : a))[0] : null;
-  const cost = parts.map(([k, v]) => `<span class="${k === dominant ? "dominant" : ""}">${COST_LABELS[k] || k} ${fmtSeconds(v)} (${Math.round((100 * v) / total)}%)</span>`).join(" · ");
+  // Under async scheduling a pass ends when the batch in flight comes back, while this step's
+  // batch runs on the GPU after it: the pass's time and the batch's cost are two figures.
+  const overlapped = Boolean(store.session.scenario.engine.async_scheduling);
+  const cost = (overlapped && parts.length ? `<span>this batch on the GPU ${fmtSeconds(total)}:</span> ` : "") +
+    parts.map(([k, v]) => `<span class="${k === dominant ? "dominant" : ""}">${COST_LABELS[k] || k} ${fmtSeconds(v)} (${Math.round((100 * v) / total)}%)</span>`).join(" · ");
   const box = el.rows || {};
   const rowHeight = box.rowHeight || 20;
   const first = Math.max(0, Math.floor((box.scrollTop || 0) / rowHeight) - OVERSCAN_ROWS);
@@ -108,7 +112,8 @@ function render(el, store) {
   setAttr(el.parts["budget-bar"], "aria-label", `${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget`);
   set("legend", `<span><i class="swatch" style="background:var(--prefill)"></i>P prefill ${fmtInt(prefill)}</span>` +
     `<span><i class="swatch" style="background:var(--decode)"></i>D decode ${fmtInt(decode)}${numDrafts ? ` (${fmtInt(numDrafts)} drafts)` : ""}</span>` +
-    `<span>step time <b>${fmtSeconds(record.step_s)}</b></span>`);
+    (overlapped ? `<span title="how long this pass of the engine loop took: it waits for the batch in flight to come back">pass time <b>${fmtSeconds(record.step_s)}</b></span>`
+      : `<span>step time <b>${fmtSeconds(record.step_s)}</b></span>`));
   set("cost", cost);
   renderRows(el.rows, rows, first, record.scheduled.length);
 }
