@@ -106,15 +106,14 @@ per_replica = [(f"replica-{i} {what}", f"report.replicas.{i}.{path}", fmt)
                                                          ("TTFT p50 s", "ttft_s.p50", ".4f"))]
 
 RR, PA = ("round-robin",), ("prefix-aware",)
+# Both arms' opening: the workload and the room for system prompts on each replica.
+ROUTING_SETUP = ("{num_requests} requests at {rate:g}/s, each one of {num_shared_prefixes} system prompts of "
+                 "{shared_prefix_len:,} tokens ({prompt_blocks} blocks) and {prompt_len:g} tokens of its own, over "
+                 "{replicas} replicas of {num_gpu_blocks} KV blocks: room for about {prompts_fit} system prompts each. ")
 ROUTING_BEATS = [
-    FleetBeat("opening", "Shared system prompts", "{num_requests} requests at {rate:g}/s, each one of {num_shared_prefixes} "
-              "system prompts of {shared_prefix_len:,} tokens ({prompt_blocks} blocks) and {prompt_len:g} tokens of its own, "
-              "over {replicas} replicas of {num_gpu_blocks} KV blocks: room for about {prompts_fit} system prompts each. "
-              "Round-robin sends the requests in turn.", arms=RR),
-    FleetBeat("opening", "Shared system prompts", "{num_requests} requests at {rate:g}/s, each one of {num_shared_prefixes} "
-              "system prompts of {shared_prefix_len:,} tokens ({prompt_blocks} blocks) and {prompt_len:g} tokens of its own, "
-              "over {replicas} replicas of {num_gpu_blocks} KV blocks: room for about {prompts_fit} system prompts each. "
-              "Prefix-aware routing sends a request where its prompt's blocks are cached.", arms=PA),
+    FleetBeat("opening", "Shared system prompts", ROUTING_SETUP + "Round-robin sends the requests in turn.", arms=RR),
+    FleetBeat("opening", "Shared system prompts",
+              ROUTING_SETUP + "Prefix-aware routing sends a request where its prompt's blocks are cached.", arms=PA),
     FleetBeat("first_route", "The first request", "{t:.3f} s: {request} arrives with system prompt {system_prompt}; the "
               "router sends it to {replica} ({reason}), which computes all {prompt:,} prompt tokens."),
     FleetBeat("cold_follower", "Sent to a cold cache", "{t:.3f} s: {request} brings system prompt {system_prompt} again, whose "
