@@ -88,6 +88,8 @@ class Efficiency:
     kv_read: float = 1.599
     attention_compute: float = 0.4668
     roofline_sharpness: float = 6.675
+    # The GPU's own fixed time per step (the calibration times the forward pass alone; the host's
+    # work between steps is `host_time.HostTime`, charged by the simulation).
     step_overhead_s: float = 0.0
     layer_overhead_s: float = 6.765e-5
     activation_traffic: float = 6.825
@@ -183,11 +185,6 @@ class CostModel:
             other_s += 2 * self.model.layers * self._pcie_all_reduce.seconds(num_tokens * self.model.hidden * 2)
         breakdown = {"linear": linear_s, "attention": attention_s, "other": other_s}
         return linear_s + attention_s + other_s, breakdown
-
-    def cpu_step_time(self) -> float:
-        """The per-step host work (scheduling, input preparation, launch): what async scheduling
-        overlaps with the previous step's GPU time instead of adding to it."""
-        return self.efficiency.step_overhead_s
 
     def draft_time(self, method: str, num_speculative_tokens: int, num_seqs: int) -> float:
         """Proposing K drafts for a batch. EAGLE/MTP heads are about one decoder layer run once per

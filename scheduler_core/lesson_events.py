@@ -158,7 +158,7 @@ class StoryEvents:
             # came back (this pass's start): a request arriving in between waits a batch more.
             rid = record.admitted[0]
             request = sim.request(rid)
-            started = max(record.clock_s_before, previous.clock_s_before + sim.cost_model.cpu_step_time())
+            started = max(record.clock_s_before, previous.clock_s_before + sim.host_time.seconds(len(previous.scheduled)))
             if previous.clock_s_before < request.arrival_time < started:
                 self._first("missed_batch", record, request=rid, prompt=request.num_prompt_tokens,
                             chosen_ms=round((request.arrival_time - previous.clock_s_before) * 1e3, 1),

@@ -41,7 +41,11 @@ class ArmResult:
     # token was still in flight), and the blocks those requests held through that schedule.
     late_releases: int = 0
     late_release_blocks: int = 0
-    cpu_step_ms: float = 0.0  # the host's work per step in the cost model: what async scheduling overlaps
+    # The host's work (scheduling, input preparation, output processing) over the steps that
+    # scheduled a batch: what the GPU waits for under synchronous scheduling, and async scheduling hides.
+    host_s: float = 0.0
+    host_s_max: float = 0.0
+    batch_steps: int = 0
     preemptions_by_request: Counter = field(default_factory=Counter)
     victims_were_newest: bool = True  # FCFS: each victim was the last admitted running request
     victims_were_lowest_priority: bool = True  # each victim ranked lowest of the running requests
@@ -57,6 +61,14 @@ class ArmResult:
     @property
     def max_preemptions_of_one_request(self) -> int:
         return max(self.preemptions_by_request.values(), default=0)
+
+    @property
+    def host_ms_per_step(self) -> float:
+        return 1e3 * self.host_s / self.batch_steps if self.batch_steps else 0.0
+
+    @property
+    def host_ms_max(self) -> float:
+        return 1e3 * self.host_s_max
 
     @property
     def work_ratio(self) -> float:
@@ -90,6 +102,11 @@ def run_arm(label: str, sim: Simulation) -> ArmResult:
         result.evicted_blocks += record.num_blocks_evicted
         result.swapped_blocks += sum(n for _, n in record.swapped_out) + sum(n for _, n in record.swapped_in)
         result.swap_s += record.cost_breakdown.get("swap", 0.0)
+        if record.scheduled:
+            result.batch_steps += 1
+            host_s = sim.host_time.seconds(len(record.scheduled))
+            result.host_s += host_s
+            result.host_s_max = max(result.host_s_max, host_s)
         for rid in record.preempted:
             result.preemptions_by_request[rid] += 1
             priority = sim.request(rid).priority
@@ -115,7 +132,6 @@ def run_arm(label: str, sim: Simulation) -> ArmResult:
             result.peak_shared_blocks = max(result.peak_shared_blocks, sum(1 for r in pool.ref_cnt if r > 1))
     result.events = story.finish(record)
     result.report = sim.metrics.report()
-    result.cpu_step_ms = sim.cost_model.cpu_step_time() * 1e3
     ttfts: dict[int, list[float]] = {}
     for request in sim.finished_requests.values():
         result.useful_tokens += request.num_prompt_tokens + request.num_output_tokens

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .config import EngineConfig
 from .cost_model import CostModel
+from .host_time import NO_HOST_TIME, HostTime
 from .errors import ConfigError
 from .frozen_state import FrozenState
 from .kv_cache_manager import cdiv
@@ -74,6 +75,7 @@ class Simulation:
         self.config = config
         self.workload = workload
         self.cost_model = cost_model or CostModel(MODELS["llama-3.1-8b"], GPUS["h200"])
+        self.host_time = HostTime() if config.policy == "vllm-v1" else NO_HOST_TIME
         # Finished requests stay inspectable unless a long headless run asks for bounded memory.
         self.keep_finished = keep_finished
         self.finished_requests: dict[str, Request] = {}
@@ -249,15 +251,20 @@ class Simulation:
                 self.clock_s = max(self.clock_s, self._next_arrival_time())
 
         if self.engine_loop is None:
-            step_s, breakdown = self._batch_time(output)
+            step_s, breakdown = self._gpu_time(output)
+            host_s = self.host_time.seconds(len(scheduled))
+            if host_s:
+                # Synchronous scheduling: the GPU waits for the host's work on every step.
+                breakdown["host"] = host_s
+                step_s += host_s
             clock_after = max(self.clock_s, clock_before + step_s)
             result = scheduler.update_from_output(output, now=clock_after)
         else:
             # The pass returns at once while the GPU runs (only its CPU scheduling time), or waits
             # for the oldest batch in flight to come back.
-            breakdown = self._batch_time(output)[1] if scheduled else {}
+            breakdown = self._gpu_time(output)[1] if scheduled else {}
             if engine_pass.completed is None:
-                clock_after = max(self.clock_s, clock_before + (self.cost_model.cpu_step_time() if scheduled else 0.0))
+                clock_after = max(self.clock_s, clock_before + self.host_time.seconds(len(scheduled)))
             else:
                 clock_after = max(self.clock_s, engine_pass.completed_at)
             result = engine_pass.update or UpdateResult([], [])
@@ -327,9 +334,9 @@ class Simulation:
             chunks.append(ScheduledChunk(rid, num_tokens, computed_before, "decode" if decode else "prefill"))
         return chunks
 
-    def _batch_time(self, output: SchedulerOutput) -> tuple[float, dict[str, float]]:
-        """The step's time from the cost model: the batch on the GPU (verification of drafts
-        included: they are tokens of the batch), drafting, and any swapping."""
+    def _gpu_time(self, output: SchedulerOutput) -> tuple[float, dict[str, float]]:
+        """The batch's time on the GPU from the cost model (verification of drafts included: they
+        are tokens of the batch), drafting, and any swapping; the host's work is not in it."""
         step_s, breakdown = self.cost_model.step_time(
             ((n, output.num_computed_before[rid]) for rid, n in output.num_scheduled_tokens.items()),
             len(output.sampling_reqs),
@@ -347,11 +354,10 @@ class Simulation:
 
     def _async_batch_done_at(self, output: SchedulerOutput) -> float:
         """When a batch scheduled now comes back: the CPU prepares it while the GPU still runs the
-        one before, so only the GPU part queues up behind the previous batch."""
-        step_s, _ = self._batch_time(output)
-        cpu_s = self.cost_model.cpu_step_time() if output.num_scheduled_tokens else 0.0
-        start = max(self._gpu_free_at, self.clock_s + cpu_s)
-        self._gpu_free_at = start + step_s - cpu_s
+        one before, so the batch starts once both are done."""
+        gpu_s, _ = self._gpu_time(output)
+        start = max(self._gpu_free_at, self.clock_s + self.host_time.seconds(len(output.num_scheduled_tokens)))
+        self._gpu_free_at = start + gpu_s
         return self._gpu_free_at
 
     @property

@@ -6,11 +6,12 @@ import pytest
 from scheduler_core.cli import main
 from scheduler_core.config import EngineConfig, VllmCompat, vllm_default_async_scheduling
 from scheduler_core.errors import ConfigError
+from scheduler_core.host_time import HostTime
 from scheduler_core.kv_cache_manager import KVCacheManager
 from scheduler_core.request import Request
 from scheduler_core.simulation import Simulation
 from scheduler_core.spec_decode import AcceptanceModel, SpeculativeConfig
-from scheduler_core.workload import synthetic_workload
+from scheduler_core.workload import RequestSpec, synthetic_workload, unique_prompt
 
 
 def report(**engine):
@@ -34,6 +35,36 @@ def test_async_scheduling_hides_the_cpu_step_time_behind_the_gpu():
     sync, overlapped = report(), report(async_scheduling=True)
     assert overlapped["tpot_s"]["mean"] < sync["tpot_s"]["mean"]
     assert overlapped["num_requests"] == sync["num_requests"] == 60
+
+
+def steady_decode_steps(async_scheduling: bool, num_requests: int = 64) -> list:
+    """The records of a run of `num_requests` decoding together, after their prompts."""
+    sim = Simulation(EngineConfig(num_gpu_blocks=4096, max_num_seqs=num_requests, async_scheduling=async_scheduling),
+                     [RequestSpec(f"r{i}", 0.0, unique_prompt(i, 128), 64) for i in range(num_requests)])
+    records = list(sim.records())
+    return [r for r in records if len(r.scheduled) == num_requests and all(c.kind == "decode" for c in r.scheduled)]
+
+
+def test_without_async_scheduling_every_step_waits_for_the_hosts_work_on_its_requests():
+    """vLLM PR #23914's measured 12.8 us per scheduled request, charged on top of the GPU's time and
+    shown in the step's breakdown; the async loop's passes carry none of it while the GPU is busier."""
+    host_s = HostTime().seconds(64)
+    assert host_s == pytest.approx(64 * 12.8e-6)
+    sync = steady_decode_steps(False)
+    assert sync and all(r.cost_breakdown["host"] == pytest.approx(host_s) for r in sync)
+    assert all(r.step_s == pytest.approx(sum(r.cost_breakdown.values())) for r in sync)
+    overlapped = steady_decode_steps(True)
+    assert overlapped and all("host" not in r.cost_breakdown for r in overlapped)
+    # A steady pass takes the GPU's time for a batch: the host's work for the next ran meanwhile.
+    middle = overlapped[len(overlapped) // 2]
+    assert middle.step_s == pytest.approx(sum(middle.cost_breakdown.values()), rel=0.02)
+    assert sync[len(sync) // 2].step_s - middle.step_s == pytest.approx(host_s, rel=0.1)
+
+
+def test_the_v0_engine_and_static_batching_are_charged_the_gpus_time_alone():
+    for policy in ("vllm-v0", "static"):
+        sim = Simulation(EngineConfig(num_gpu_blocks=4096, policy=policy, max_num_batched_tokens=4096), synthetic_workload(8, 1e6, 128, 16, seed=3))
+        assert all("host" not in r.cost_breakdown for r in sim.records())
 
 
 def test_drafts_cut_time_per_output_token_and_report_vllms_spec_decode_counters():
@@ -114,12 +145,14 @@ def test_the_cli_reports_a_bad_speculative_config_without_a_traceback(capsys):
 def test_lessons_pin_the_synchronous_loop_their_beats_and_claims_were_written_for():
     """vLLM's async default applies to `run`, `compare` and the dashboard's own scenarios; a lesson's
     arms (CLI, API and dashboard alike) run exactly as written, so its step counts do not move: the
-    synchronous loop, except the arm of the async-scheduling lesson that asks for the async one."""
+    synchronous loop, except the arms that ask for the async one: the async-scheduling lesson's, and the
+    speculative-decoding lesson's crowd, which runs as vLLM 0.33 would (async, but not for n-gram drafts)."""
     from scheduler_core.lesson_catalog import LESSONS
 
     asked = {(lesson.name, arm) for lesson in LESSONS for arm, data in lesson.arms.items()
              if data["engine"].get("async_scheduling")}
-    assert asked == {("async-scheduling", "async")}
+    assert asked == {("async-scheduling", "async"), ("async-scheduling", "async-crowd"),
+                     ("speculative-decoding", "eagle-3-crowd"), ("speculative-decoding", "no-drafts-crowd")}
     for lesson in LESSONS:
         for arm in lesson.arms:
             assert lesson.scenario(arm).engine.async_scheduling is ((lesson.name, arm) in asked), f"{lesson.name}:{arm}"

@@ -7,6 +7,7 @@ from scheduler_core.cluster import LINKS, Cluster, fleet_report, kv_transfer_cos
 from scheduler_core.cluster.scenario import ClusterScenario
 from scheduler_core.config import EngineConfig
 from scheduler_core.cost_model import CostModel
+from scheduler_core.host_time import HostTime
 from scheduler_core.presets import GPUS, MODELS
 from scheduler_core.simulation import Simulation
 from scheduler_core.workload import RequestSpec, unique_prompt
@@ -34,19 +35,21 @@ def test_ttft_is_prefill_plus_transfer_plus_first_decode(link):
     assert transfer.seconds == pytest.approx(LINKS[link].latency_s + transfer.num_bytes / LINKS[link].bandwidth)
 
     report = fleet_report(fleet)
-    assert report["ttft_s"]["mean"] == pytest.approx(prefill_s + transfer.seconds + first_decode_s, rel=1e-12)
+    # Each replica's engine steps synchronously: its host's work for that one request comes on top.
+    host_s = HostTime().seconds(1)
+    assert report["ttft_s"]["mean"] == pytest.approx(prefill_s + host_s + transfer.seconds + first_decode_s + host_s, rel=1e-12)
     assert [e.kind for e in events] == ["route", "step", "transfer", "landed"] + ["step"] * 4
-    assert events[2].time_s == pytest.approx(arrival + prefill_s)
-    assert events[3].time_s == pytest.approx(arrival + prefill_s + transfer.seconds)
+    assert events[2].time_s == pytest.approx(arrival + prefill_s + host_s)
+    assert events[3].time_s == pytest.approx(arrival + prefill_s + host_s + transfer.seconds)
     # The decode pool computed the last prompt token over the transferred 511, then three decodes.
     first = events[4].record
     assert [(c.num_tokens, c.num_computed_before) for c in first.scheduled] == [(1, 511)]
     assert report["num_requests"] == 1 and report["replicas"][1]["num_requests"] == 1
     assert report["kv_transfer"] == {"link": link, "num_transfers": 1, "num_blocks": 32, "bytes": transfer.num_bytes,
                                      "seconds_total": transfer.seconds, "seconds_mean": transfer.seconds}
-    # Later tokens come at the decode pool's step time: TPOT is its decode cost.
+    # Later tokens come at the decode pool's step time: TPOT is its decode cost and its host's work.
     assert report["tpot_s"]["mean"] == pytest.approx(
-        sum(DECODE_COST.step_time([(1, 512 + i)], 1)[0] for i in range(3)) / 3, rel=1e-3)
+        sum(DECODE_COST.step_time([(1, 512 + i)], 1)[0] + host_s for i in range(3)) / 3, rel=1e-3)
 
 
 def test_transferred_kv_is_not_a_prefix_cache_hit_of_the_decode_replica():

@@ -4,7 +4,10 @@
 import { fmtInt, fmtSeconds, requestColor } from "../colors.js";
 import { setAttr, setHtml } from "../writes.js";
 
-const COST_LABELS = { linear: "linear layers", attention: "attention", other: "activations and fixed latency", swap: "swap (PCIe)" };
+// "host": the engine's CPU work between steps (scheduling, inputs, outputs), which the GPU waits
+// for without async scheduling; under async scheduling it overlaps the batch in flight and is not charged.
+const COST_LABELS = { linear: "linear layers", attention: "attention", other: "activations and fixed latency", swap: "swap (PCIe)",
+  host: "host work, GPU idle" };
 // Every scheduled request has a row, but only the rows in view (and a few either side) exist:
 // a step of 256 decodes, or a batch turning over, then costs a screenful of rows, not 256.
 const OVERSCAN_ROWS = 3;

@@ -1,0 +1,37 @@
+"""The engine's host work per step: what the GPU waits for between steps under synchronous
+scheduling, and what async scheduling runs while the previous batch is still on the GPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class HostTime:
+    """Seconds of CPU work per engine step of vLLM's V1 engine (scheduling, input preparation,
+    output processing), as a fixed part and a part per scheduled request.
+
+    The default is measured, not fitted: vLLM PR #23914 (github.com/vllm-project/vllm/pull/23914,
+    A100, TP 2, offline, August 2025) ran the same batches with and without overlapping the
+    scheduler with the GPU at 32, 64, 128 and 256 requests: 1,014/1,025, 1,853/1,896, 3,048/3,177
+    and 4,039/4,258 output tok/s. Read as step times, the overlap hid 0.34, 0.78, 1.71 and 3.26 ms
+    per step: 12.8 us per request through the origin (a free intercept comes out at -0.04 ms). It
+    is a lower bound, since that version overlapped the scheduler only, not input preparation.
+    vLLM 0.33's own scheduler alone costs 18 us + 23.5 us per request on a 2-core cloud VM
+    (`tools/vllm_recorder/time_scheduler.py`): the same order, on a slower host.
+    """
+
+    per_step_s: float = 0.0
+    per_request_s: float = 12.8e-6
+
+    def seconds(self, num_scheduled_reqs: int) -> float:
+        """The host's work for a step that schedules this many requests (none for an idle pass)."""
+        if not num_scheduled_reqs:
+            return 0.0
+        return self.per_step_s + self.per_request_s * num_scheduled_reqs
+
+
+# The V0 engine and the static-batching baseline are modelled on the GPU's time alone: V0's host
+# time is several times V1's (its 1-step against 10-step figures in benchmarks/validate_published.py)
+# and no measurement of it per request was found.
+NO_HOST_TIME = HostTime(0.0, 0.0)
