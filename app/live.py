@@ -276,6 +276,7 @@ class LiveSession:
         frame_s = 1.0 / self.settings.max_frames_per_s
         max_per_tick = max(1, int(self.settings.max_steps_per_s * frame_s))
         owed = 0.0
+        clock_target = None  # with a time ratio: where simulated time should be by now
         last = next_tick = time.monotonic()
         while self.session.playing:
             now = time.monotonic()
@@ -300,8 +301,12 @@ class LiveSession:
                     owed = min(owed - due, 1.0)
                     records, hit = session.advance(due, stop_at_breakpoints=True, deadline=deadline, checkpoint_later=True)
                 else:
-                    target_clock = session.sim.clock_s + session.time_ratio * elapsed
-                    records, hit = session.advance_until(target_clock, max_per_tick, deadline, checkpoint_later=True)
+                    # Carried from tick to tick, so the step that overshoots one tick's share is not
+                    # counted again from the next; never more than a few ticks ahead of the clock.
+                    start = session.sim.clock_s if clock_target is None else clock_target
+                    clock_target = min(start + session.time_ratio * elapsed,
+                                       session.sim.clock_s + session.time_ratio * CATCH_UP_TICKS * frame_s)
+                    records, hit = session.advance_until(clock_target, max_per_tick, deadline, checkpoint_later=True)
                 self.publish_steps(records)
                 if session.checkpoint_due:
                     self.flush()  # the step's frame goes out while the checkpoint is taken

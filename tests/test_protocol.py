@@ -769,7 +769,8 @@ def test_speed_as_time_ratio_replaces_steps_per_s(session):
 
 
 def test_play_at_a_time_ratio_keeps_simulated_time_near_that_multiple_of_wall_time(session):
-    """Played with time_ratio 0.5, the simulated clock moves about half as fast as the wall clock."""
+    """Played with time_ratio 0.5, the simulated clock moves about half as fast as the wall clock (a
+    step that overshoots one tick's share is not counted again from the next: 0.84 when it was)."""
     _, presenter = session
 
     presenter.send({"type": "play", "time_ratio": 0.5})
@@ -783,7 +784,7 @@ def test_play_at_a_time_ratio_keeps_simulated_time_near_that_multiple_of_wall_ti
     presenter.until(lambda f: f["type"] == "status" and not f["playing"])
 
     ratio = (last["clock_s"] - first["clock_s"]) / wall_s
-    assert 0.3 < ratio < 0.8, ratio
+    assert 0.35 < ratio < 0.65, ratio
 
 
 def test_a_new_viewers_snapshot_carries_the_current_status(client, session, connect):
