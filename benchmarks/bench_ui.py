@@ -154,7 +154,8 @@ def measure(browser, base_url: str, width: int, height: int, speed: float, secon
     step_start, frames_start, panel_start, receive_start = page.evaluate(
         "[window.servescope.store.step, window.servescope.stats.frames, {...window.servescope.stats.panelMs}, RECEIVE]"
         .replace("RECEIVE", RECEIVE))
-    page.evaluate("window.bench.recording = true; window.servescope.send({type: 'play'})")
+    page.evaluate("window.servescope.stats.longestFrameMs = 0; window.bench.recording = true; "
+                  "window.servescope.send({type: 'play'})")
     started_at = time.monotonic()
     running = []
     while time.monotonic() - started_at < seconds:
@@ -163,7 +164,9 @@ def measure(browser, base_url: str, width: int, height: int, speed: float, secon
     bench = page.evaluate("""() => { window.bench.recording = false; const b = window.bench;
         return { display: b.display, drawn: b.drawn, longtasks: b.longtasks, bytes: b.bytes, updates: b.updates,
                  step: window.servescope.store.step, playing: window.servescope.store.status.playing,
-                 frames: window.servescope.stats.frames, panelMs: window.servescope.stats.panelMs, receive: RECEIVE }; }"""
+                 frames: window.servescope.stats.frames, panelMs: window.servescope.stats.panelMs, receive: RECEIVE,
+                 longestFrameMs: window.servescope.stats.longestFrameMs,
+                 longestFramePanelMs: window.servescope.stats.longestFramePanelMs }; }"""
         .replace("RECEIVE", RECEIVE))
     elapsed = time.monotonic() - started_at
     renderer_s, server_s = renderer_cpu_s(cdp) - renderer_start, time.process_time() - server_start
@@ -191,6 +194,9 @@ def measure(browser, base_url: str, width: int, height: int, speed: float, secon
         "decode_ms": (bench["receive"][1] - receive_start[1]) / states if states else float("nan"),
         "apply_ms": (bench["receive"][2] - receive_start[2]) / states if states else float("nan"),
         "panels": " ".join(f"{name}:{ms:.1f}" for name, ms in sorted(panels.items(), key=lambda kv: -kv[1])[:4]),
+        "longest_drawing": bench["longestFrameMs"],
+        "longest_drawing_panels": " ".join(f"{name}:{ms:.1f}" for name, ms in
+                                           sorted(bench["longestFramePanelMs"].items(), key=lambda kv: -kv[1])[:4]),
         "steps_per_s": (bench["step"] - step_start) / elapsed,
         "running": f"{min(running)}-{max(running)}",
         "drawn_per_s": len(drawn) / (window_ms / 1000),
@@ -232,6 +238,7 @@ ROWS = [
     ("decoding ms per update (worker)", "decode_ms", "{:.2f}"),
     ("applying ms per update (main thread)", "apply_ms", "{:.2f}"),
     ("renderer CPU ms per frame drawn", "renderer_ms_per_frame", "{:.1f}"),
+    ("longest drawing in one frame (ms, panels only)", "longest_drawing", "{:.1f}"),
     ("server CPU ms per step", "server_ms_per_step", "{:.1f}"),
     ("JS heap at start (MB, after GC)", "heap_start", "{:.1f}"),
     ("JS heap at end (MB, after GC)", "heap_end", "{:.1f}"),
@@ -256,6 +263,10 @@ def print_table(results: dict, runs: int, seconds: float) -> None:
     # Not medians: the first run's drawing time per frame by panel, for finding what to speed up.
     for column, header in zip(columns, headers):
         print(f"  ms per drawn frame by panel, {header}: {results[column][0]['panels']}")
+    # The slowest frame of all runs, by panel: what a frame that came late was busy with.
+    for column, header in zip(columns, headers):
+        slowest = max(results[column], key=lambda run: run["longest_drawing"])
+        print(f"  longest drawing by panel, {header}: {slowest['longest_drawing']:.1f} ms: {slowest['longest_drawing_panels']}")
 
 
 def soak(browser, base_url: str, seconds: float) -> None:

@@ -584,7 +584,7 @@ LESSONS = [
                  arms=("async-crowd", "sync-crowd")),
         ],
         columns=[("TPOT p50 (s)", "report.tpot_s.p50", ".5f"), ("host work per step (ms)", "host_ms_per_step", ".3f"),
-                 ("steps (engine passes)", "num_steps", ",d"), ("late releases", "late_releases", "d"),
+                 ("steps (engine passes)", "num_steps", ",d"), ("late releases", "late_releases", ",d"),
                  *TABLE_LATENCY[:3]],
     ),
 ]

@@ -12,7 +12,7 @@ import pytest
 
 from tests.test_dashboard_e2e import CHROMIUM, browser, new_page, server, wait_for_dashboard  # noqa: F401
 
-from scheduler_core.lesson_catalog import LESSONS
+from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
 from scheduler_core.lesson_events import event_holds
 
 HERE = Path(__file__).parent
@@ -95,16 +95,20 @@ def test_every_beat_of_the_lesson_reads_at_both_sizes_and_says_what_is_shown(ser
     assert page.errors == []
 
 
-def test_the_claims_open_as_a_slide_and_leave_the_panels_alone(server, new_page):  # noqa: F811
-    """'What it proves' is a modal of its own: the panels keep their size behind it."""
-    page = open_page(new_page, f"{server.url}/?lesson=chunked-prefill", "projector", PROJECTOR)
+@pytest.mark.parametrize("name", ["chunked-prefill", "async-scheduling"])
+def test_the_claims_open_as_a_slide_and_leave_the_panels_alone(server, new_page, name):  # noqa: F811
+    """'What it proves' is a modal of its own: the panels keep their size behind it, and it opens
+    at its title even when its claims run past the screen (async-scheduling's, at 1280x720)."""
+    page = open_page(new_page, f"{server.url}/?lesson={name}", "projector", PROJECTOR)
     wait_for_dashboard(page)
     page.wait_for_function("window.servescope.narration.beats().length > 0", timeout=SEEK_MS)
     before = page.locator(".panel.batch").bounding_box()
     page.keyboard.press("w")
     page.locator("#claims-dialog").wait_for(state="visible")
-    assert page.locator("#claims-dialog li").count() == len(LESSONS[2].claims)
+    assert page.locator("#claims-dialog li").count() == len(LESSONS_BY_NAME[name].claims)
     assert page.locator(".panel.batch").bounding_box() == before
+    assert page.evaluate("document.querySelector('#claims-dialog').scrollTop") == 0
+    assert page.evaluate("document.activeElement.id") == "claims-title"
     check_layout(page, "claims slide", projector=True)
 
 

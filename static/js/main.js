@@ -30,7 +30,7 @@ if (params.get("theme") === "projector" || localStorage.getItem("servescope-them
 
 // Frames actually drawn (all, and those that showed a new state), and what receiving the state
 // costs, for benchmarks and for the curious (window.servescope).
-const stats = { frames: 0, stateFrames: 0, longestFrameMs: 0, panelMs: {}, states: 0, decodeMs: 0, applyMs: 0 };
+const stats = { frames: 0, stateFrames: 0, longestFrameMs: 0, longestFramePanelMs: {}, panelMs: {}, states: 0, decodeMs: 0, applyMs: 0 };
 const { send, takeState } = connect(store, {
   sessionId,
   token,
@@ -126,10 +126,13 @@ function toggleTheme() {
   store.dirty.add("all");
 }
 
+let framePanelMs = {}; // this frame's drawing time by panel: the slowest frame's is kept in `stats`
 function timed(name, draw) {
   const start = performance.now();
   draw();
-  stats.panelMs[name] = (stats.panelMs[name] || 0) + performance.now() - start;
+  const ms = performance.now() - start;
+  stats.panelMs[name] = (stats.panelMs[name] || 0) + ms;
+  framePanelMs[name] = (framePanelMs[name] || 0) + ms;
 }
 window.servescope = { store, send, stats, narration, stage };
 
@@ -176,7 +179,9 @@ function frame(now) {
     d.clear();
     stats.frames += 1;
     if (state) stats.stateFrames += 1;
-    stats.longestFrameMs = Math.max(stats.longestFrameMs, performance.now() - start);
+    const frameMs = performance.now() - start;
+    if (frameMs > stats.longestFrameMs) { stats.longestFrameMs = frameMs; stats.longestFramePanelMs = framePanelMs; }
+    framePanelMs = {};
   }
   requestAnimationFrame(frame);
 }

@@ -66,10 +66,12 @@ export function mount(el, store, { seek, canControl, stage, dialog }) {
     const arms = lesson.arms.map((arm) => arm === info.arm
       ? `<b class="pill on" aria-current="true">${arm} (this session)</b>`
       : `<a class="pill" href="/?lesson=${lesson.name}&arm=${encodeURIComponent(arm)}">${arm}</a>`).join(" ");
-    dialog.innerHTML = `<h2 id="claims-title">What it proves: ${lesson.title}</h2><p>${lesson.summary}</p>` +
+    dialog.innerHTML = `<h2 id="claims-title" tabindex="-1">What it proves: ${lesson.title}</h2><p>${lesson.summary}</p>` +
       `<div class="claims">${table}<ul>${claims}</ul></div>` +
       `<p>Open an arm in a new session: ${arms} · <a href="/compare?lesson=${lesson.name}">compare side by side</a></p>` +
       `<form method="dialog"><button class="primary">Close</button></form>`;
+    // The title is focusable so that the dialog focuses it on opening: the first link sits below the
+    // claims, and focusing it scrolled a long slide past its title at 1280x720.
     dialog.showModal();
     return true;
   }
