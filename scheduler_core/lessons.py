@@ -251,3 +251,13 @@ def comparison_table(lesson: Lesson, results: dict[str, ArmResult]) -> str:
 
 def evaluate(lesson: Lesson, results: dict[str, ArmResult]) -> list[tuple[bool, str]]:
     return [(bool(claim.check(results)), fill(claim.text, results)) for claim in lesson.claims]
+
+
+def claims_slide(lesson, results: dict) -> dict:
+    """What "What it proves" shows, for a lesson or a fleet lesson: each claim checked, and the table."""
+    return {
+        "claims": [{"holds": holds, "text": text} for holds, text in evaluate(lesson, results)],
+        "table": {"arms": list(results), "rows": [
+            {"label": label, "values": [format(results[arm].get(path), fmt) for arm in results]}
+            for label, path, fmt in lesson.columns]},
+    }

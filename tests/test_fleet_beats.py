@@ -197,3 +197,17 @@ def test_a_beat_names_a_known_moment():
     assert set(MOMENT_KINDS) >= {b.event for lesson in FLEET_LESSONS for b in lesson.beats} - {"opening", "end"}
     with pytest.raises(ValueError, match="unknown moment"):
         FleetBeat("first_preemption", "x", "y")
+
+
+@pytest.mark.parametrize("lesson, arm", ARMS, ids=[f"{lesson.name}:{arm}" for lesson, arm in ARMS])
+def test_the_fleet_view_gets_what_the_lesson_proves_checked_on_its_runs(runs, lesson, arm):
+    """The timeline carries the slide "What it proves" opens: every claim filled in and holding, and
+    the table of every arm, as the single-engine lessons' API gives them."""
+    timeline, _, _ = runs(lesson, arm)
+    slide = timeline["lesson"]
+    assert slide["summary"] == lesson.summary
+    assert [claim["holds"] for claim in slide["claims"]] == [True] * len(lesson.claims)
+    assert all("{" not in claim["text"] for claim in slide["claims"])
+    assert slide["table"]["arms"] == list(lesson.arms)
+    assert [row["label"] for row in slide["table"]["rows"]] == [label for label, _, _ in lesson.columns]
+

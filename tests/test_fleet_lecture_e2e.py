@@ -11,7 +11,7 @@ import pytest
 from tests.test_dashboard_e2e import CHROMIUM, browser, new_page, server  # noqa: F401
 from tests.test_lecture_e2e import NORMAL, PROJECTOR, axe_violations, check_layout, open_page, set_theme
 
-from scheduler_core.cluster.lessons import FLEET_LESSONS
+from scheduler_core.cluster.lessons import FLEET_LESSONS, FLEET_LESSONS_BY_NAME
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="browser tests need Debian's chromium at /usr/bin/chromium")
 ARMS = [(lesson.name, arm) for lesson in FLEET_LESSONS for arm in lesson.arms]
@@ -91,6 +91,24 @@ def test_every_beat_of_a_fleet_lesson_moves_the_fleet_to_its_moment(server, new_
     page.keyboard.press("p")
     at_frame(page, beats[-3]["frame"])
     assert page.evaluate("document.activeElement === document.body")  # keys go back to the page
+    assert page.errors == []
+
+
+@pytest.mark.parametrize("name", list(FLEET_LESSONS_BY_NAME))
+def test_w_opens_what_a_fleet_lesson_proves_at_its_title(server, new_page, name):  # noqa: F811
+    """As in the dashboard: the claims, each checked (all hold), and the table of every arm, as a
+    slide that opens at its title and reads at 1280x720 in the projector theme."""
+    lesson = FLEET_LESSONS_BY_NAME[name]
+    page = open_lesson(new_page, f"{server.url}/fleet?lesson={name}", "projector", PROJECTOR)
+    page.keyboard.press("w")
+    page.locator("#claims-dialog").wait_for(state="visible")
+    claims = page.locator("#claims-dialog li").all_inner_texts()
+    assert len(claims) == len(lesson.claims) and all(text.startswith("✔") for text in claims), claims
+    assert page.locator("#claims-dialog thead th").all_inner_texts() == ["measure", *lesson.arms]
+    assert page.evaluate("document.activeElement.id") == "claims-title"
+    check_layout(page, f"{name}: what it proves", projector=True)
+    page.keyboard.press("Escape")
+    page.locator("#claims-dialog").wait_for(state="hidden")
     assert page.errors == []
 
 

@@ -8,7 +8,7 @@ import json
 from fastapi import APIRouter, Header, HTTPException, Request, Response
 
 from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
-from scheduler_core.lessons import evaluate, story
+from scheduler_core.lessons import claims_slide, story
 from scheduler_core.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 
 from ..frames import finite
@@ -109,10 +109,7 @@ def lesson_detail(name: str, request: Request) -> dict:
         cache[name] = finite({
             "name": lesson.name, "title": lesson.title, "summary": lesson.summary, "arms": list(lesson.arms),
             "stories": {arm: story(lesson, arm, results) for arm in lesson.arms},
-            "claims": [{"holds": holds, "text": text} for holds, text in evaluate(lesson, results)],
-            "table": {"arms": list(results), "rows": [
-                {"label": label, "values": [format(results[arm].get(path), fmt) for arm in results]}
-                for label, path, fmt in lesson.columns]},
+            **claims_slide(lesson, results),
         })
     return cache[name]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from ..lessons import Claim, value_at
+from ..lessons import Claim, claims_slide, value_at
 from .fleet_metrics import fleet_report
 from .fleet_moments import FleetMoments
 from .fleet_story import FleetBeat, fleet_story
@@ -84,8 +84,8 @@ class FleetLesson:
                 other.run()
                 results[label] = FleetArmResult(label, fleet_report(other))
         story = fleet_story(self.beats, arm, self.scenario(arm), moments.finish(), results, timeline["frames"])
-        return {**timeline, "lesson": {"name": self.name, "title": self.title, "arm": arm, "arms": list(self.arms),
-                                       "beats": story}}
+        return {**timeline, "lesson": {"name": self.name, "title": self.title, "summary": self.summary, "arm": arm,
+                                       "arms": list(self.arms), "beats": story, **claims_slide(self, results)}}
 
 
 # Sixteen system prompts of 1,024 tokens (64 blocks each) over four replicas whose KV caches hold

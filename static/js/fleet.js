@@ -29,7 +29,8 @@ let timer = null;
 let presets = null;  // GET /api/presets: each preset's scenario, for the rate and request overrides
 
 const LESSONS = JSON.parse(document.body.dataset.lessons);
-const story = mountStory($("lesson"), { seek: (index) => { pause(); show(index); } });
+const LINK_NAMES = { nvlink: "NVLink", infiniband: "InfiniBand", ethernet: "Ethernet" };
+const story = mountStory($("lesson"), { seek: (index) => { pause(); show(index); }, dialog: $("claims-dialog") });
 
 async function fleetBody() {
   const choice = $("preset").value;
@@ -104,7 +105,7 @@ function summarise() {
     metric("router", r.router.policy),
   ];
   if (r.kv_transfer) {
-    parts.push(metric("KV moved", `${(r.kv_transfer.bytes / 1e9).toFixed(2)} GB over ${r.kv_transfer.link}`));
+    parts.push(metric("KV moved", `${(r.kv_transfer.bytes / 1e9).toFixed(2)} GB over ${LINK_NAMES[r.kv_transfer.link]}`));
     parts.push(metric("per transfer", fmtSeconds(r.kv_transfer.seconds_mean)));
   }
   $("summary").innerHTML = parts.join("");
@@ -275,7 +276,7 @@ $("theme").addEventListener("click", () => {
   show(frame);
 });
 // The dashboard's keys: Space plays, → and ← step, Home goes back to the start, N / P move
-// between a lesson's beats, T switches the theme.
+// between a lesson's beats, W opens what it proves, T switches the theme.
 document.addEventListener("keydown", (event) => {
   if (event.target.closest("input, select") || event.ctrlKey || event.metaKey || event.altKey) return;
   if ((event.key === " " || event.key === "Enter") && event.target.closest("button, a")) return;
@@ -287,6 +288,7 @@ document.addEventListener("keydown", (event) => {
     Home: () => { pause(); show(0); },
     n: story.next,
     p: story.prev,
+    w: story.openClaims,
   };
   const action = keys[event.key.length === 1 ? event.key.toLowerCase() : event.key];
   if (!action) return;

@@ -1,13 +1,16 @@
 // The caption bar of a fleet lesson: the story of this arm's run, one beat per fleet moment (the
 // opening, the first request routed, the first hit, the first KV transfer, ..., the end), each
 // bound to the frame taken at its instant and quoting that run's numbers. The beat shown is the
-// last one at or before the frame on screen; its buttons, N and P jump to a beat's frame.
+// last one at or before the frame on screen; its buttons, N and P jump to a beat's frame, and
+// "What it proves" (W) opens the lesson's claims and table as a slide of their own.
+
+import { openClaims as openSlide } from "./claims.js";
 
 const esc = (text) => String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 // A request's or a replica's name read from the back of a hall must not break at its hyphen.
 const unbroken = (html) => html.replace(/\b(?:req|replica|prefill|decode)-\d+/g, (id) => `<span class="id">${id}</span>`);
 
-export function mount(el, { seek }) {
+export function mount(el, { seek, dialog }) {
   let lesson = null;  // {title, summary} of the lesson picked, before its run arrives
   let story = null;   // the run's lesson: {title, arm, beats}
   let frames = [];
@@ -21,9 +24,18 @@ export function mount(el, { seek }) {
     if (action === "next" || action === "prev") move(action === "next" ? 1 : -1);
     if (action === "beat") jump(Number(button.dataset.index));
     button.blur(); // keys go back to the page
+    if (action === "claims") openClaims();
   });
 
   const beats = () => (story ? story.beats : []);
+
+  function openClaims() {
+    if (!story) return;
+    const arms = story.arms.map((arm) => arm === story.arm
+      ? `<b class="pill on" aria-current="true">${esc(arm)} (shown)</b>`
+      : `<a class="pill" href="/fleet?lesson=${encodeURIComponent(story.name)}&arm=${encodeURIComponent(arm)}">${esc(arm)}</a>`).join(" ");
+    openSlide(dialog, story, `Open another arm: ${arms}`);
+  }
 
   function current() {
     let index = 0;
@@ -81,8 +93,9 @@ export function mount(el, { seek }) {
       `<p class="beat-text"><b>${at + 1}/${list.length} ${esc(beat.title)}.</b> ${unbroken(esc(beat.text))}${away}</p></div>` +
       `<div class="nav"><button type="button" data-action="prev" title="Previous beat (P)" aria-label="Previous beat">◀</button>` +
       `<span class="beats" role="group" aria-label="Beats">${dots}</span>` +
-      `<button type="button" data-action="next" title="Next beat (N)" aria-label="Next beat">▶</button></div>`;
+      `<button type="button" data-action="next" title="Next beat (N)" aria-label="Next beat">▶</button>` +
+      `<button type="button" data-action="claims" title="The claims and the table, checked on the simulated numbers (W)">What it proves</button></div>`;
   }
 
-  return { pick, load, update, next: () => move(1), prev: () => move(-1), beats, current };
+  return { pick, load, update, next: () => move(1), prev: () => move(-1), beats, current, openClaims };
 }

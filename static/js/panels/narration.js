@@ -4,6 +4,7 @@
 // step; its buttons jump to each beat's step. A beat puts its panels on stage (projector theme),
 // and "What it proves" opens the claims and the table as a slide of their own.
 
+import { openClaims as openSlide } from "../claims.js";
 import { setProp } from "../writes.js";
 
 export function mount(el, store, { seek, canControl, stage, dialog }) {
@@ -59,20 +60,11 @@ export function mount(el, store, { seek, canControl, stage, dialog }) {
 
   function openClaims() {
     if (!lesson) return false;
-    const table = `<table><thead><tr><th scope="col">measure</th>${lesson.table.arms.map((a) => `<th scope="col">${a}</th>`).join("")}</tr></thead><tbody>` +
-      lesson.table.rows.map((row) => `<tr><th scope="row">${row.label}</th>${row.values.map((v) => `<td>${v}</td>`).join("")}</tr>`).join("") + "</tbody></table>";
-    const claims = lesson.claims.map((c) => `<li><span aria-hidden="true">${c.holds ? "✔" : "✘"}</span> ${c.holds ? "" : "<b>fails:</b> "}${c.text}</li>`).join("");
     const info = store.session.lesson;
     const arms = lesson.arms.map((arm) => arm === info.arm
       ? `<b class="pill on" aria-current="true">${arm} (this session)</b>`
       : `<a class="pill" href="/?lesson=${lesson.name}&arm=${encodeURIComponent(arm)}">${arm}</a>`).join(" ");
-    dialog.innerHTML = `<h2 id="claims-title" tabindex="-1">What it proves: ${lesson.title}</h2><p>${lesson.summary}</p>` +
-      `<div class="claims">${table}<ul>${claims}</ul></div>` +
-      `<p>Open an arm in a new session: ${arms} · <a href="/compare?lesson=${lesson.name}">compare side by side</a></p>` +
-      `<form method="dialog"><button class="primary">Close</button></form>`;
-    // The title is focusable so that the dialog focuses it on opening: the first link sits below the
-    // claims, and focusing it scrolled a long slide past its title at 1280x720.
-    dialog.showModal();
+    openSlide(dialog, lesson, `Open an arm in a new session: ${arms} · <a href="/compare?lesson=${lesson.name}">compare side by side</a>`);
     return true;
   }
 
