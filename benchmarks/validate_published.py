@@ -100,9 +100,10 @@ def nightly_70b_tp4(qps: float) -> dict:
     }
 
 
-NIGHTLY_ASSUMPTIONS = ("vLLM version not stated (2025 suite), so async scheduling off (vLLM's default before v0.14.0); ShareGPT lengths as lognormal (sigma 1.0) with the "
-                       "means the published throughputs imply (213 in / 214 out); PCIe between the 4 GPUs (no NVLink), "
-                       "so vLLM all-reduces with NCCL; vLLM's A100 defaults (2048-token budget, 256 seqs), utilization 0.9")
+NIGHTLY_ASSUMPTIONS = ("vLLM version not stated (2025 suite), so async scheduling off (vLLM's default before v0.14.0); "
+                       "ShareGPT lengths as lognormal (sigma 1.0) with the means the published throughputs imply "
+                       "(213 in / 214 out); PCIe between the 4 GPUs (no NVLink), so vLLM all-reduces with NCCL; "
+                       "vLLM's A100 defaults (2048-token budget, 256 seqs), utilization 0.9")
 
 
 def musgrave(concurrency: int) -> dict:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from .config import EngineConfig
 from .cost_model import CostModel
-from .host_time import NO_HOST_TIME, HostTime
 from .errors import ConfigError
 from .frozen_state import FrozenState
+from .host_time import NO_HOST_TIME, HostTime
 from .kv_cache_manager import cdiv
 from .metrics import SLO, MetricsCollector
 from .policies import make_scheduler

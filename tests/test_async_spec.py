@@ -30,7 +30,7 @@ def test_vllm_turns_async_scheduling_on_by_default_only_where_it_does():
     assert vllm_default_async_scheduling({"speculative_config": {"method": "eagle", "num_speculative_tokens": 3}}) is True
 
 
-def test_async_scheduling_hides_the_cpu_step_time_behind_the_gpu():
+def test_async_scheduling_hides_the_hosts_work_behind_the_gpu():
     """Same requests: with the host's per-step work overlapped, inter-token latency drops."""
     sync, overlapped = report(), report(async_scheduling=True)
     assert overlapped["tpot_s"]["mean"] < sync["tpot_s"]["mean"]
