@@ -121,6 +121,10 @@ def run_arm(label: str, sim: Simulation) -> ArmResult:
         # In the order the scheduler admitted them, which interleaves resumed and new requests.
         admitted_order.extend(c.request_id for c in record.scheduled if c.request_id in joined)
         for rid in record.finished:
+            if rid in record.preempted:
+                # Async scheduling: preempted by this pass's schedule while its prompt's step was in
+                # flight, which came back with its last token; its blocks went with the preemption.
+                continue
             admitted_order.remove(rid)
             if all(c.request_id != rid for c in record.scheduled):
                 result.late_releases += 1

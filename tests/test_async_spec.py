@@ -145,14 +145,16 @@ def test_the_cli_reports_a_bad_speculative_config_without_a_traceback(capsys):
 def test_lessons_pin_the_synchronous_loop_their_beats_and_claims_were_written_for():
     """vLLM's async default applies to `run`, `compare` and the dashboard's own scenarios; a lesson's
     arms (CLI, API and dashboard alike) run exactly as written, so its step counts do not move: the
-    synchronous loop, except the arms that ask for the async one: the async-scheduling lesson's, and the
-    speculative-decoding lesson's crowd, which runs as vLLM 0.33 would (async, but not for n-gram drafts)."""
+    synchronous loop, except the arms that ask for the async one: the async-scheduling lesson's, the
+    speculative-decoding lesson's crowd, which runs as vLLM 0.33 would (async, but not for n-gram drafts),
+    and the capacity lesson's, which runs at vLLM's defaults."""
     from scheduler_core.lesson_catalog import LESSONS
 
     asked = {(lesson.name, arm) for lesson in LESSONS for arm, data in lesson.arms.items()
              if data["engine"].get("async_scheduling")}
     assert asked == {("async-scheduling", "async"), ("async-scheduling", "async-crowd"),
-                     ("speculative-decoding", "eagle-3-crowd"), ("speculative-decoding", "no-drafts-crowd")}
+                     ("speculative-decoding", "eagle-3-crowd"), ("speculative-decoding", "no-drafts-crowd"),
+                     *(("capacity", arm) for arm in ("h100-defaults", "h100-fp8-kv", "h200-defaults"))}
     for lesson in LESSONS:
         for arm in lesson.arms:
             assert lesson.scenario(arm).engine.async_scheduling is ((lesson.name, arm) in asked), f"{lesson.name}:{arm}"
