@@ -181,10 +181,16 @@ class CostModel:
         )
         attention_s = smooth_max(kv_tokens_read * self._kv_s_per_token, attention_pairs * self._attention_s_per_pair, p)
         other_s = self._fixed_s + num_tokens * (self._activation_s_per_token + self._allreduce_s_per_token)
-        if self._pcie_all_reduce is not None:
-            other_s += 2 * self.model.layers * self._pcie_all_reduce.seconds(num_tokens * self.model.hidden * 2)
+        other_s += self._pcie_all_reduces_s(num_tokens)
         breakdown = {"linear": linear_s, "attention": attention_s, "other": other_s}
         return linear_s + attention_s + other_s, breakdown
+
+    def _pcie_all_reduces_s(self, num_tokens: int) -> float:
+        """A step's NCCL all-reduces over PCIe (two a layer, of the tokens' hidden states), where vLLM
+        runs them; NVLink's are in the fixed and per-token terms."""
+        if self._pcie_all_reduce is None:
+            return 0.0
+        return 2 * self.model.layers * self._pcie_all_reduce.seconds(num_tokens * self.model.hidden * 2)
 
     def draft_time(self, method: str, num_speculative_tokens: int, num_seqs: int) -> float:
         """Proposing K drafts for a batch. EAGLE/MTP heads are about one decoder layer run once per
@@ -195,7 +201,8 @@ class CostModel:
         m, eff = self.model, self.efficiency
         per_position = self._weight_s / m.layers + eff.layer_overhead_s + num_seqs * self._lm_head_s_per_seq
         if method == "draft_model":
-            per_position = 0.1 * (self._weight_s + self._fixed_s)
+            # A tenth of the target's step for a token: its weights and fixed latencies, all-reduces included.
+            per_position = 0.1 * (self._weight_s + self._fixed_s + self._pcie_all_reduces_s(1))
         return num_speculative_tokens * per_position
 
     def prefill_time(self, num_tokens: int, num_cached: int = 0) -> float:

@@ -234,6 +234,22 @@ def test_four_pcie_gpus_pay_nccl_for_each_of_the_two_all_reduces_per_layer():
     assert extra == pytest.approx(2 * model.layers * (nccl - custom))
 
 
+def test_a_draft_model_over_four_pcie_gpus_pays_its_share_of_their_all_reduces():
+    """A separate draft model costs a tenth of the target's step for a token per position: over PCIe
+    that step includes the NCCL all-reduces, which NVLink's fixed term holds instead."""
+    model, pcie = MODELS["llama-3.3-70b"], GPUS["a100-80g-pcie"]
+    nvlink = dataclasses.replace(pcie, nvlink_fully_connected=True)
+    latency = Efficiency().allreduce_latency_s
+    nccl = PcieAllReduce(4, pcie.interconnect_bandwidth, latency).seconds(model.hidden * 2)
+    custom_latency = 2 * model.layers * latency  # in the NVLink model's fixed term
+
+    extra = CostModel(model, pcie, tp=4).draft_time("draft_model", 3, 16) - \
+        CostModel(model, nvlink, tp=4).draft_time("draft_model", 3, 16)
+
+    assert extra == pytest.approx(3 * 0.1 * (2 * model.layers * nccl - custom_latency))
+    assert extra > 0
+
+
 def test_two_pcie_gpus_keep_the_custom_all_reduce_until_8_mib():
     """TP2 over PCIe costs what the custom kernel costs for decode-sized messages; a 2048-token
     prompt chunk (32 MiB per all-reduce for a 70B) goes to NCCL and costs more."""
