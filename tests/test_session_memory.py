@@ -11,7 +11,7 @@ from app.history import MAX_TIMELINE_ENTRIES, ChartHistory
 from app.live import LiveSession
 from app.session import EVENT_HISTORY, Session
 from app.settings import Settings
-from scheduler_core import lesson_catalog
+from scheduler_core.lessons_todays_engine import drafted as drafted_arm
 from scheduler_core.scenario import Scenario
 
 # Four clients, each sending long generations: many steps from few requests.
@@ -140,7 +140,7 @@ def test_a_session_stops_at_its_step_budget():
 def test_stepping_back_into_a_run_of_drafted_decodes_restores_its_timeline_exactly():
     """With speculative decoding a decode step schedules one token plus its drafts: a run cut short
     by a step back keeps the tokens its remaining steps scheduled, as if play had stopped there."""
-    drafted = Scenario.from_dict({**lesson_catalog.drafted("eagle3"), "name": "drafted"})
+    drafted = Scenario.from_dict({**drafted_arm("eagle3"), "name": "drafted"})
     stepped_back, fresh = Session("b", drafted, SETTINGS), Session("f", drafted, SETTINGS)
     stepped_back.advance(140)
     stepped_back.seek(107)  # not a checkpoint step: the replay stops inside decode runs

@@ -5,7 +5,7 @@ import pytest
 
 from app.session import Session
 from app.settings import Settings
-from scheduler_core import lesson_catalog
+from scheduler_core.lessons_todays_engine import drafted as drafted_arm
 from scheduler_core.scenario import Scenario
 
 from test_api import app_client, create, default_scenario, step_session
@@ -92,7 +92,7 @@ def test_request_history_lists_every_step_it_ran_with_the_blocks_it_held(stepped
 def test_a_drafted_request_s_history_gives_each_step_its_drafts_and_where_it_started():
     """With speculative decoding a decode step schedules one token and its drafts, and rejected
     drafts roll back: each history row says what that step scheduled and where it started."""
-    session = Session("d", Scenario.from_dict({**lesson_catalog.drafted("eagle3"), "name": "drafted"}), Settings())
+    session = Session("d", Scenario.from_dict({**drafted_arm("eagle3"), "name": "drafted"}), Settings())
     ran: dict[str, list] = {}
     for _ in range(120):
         records, _ = session.advance(1)
