@@ -8,6 +8,7 @@ from scheduler_core.config import EngineConfig, VllmCompat, vllm_default_async_s
 from scheduler_core.errors import ConfigError
 from scheduler_core.host_time import HostTime
 from scheduler_core.kv_cache_manager import KVCacheManager
+from scheduler_core.lessons import run_arm
 from scheduler_core.request import Request
 from scheduler_core.simulation import Simulation
 from scheduler_core.spec_decode import AcceptanceModel, SpeculativeConfig
@@ -178,3 +179,24 @@ def test_stepping_back_with_drafts_keeps_the_draft_counters_counting():
 
     assert stepped_back.metrics.report() == straight.metrics.report()
     assert straight.metrics.report()["spec_decode_num_drafts"] > 0
+
+
+def test_a_request_preempted_with_its_last_token_in_flight_finishes_and_the_lesson_bookkeeping_takes_it():
+    """Under async scheduling a pass's schedule can preempt a request whose prompt's step is still in
+    flight with its only token; that pass's update then finishes it (vLLM 0.33's `update_from_output`
+    stops it among its preempted requests). Its blocks went with the preemption: a lesson counts it
+    as neither running nor a late release."""
+    def simulation():
+        specs = [RequestSpec("r0", 0.005, unique_prompt(0, 30), 20), RequestSpec("r1", 0.001, unique_prompt(1, 23), 1),
+                 RequestSpec("r2", 0.005, unique_prompt(2, 17), 1), RequestSpec("r3", 0.002, unique_prompt(3, 9), 1)]
+        config = EngineConfig(num_gpu_blocks=5, max_num_seqs=8, max_num_batched_tokens=64, async_scheduling=True,
+                              enable_prefix_caching=False)
+        return Simulation(config, specs)
+
+    records = list(simulation().records())
+    both = [(r.step, rid) for r in records for rid in r.finished if rid in r.preempted]
+    assert both == [(5, "r2")]
+    late = sum(1 for r in records for rid in r.finished
+               if rid not in r.preempted and all(c.request_id != rid for c in r.scheduled))
+    result = run_arm("async", simulation())
+    assert result.report["num_requests"] == 4 and result.late_releases == late
