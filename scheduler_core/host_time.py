@@ -9,7 +9,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class HostTime:
     """Seconds of CPU work per engine step of vLLM's V1 engine (scheduling, input preparation,
-    output processing), as a fixed part and a part per scheduled request.
+    output processing), per scheduled request: the measurement below finds no fixed part.
 
     The default is measured, not fitted: vLLM PR #23914 (github.com/vllm-project/vllm/pull/23914,
     A100, TP 2, offline, August 2025) ran the same batches with and without overlapping the
@@ -21,17 +21,14 @@ class HostTime:
     (`tools/vllm_recorder/time_scheduler.py`): the same order, on a slower host.
     """
 
-    per_step_s: float = 0.0
     per_request_s: float = 12.8e-6
 
     def seconds(self, num_scheduled_reqs: int) -> float:
         """The host's work for a step that schedules this many requests (none for an idle pass)."""
-        if not num_scheduled_reqs:
-            return 0.0
-        return self.per_step_s + self.per_request_s * num_scheduled_reqs
+        return self.per_request_s * num_scheduled_reqs
 
 
 # The V0 engine and the static-batching baseline are modelled on the GPU's time alone: V0's host
 # time is several times V1's (its 1-step against 10-step figures in benchmarks/validate_published.py)
 # and no measurement of it per request was found.
-NO_HOST_TIME = HostTime(0.0, 0.0)
+NO_HOST_TIME = HostTime(0.0)

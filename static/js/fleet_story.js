@@ -5,8 +5,8 @@
 // "What it proves" (W) opens the lesson's claims and table as a slide of their own.
 
 import { openClaims as openSlide } from "./claims.js";
+import { esc } from "./why_words.js";
 
-const esc = (text) => String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 // A request's or a replica's name read from the back of a hall must not break at its hyphen.
 const unbroken = (html) => html.replace(/\b(?:req|replica|prefill|decode)-\d+/g, (id) => `<span class="id">${id}</span>`);
 
