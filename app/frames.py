@@ -15,9 +15,9 @@ from array import array
 from collections.abc import Iterable
 from itertools import islice
 
-from scheduler_core.request import Request
-from scheduler_core.simulation import Simulation
-from scheduler_core.step_record import StepRecord
+from scheduler_core.engine.request import Request
+from scheduler_core.sim.simulation import Simulation
+from scheduler_core.engine.step_record import StepRecord
 
 from . import wire
 

@@ -14,7 +14,7 @@ import time
 import uuid
 
 from scheduler_core.errors import ConfigError
-from scheduler_core.scenario import Scenario
+from scheduler_core.scenario.scenario import Scenario
 
 from .frames import PROTOCOL_VERSION, Delta
 from .session import Breakpoint, Session

@@ -14,9 +14,9 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from scheduler_core.config import EngineConfig
+from scheduler_core.engine.config import EngineConfig
 from scheduler_core.errors import ConfigError
-from scheduler_core.workload import WorkloadConfig
+from scheduler_core.workload.workload import WorkloadConfig
 
 from .guards import HostPolicy, RequestGuard
 from .live import SessionManager

@@ -9,8 +9,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from scheduler_core.bounds import ENGINE_BOUNDS, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SCENARIO_BOUNDS, WORKLOAD_BOUNDS
-from scheduler_core.engine_args import KV_CACHE_DTYPES
-from scheduler_core.presets import GPUS, MODELS
+from scheduler_core.scenario.engine_args import KV_CACHE_DTYPES
+from scheduler_core.timing.presets import GPUS, MODELS
 
 
 class Strict(BaseModel):

@@ -11,7 +11,7 @@ import asyncio
 import copy
 from collections import OrderedDict
 
-from scheduler_core.decision_trace import traced_record
+from scheduler_core.engine.decision_trace import traced_record
 
 from .frames import finite, record_view
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler_core.replay import replay, write_log  # noqa: E402
-from scheduler_core.workload import lognormal_length, unique_prompt  # noqa: E402
+from scheduler_core.sim.replay import replay, write_log  # noqa: E402
+from scheduler_core.workload.workload import lognormal_length, unique_prompt  # noqa: E402
 
 
 def large_trace(num_requests: int, prefix_caching: bool, seed: int = 0) -> dict:

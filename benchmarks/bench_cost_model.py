@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler_core.calibration import fit, measured_steps, relative_errors, summarize  # noqa: E402
-from scheduler_core.cost_model import Efficiency  # noqa: E402
+from scheduler_core.timing.calibration import fit, measured_steps, relative_errors, summarize  # noqa: E402
+from scheduler_core.timing.cost_model import Efficiency  # noqa: E402
 
 
 def line(label: str, errors: list[float]) -> str:

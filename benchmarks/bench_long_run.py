@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler_core.scenario import Scenario  # noqa: E402
+from scheduler_core.scenario.scenario import Scenario  # noqa: E402
 
 
 def rss_mib() -> float:

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.session import Session  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from scheduler_core.scenario import Scenario  # noqa: E402
+from scheduler_core.scenario.scenario import Scenario  # noqa: E402
 
 SCENARIO = {
     "name": "bench-256-running",

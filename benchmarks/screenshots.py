@@ -143,7 +143,7 @@ def main() -> None:
     parser.add_argument("--lesson", action="append", help="only this lesson's beats (repeatable); default: every lesson")
     parser.add_argument("--no-dashboard", action="store_true", help="skip the two dashboard pictures")
     args = parser.parse_args()
-    from scheduler_core.lesson_catalog import LESSONS_BY_NAME
+    from scheduler_core.lessons.catalog import LESSONS_BY_NAME
     with serving() as base_url, chromium() as browser:
         if not args.no_dashboard:
             for theme in THEMES:

@@ -78,7 +78,7 @@ def main() -> None:
     parser.add_argument("--normal", type=Path, help="also shoot the beats at 1920x1080 in the normal theme, into this directory")
     args = parser.parse_args()
     out = args.out.resolve()
-    from scheduler_core.cluster.lessons import FLEET_LESSONS_BY_NAME
+    from scheduler_core.lessons.fleet import FLEET_LESSONS_BY_NAME
     with serving() as base_url, chromium() as browser:
         if not args.no_pages:
             for theme, width, height, suffix in SHOTS:

@@ -8,15 +8,15 @@ Pure Python, standard library only; usable headless:
         print(record.step, record.num_batched_tokens, record.kv_usage)
 """
 
-from .config import VLLM_PROFILES, EngineConfig, VllmCompat
-from .cost_model import CostModel, Efficiency, GpuSpec, ModelSpec
+from .engine.config import VLLM_PROFILES, EngineConfig, VllmCompat
+from .timing.cost_model import CostModel, Efficiency, GpuSpec, ModelSpec
 from .errors import ConfigError
-from .policies import SCHEDULERS, make_scheduler
-from .request import Request, RequestStatus
-from .scheduler import Scheduler, SchedulerError, SchedulerOutput
-from .simulation import Simulation, SimulationStalled, SimulationState
-from .step_record import ScheduledChunk, StepRecord
-from .workload import RequestSpec, synthetic_workload
+from .engine.policies import SCHEDULERS, make_scheduler
+from .engine.request import Request, RequestStatus
+from .engine.scheduler import Scheduler, SchedulerError, SchedulerOutput
+from .sim.simulation import Simulation, SimulationStalled, SimulationState
+from .engine.step_record import ScheduledChunk, StepRecord
+from .workload.workload import RequestSpec, synthetic_workload
 
 __all__ = [
     "VLLM_PROFILES",

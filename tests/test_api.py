@@ -17,9 +17,9 @@ from app.frames import finite
 from app.main import create_app
 from app.schemas import CompatModel, EngineModel, WorkloadModel
 from app.settings import Settings
-from scheduler_core.config import EngineConfig, VllmCompat
-from scheduler_core.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
-from scheduler_core.workload import WorkloadConfig
+from scheduler_core.engine.config import EngineConfig, VllmCompat
+from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
+from scheduler_core.workload.workload import WorkloadConfig
 
 # Every field of a scenario given explicitly, none of them at its default.
 FULL_SCENARIO = {

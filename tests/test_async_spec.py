@@ -3,16 +3,16 @@ metrics and the knobs' validation."""
 
 import pytest
 
-from scheduler_core.cli import main
-from scheduler_core.config import EngineConfig, VllmCompat, vllm_default_async_scheduling
+from scheduler_core.cli.main import main
+from scheduler_core.engine.config import EngineConfig, VllmCompat, vllm_default_async_scheduling
 from scheduler_core.errors import ConfigError
-from scheduler_core.host_time import HostTime
-from scheduler_core.kv_cache_manager import KVCacheManager
-from scheduler_core.lessons import run_arm
-from scheduler_core.request import Request
-from scheduler_core.simulation import Simulation
-from scheduler_core.spec_decode import AcceptanceModel, SpeculativeConfig
-from scheduler_core.workload import RequestSpec, synthetic_workload, unique_prompt
+from scheduler_core.timing.host_time import HostTime
+from scheduler_core.engine.kv_cache_manager import KVCacheManager
+from scheduler_core.lessons.framework import run_arm
+from scheduler_core.engine.request import Request
+from scheduler_core.sim.simulation import Simulation
+from scheduler_core.engine.spec_decode import AcceptanceModel, SpeculativeConfig
+from scheduler_core.workload.workload import RequestSpec, synthetic_workload, unique_prompt
 
 
 def report(**engine):
@@ -149,7 +149,7 @@ def test_lessons_pin_the_synchronous_loop_their_beats_and_claims_were_written_fo
     synchronous loop, except the arms that ask for the async one: the async-scheduling lesson's, the
     speculative-decoding lesson's crowd, which runs as vLLM 0.33 would (async, but not for n-gram drafts),
     and the capacity lesson's, which runs at vLLM's defaults."""
-    from scheduler_core.lesson_catalog import LESSONS
+    from scheduler_core.lessons.catalog import LESSONS
 
     asked = {(lesson.name, arm) for lesson in LESSONS for arm, data in lesson.arms.items()
              if data["engine"].get("async_scheduling")}

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler_core.block_pool import NULL_BLOCK_ID, BlockPool
+from scheduler_core.engine.block_pool import NULL_BLOCK_ID, BlockPool
 
 
 class Operation(NamedTuple):

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from scheduler_core.cli import main
-from scheduler_core.scenario import PRESET_SCENARIOS
+from scheduler_core.cli.main import main
+from scheduler_core.scenario.scenario import PRESET_SCENARIOS
 
 LATENCY_KEYS = ("ttft_s", "tpot_s", "itl_s", "e2e_s", "queue_s")
 SUMMARY_KEYS = {"mean", "p50", "p90", "p95", "p99"}

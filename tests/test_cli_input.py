@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from scheduler_core.cli import main
+from scheduler_core.cli.main import main
 
 
 def cli_error(capsys, argv) -> str:
@@ -98,7 +98,7 @@ def test_a_replay_trace_at_a_fifo_is_refused(tmp_path, capsys):
 
 
 def test_a_trace_larger_than_the_budget_is_refused_unread(tmp_path, capsys, monkeypatch):
-    import scheduler_core.traces as traces
+    import scheduler_core.workload.traces as traces
 
     monkeypatch.setattr(traces, "MAX_TRACE_BYTES", 64)
     path = tmp_path / "big.csv"

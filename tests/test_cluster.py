@@ -5,12 +5,12 @@ import pytest
 
 from scheduler_core.cluster import Cluster, Replica, Router, fleet_report
 from scheduler_core.cluster.scenario import ClusterScenario
-from scheduler_core.config import EngineConfig
+from scheduler_core.engine.config import EngineConfig
 from scheduler_core.errors import ConfigError
-from scheduler_core.metrics import SLO
-from scheduler_core.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
-from scheduler_core.simulation import Simulation
-from scheduler_core.workload import RequestSpec, unique_prompt
+from scheduler_core.sim.metrics import SLO
+from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
+from scheduler_core.sim.simulation import Simulation
+from scheduler_core.workload.workload import RequestSpec, unique_prompt
 
 CONFIG = EngineConfig(num_gpu_blocks=400, max_num_seqs=16, max_num_batched_tokens=256, max_model_len=2048)
 
@@ -165,7 +165,7 @@ def test_cluster_settings_are_checked_by_name():
 def test_servescope_run_takes_a_cluster_scenario(tmp_path, capsys):
     import json
 
-    from scheduler_core.cli import main
+    from scheduler_core.cli.main import main
 
     path = tmp_path / "fleet.toml"
     path.write_text('model = "llama-3.1-8b"\n[engine]\nnum_gpu_blocks = 600\n'
@@ -203,7 +203,7 @@ def test_a_replica_alone_repeats_its_part_of_the_fleet():
 
 
 def test_fleet_timeline_frames_stay_within_budget():
-    from scheduler_core.cluster.timeline import fleet_timeline
+    from scheduler_core.lessons.fleet_timeline import fleet_timeline
 
     timeline = fleet_timeline(fleet_scenario("round-robin").build(), max_frames=40, num_cells=50)
     assert len(timeline["frames"]) <= 42

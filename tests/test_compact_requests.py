@@ -8,11 +8,11 @@ from array import array
 
 import pytest
 
-from scheduler_core.config import EngineConfig
-from scheduler_core.prompt import Prompt
-from scheduler_core.request import Request
-from scheduler_core.simulation import Simulation
-from scheduler_core.workload import WorkloadConfig, build_workload
+from scheduler_core.engine.config import EngineConfig
+from scheduler_core.engine.prompt import Prompt
+from scheduler_core.engine.request import Request
+from scheduler_core.sim.simulation import Simulation
+from scheduler_core.workload.workload import WorkloadConfig, build_workload
 
 
 def traced_bytes(make):

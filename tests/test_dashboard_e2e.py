@@ -27,7 +27,7 @@ from app.main import create_app, uvicorn_options  # noqa: E402
 from app.routes.api import scenario_from  # noqa: E402
 from app.schemas import SessionCreate  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from scheduler_core.scenario import PRESET_SCENARIOS, Scenario  # noqa: E402
+from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario  # noqa: E402
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler_core import decision_trace as why
-from scheduler_core.decision_trace import DecisionTrace
-from scheduler_core.replay import engine_config_from_trace, load_trace, replay
-from scheduler_core.spec_decode import SpeculativeConfig
+from scheduler_core.engine import decision_trace as why
+from scheduler_core.engine.decision_trace import DecisionTrace
+from scheduler_core.sim.replay import engine_config_from_trace, load_trace, replay
+from scheduler_core.engine.spec_decode import SpeculativeConfig
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -176,7 +176,7 @@ def check_blocks(line, d, where):
 
 def test_the_trace_is_off_unless_asked():
     trace_file = load_trace(FIXTURES / "vllm_oracle" / "trace_b_tight_preempt.json.gz")
-    from scheduler_core.policies.vllm_v1 import VllmV1Scheduler
+    from scheduler_core.engine.policies.vllm_v1 import VllmV1Scheduler
 
     scheduler = VllmV1Scheduler(engine_config_from_trace(trace_file))
     assert scheduler.decision_trace is None and scheduler.kv_cache_manager.decision_trace is None
@@ -187,9 +187,9 @@ def test_the_trace_is_off_unless_asked():
 def test_every_policy_names_the_victim_of_each_preemption(policy, preemption_mode):
     """Under memory pressure, every preempted request of every policy has its victim entry and its
     freed blocks, and the free-block count follows from the step's block diff."""
-    from scheduler_core.config import EngineConfig
-    from scheduler_core.simulation import Simulation
-    from scheduler_core.workload import synthetic_workload
+    from scheduler_core.engine.config import EngineConfig
+    from scheduler_core.sim.simulation import Simulation
+    from scheduler_core.workload.workload import synthetic_workload
 
     config = EngineConfig(num_gpu_blocks=160, max_num_seqs=16, max_num_batched_tokens=1024, max_model_len=1024,
                           policy=policy, preemption_mode=preemption_mode, num_cpu_blocks=64)

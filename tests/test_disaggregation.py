@@ -5,12 +5,12 @@ import pytest
 
 from scheduler_core.cluster import LINKS, Cluster, fleet_report, kv_transfer_cost
 from scheduler_core.cluster.scenario import ClusterScenario
-from scheduler_core.config import EngineConfig
-from scheduler_core.cost_model import CostModel
-from scheduler_core.host_time import HostTime
-from scheduler_core.presets import GPUS, MODELS
-from scheduler_core.simulation import Simulation
-from scheduler_core.workload import RequestSpec, unique_prompt
+from scheduler_core.engine.config import EngineConfig
+from scheduler_core.timing.cost_model import CostModel
+from scheduler_core.timing.host_time import HostTime
+from scheduler_core.timing.presets import GPUS, MODELS
+from scheduler_core.sim.simulation import Simulation
+from scheduler_core.workload.workload import RequestSpec, unique_prompt
 
 MODEL = MODELS["llama-3.1-8b"]
 PREFILL_COST = CostModel(MODEL, GPUS["h100-sxm"], tp=2)

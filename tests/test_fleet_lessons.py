@@ -5,9 +5,9 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from scheduler_core.cli import main
-from scheduler_core.cluster.lessons import FLEET_LESSONS
-from scheduler_core.lessons import evaluate
+from scheduler_core.cli.main import main
+from scheduler_core.lessons.fleet import FLEET_LESSONS
+from scheduler_core.lessons.framework import evaluate
 
 
 @pytest.mark.parametrize("lesson", FLEET_LESSONS, ids=lambda lesson: lesson.name)

@@ -1,6 +1,6 @@
 """Properties of the KV cache managers under random request lifecycles.
 
-`Lifecycle` drives a KVCacheManager the way scheduler_core/policies/vllm_v1.py does: admit a
+`Lifecycle` drives a KVCacheManager the way scheduler_core/engine/policies/vllm_v1.py does: admit a
 waiting request (prefix-cache lookup, then allocate_slots with the hit blocks), schedule a chunk
 of a running one, sample a token once its context is computed, and free a request when it
 finishes or is preempted (by recompute, or by swapping out and later back in). Prompts come from
@@ -21,10 +21,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler_core.block_pool import NULL_BLOCK_ID, BlockPool
-from scheduler_core.contiguous import ContiguousKVCacheManager
-from scheduler_core.kv_cache_manager import KVCacheManager, cdiv
-from scheduler_core.request import Request
+from scheduler_core.engine.block_pool import NULL_BLOCK_ID, BlockPool
+from scheduler_core.engine.contiguous import ContiguousKVCacheManager
+from scheduler_core.engine.kv_cache_manager import KVCacheManager, cdiv
+from scheduler_core.engine.request import Request
 
 PROPERTY = settings(max_examples=100, deadline=None)
 

@@ -7,10 +7,10 @@ the same runs, so a change that breaks one fails here rather than misleading a l
 import pytest
 
 from app.frames import record_view
-from scheduler_core.cli import main
-from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
-from scheduler_core.lesson_events import event_holds
-from scheduler_core.lessons import PANELS, evaluate, fill, story
+from scheduler_core.cli.main import main
+from scheduler_core.lessons.catalog import LESSONS, LESSONS_BY_NAME
+from scheduler_core.lessons.events import event_holds
+from scheduler_core.lessons.framework import PANELS, evaluate, fill, story
 
 
 @pytest.fixture(scope="module")

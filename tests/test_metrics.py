@@ -9,11 +9,11 @@ import statistics
 
 import pytest
 
-from scheduler_core.config import EngineConfig
-from scheduler_core.metrics import SLO, MetricsCollector, StreamingHistogram
-from scheduler_core.request import Request
-from scheduler_core.simulation import Simulation
-from scheduler_core.workload import synthetic_workload
+from scheduler_core.engine.config import EngineConfig
+from scheduler_core.sim.metrics import SLO, MetricsCollector, StreamingHistogram
+from scheduler_core.engine.request import Request
+from scheduler_core.sim.simulation import Simulation
+from scheduler_core.workload.workload import synthetic_workload
 
 LATENCY_KEYS = ("ttft_s", "tpot_s", "itl_s", "e2e_s", "queue_s")
 SUMMARY_KEYS = {"mean", "p50", "p90", "p95", "p99"}

@@ -1,11 +1,11 @@
 """The other policies and options: vLLM V0's prefill-first loop, static batching, swap preemption,
 and the contiguous (pre-PagedAttention) allocator, each checked through a whole `Simulation`."""
 
-from scheduler_core.config import EngineConfig
-from scheduler_core.kv_cache_manager import cdiv
-from scheduler_core.request import RequestStatus
-from scheduler_core.simulation import Simulation
-from scheduler_core.workload import RequestSpec, synthetic_workload, unique_prompt
+from scheduler_core.engine.config import EngineConfig
+from scheduler_core.engine.kv_cache_manager import cdiv
+from scheduler_core.engine.request import RequestStatus
+from scheduler_core.sim.simulation import Simulation
+from scheduler_core.workload.workload import RequestSpec, synthetic_workload, unique_prompt
 
 
 def spec(index, num_prompt_tokens, max_tokens, arrival_time=0.0):

@@ -15,7 +15,7 @@ from app.main import create_app
 from app.session import EVENT_HISTORY
 from app.viewer import MAX_UNACKED_FRAMES
 from app.settings import Settings
-from scheduler_core.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
+from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 
 # Tight on KV blocks, with shared system prompts: prefix-cache hits from step 5, the pool 90% full
 # by step 22, first finish at step 28, preemptions from step 220, done after 588 steps (600 engine

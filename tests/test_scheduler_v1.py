@@ -1,5 +1,5 @@
 """The vllm-v1 policy, one rule per test: docs/vllm-reference.md's "One V1 scheduling step" and
-"KV cache manager and block pool", driven step by step the way scheduler_core/replay.py does.
+"KV cache manager and block pool", driven step by step the way scheduler_core/sim/replay.py does.
 
 Pools are tiny (blocks of 4 tokens, a handful of blocks) so each test can say exactly which
 request needs which block in which step.
@@ -9,9 +9,9 @@ import itertools
 
 import pytest
 
-from scheduler_core.config import EngineConfig, VllmCompat
-from scheduler_core.policies import VllmV1Scheduler
-from scheduler_core.request import Request, RequestStatus
+from scheduler_core.engine.config import EngineConfig, VllmCompat
+from scheduler_core.engine.policies import VllmV1Scheduler
+from scheduler_core.engine.request import Request, RequestStatus
 
 BLOCK_SIZE = 4
 _token_offsets = itertools.count(1)

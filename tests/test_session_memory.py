@@ -11,8 +11,8 @@ from app.history import MAX_TIMELINE_ENTRIES, ChartHistory
 from app.live import LiveSession
 from app.session import EVENT_HISTORY, Session
 from app.settings import Settings
-from scheduler_core.lessons_todays_engine import drafted as drafted_arm
-from scheduler_core.scenario import Scenario
+from scheduler_core.lessons.todays_engine import drafted as drafted_arm
+from scheduler_core.scenario.scenario import Scenario
 
 # Four clients, each sending long generations: many steps from few requests.
 LONG = Scenario.from_dict({

@@ -5,10 +5,10 @@ import gc
 
 import pytest
 
-from scheduler_core.config import EngineConfig
+from scheduler_core.engine.config import EngineConfig
 from scheduler_core.errors import ConfigError
-from scheduler_core.simulation import Simulation
-from scheduler_core.workload import RequestSpec, synthetic_workload, unique_prompt
+from scheduler_core.sim.simulation import Simulation
+from scheduler_core.workload.workload import RequestSpec, synthetic_workload, unique_prompt
 
 # Tight enough for preemptions, with shared system prompts for prefix-cache hits.
 CONFIG = EngineConfig(num_gpu_blocks=160, max_num_seqs=16, max_num_batched_tokens=256, max_model_len=2048)

@@ -10,7 +10,7 @@ import pytest
 
 import app.cli
 from app.ray_sweep import run_ray
-from scheduler_core.cli import build_parser
+from scheduler_core.cli.main import build_parser
 from scheduler_core.errors import ConfigError
 from scheduler_core.sweep import Sweep, cheapest_meeting_slo, run_processes, run_serial, run_sweep
 from scheduler_core.sweep.grid import build_run

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler_core.config import EngineConfig
+from scheduler_core.engine.config import EngineConfig
 from scheduler_core.errors import ConfigError
-from scheduler_core.simulation import Simulation
-from scheduler_core.traces import load_trace_workload
+from scheduler_core.sim.simulation import Simulation
+from scheduler_core.workload.traces import load_trace_workload
 
 AZURE_HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens"
 REPO = Path(__file__).resolve().parents[1]

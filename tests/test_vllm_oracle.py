@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler_core.cli import main
-from scheduler_core.config import VllmCompat
-from scheduler_core.replay import load_trace, replay
-from scheduler_core.spec_decode import SpeculativeConfig
+from scheduler_core.cli.main import main
+from scheduler_core.engine.config import VllmCompat
+from scheduler_core.sim.replay import load_trace, replay
+from scheduler_core.engine.spec_decode import SpeculativeConfig
 
 ORACLE = Path(__file__).parent / "fixtures" / "vllm_oracle"
 MORE = Path(__file__).parent / "fixtures" / "vllm_oracle_more"

@@ -5,8 +5,8 @@ import pytest
 
 from app.session import Session
 from app.settings import Settings
-from scheduler_core.lessons_todays_engine import drafted as drafted_arm
-from scheduler_core.scenario import Scenario
+from scheduler_core.lessons.todays_engine import drafted as drafted_arm
+from scheduler_core.scenario.scenario import Scenario
 
 from test_api import app_client, create, default_scenario, step_session
 

@@ -7,10 +7,10 @@ import statistics
 
 import pytest
 
-from scheduler_core.config import EngineConfig
+from scheduler_core.engine.config import EngineConfig
 from scheduler_core.errors import ConfigError
-from scheduler_core.simulation import Simulation
-from scheduler_core.workload import NAMED_LENGTHS, WorkloadConfig, build_workload
+from scheduler_core.sim.simulation import Simulation
+from scheduler_core.workload.workload import NAMED_LENGTHS, WorkloadConfig, build_workload
 
 
 def arrivals(**settings):

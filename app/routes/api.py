@@ -7,9 +7,9 @@ import json
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response
 
-from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
-from scheduler_core.lessons import claims_slide, story
-from scheduler_core.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
+from scheduler_core.lessons.catalog import LESSONS, LESSONS_BY_NAME
+from scheduler_core.lessons.framework import claims_slide, story
+from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 
 from ..frames import finite
 from ..live import LiveSession, SessionManager

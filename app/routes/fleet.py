@@ -15,11 +15,11 @@ from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from scheduler_core.cluster.lessons import FLEET_LESSONS_BY_NAME
+from scheduler_core.lessons.fleet import FLEET_LESSONS_BY_NAME
 from scheduler_core.cluster.replica_view import ReplicaScenario
 from scheduler_core.errors import ConfigError
 from scheduler_core.cluster.scenario import ClusterScenario
-from scheduler_core.scenario import PRESET_SCENARIOS
+from scheduler_core.scenario.scenario import PRESET_SCENARIOS
 from scheduler_core.sweep import Sweep
 from scheduler_core.sweep.grid import build_run
 

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from scheduler_core.metrics import StreamingHistogram
+from scheduler_core.sim.metrics import StreamingHistogram
 
 from .api import client_of
 

@@ -12,8 +12,8 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
-from scheduler_core.lesson_catalog import LESSONS, LESSONS_BY_NAME
-from scheduler_core.scenario import PRESET_SCENARIOS, apply_assignments, parse_assignment
+from scheduler_core.lessons.catalog import LESSONS, LESSONS_BY_NAME
+from scheduler_core.scenario.scenario import PRESET_SCENARIOS, apply_assignments, parse_assignment
 
 from ..schemas import SessionCreate
 from .api import lesson_arm, manager_of, scenario_from

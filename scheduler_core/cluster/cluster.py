@@ -20,10 +20,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..request import Request
-from ..simulation import Simulation
-from ..step_record import StepRecord
-from ..workload import RequestSpec, Workload
+from ..engine.request import Request
+from ..sim.simulation import Simulation
+from ..engine.step_record import StepRecord
+from ..workload.workload import RequestSpec, Workload
 from .kv_transfer import KVLink, KVTransferCost, kv_transfer_cost
 from .replica import Replica
 from .router import Router

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ..metrics import MetricsCollector, StreamingHistogram
+from ..sim.metrics import MetricsCollector, StreamingHistogram
 from .cluster import Cluster
 
 LATENCIES = ("ttft", "tpot", "itl", "e2e", "queue")

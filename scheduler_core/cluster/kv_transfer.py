@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cost_model import ModelSpec
+from ..timing.cost_model import ModelSpec
 from ..errors import ConfigError
-from ..kv_cache_manager import cdiv
+from ..engine.kv_cache_manager import cdiv
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..request import Request
-from ..simulation import Simulation
+from ..engine.request import Request
+from ..sim.simulation import Simulation
 
 # What a replica does in a fleet: serve whole requests, or only one side of a disaggregated split.
 ROLES = ("colocated", "prefill", "decode")

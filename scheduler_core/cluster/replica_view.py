@@ -12,8 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..scenario import Scenario
-from ..workload import RequestSpec, Workload
+from ..scenario.scenario import Scenario
+from ..workload.workload import RequestSpec, Workload
 from .scenario import ClusterScenario
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 
 from ..errors import ConfigError
-from ..request import Request
-from ..workload import RequestSpec
+from ..engine.request import Request
+from ..workload.workload import RequestSpec
 from .replica import Replica
 
 ROUTER_POLICIES = ("round-robin", "least-requests", "least-kv", "prefix-aware", "session-affinity")

@@ -24,9 +24,9 @@ import copy
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..metrics import SLO
-from ..scenario import BATCH_LIMITS, Scenario, vllm_batch_defaults
-from ..simulation import Simulation
+from ..sim.metrics import SLO
+from ..scenario.scenario import BATCH_LIMITS, Scenario, vllm_batch_defaults
+from ..sim.simulation import Simulation
 from .cluster import Cluster
 from .kv_transfer import LINKS, resolve_link
 from .router import ROUTER_POLICIES, Router

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..cluster.scenario import ClusterScenario
 from ..errors import ConfigError
-from ..scenario import Scenario, with_vllm_defaults
+from ..scenario.scenario import Scenario, with_vllm_defaults
 
 # Beyond this many points a sweep is a mistake more often than a plan.
 MAX_POINTS = 10_000

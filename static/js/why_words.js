@@ -1,4 +1,4 @@
-// The decision trace in plain words. The server sends data (scheduler_core/decision_trace.py);
+// The decision trace in plain words. The server sends data (scheduler_core/engine/decision_trace.py);
 // every number in these sentences is a field of it or of the step's record.
 
 import { fmtInt } from "./colors.js";

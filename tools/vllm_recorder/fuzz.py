@@ -22,8 +22,8 @@ from pathlib import Path
 from record import record_lines
 
 from scheduler_core.errors import ConfigError  # record.py put this checkout on the path
-from scheduler_core.replay import replay
-from scheduler_core.simulation import SimulationStalled
+from scheduler_core.sim.replay import replay
+from scheduler_core.sim.simulation import SimulationStalled
 
 
 def random_trace(rng: random.Random, max_blocks: int) -> dict:

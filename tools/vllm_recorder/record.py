@@ -37,7 +37,7 @@ from vllm.v1.structured_output import StructuredOutputManager
 # The acceptance draw is servescope's own (standard library only): the recorder and the simulator
 # share one implementation, so their drafts can never be accepted differently.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from scheduler_core.spec_decode import AcceptanceModel, SpeculativeConfig  # noqa: E402
+from scheduler_core.engine.spec_decode import AcceptanceModel, SpeculativeConfig  # noqa: E402
 
 SAMPLED_TOKEN_ID = 1
 DRAFT_TOKEN_ID = 1

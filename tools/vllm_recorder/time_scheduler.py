@@ -7,7 +7,7 @@ Run with the recorder's venv (README.md), never the project's own:
     nice -n 10 /tmp/vllm-venv/bin/python tools/vllm_recorder/time_scheduler.py [--batch-sizes 1 8 32 64 128 256]
 
 Prints the median microseconds per step for each batch size and a least-squares line
-(fixed + per request). servescope's host time per step (`scheduler_core/host_time.py`) cites it.
+(fixed + per request). servescope's host time per step (`scheduler_core/timing/host_time.py`) cites it.
 """
 
 from __future__ import annotations

@@ -1,0 +1,265 @@
+"""A scenario: model, GPU, engine configuration and workload, everything one run needs.
+
+Scenario files are TOML or JSON with the sections `[engine]` and `[workload]` (fields of
+`EngineConfig` and `WorkloadConfig`) and top-level `model`, `gpu`, `tensor_parallel_size` (or `tp`),
+`gpu_memory_utilization`, `kv_cache_dtype`, `swap_space`, `trace`, `slo_*`: vLLM's argument names.
+Without an explicit `engine.num_gpu_blocks` the KV pool is sized from GPU memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..bounds import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SCENARIO_BOUNDS, check_all, check_text
+from ..engine.config import (
+    GPU_MEMORY_UTILIZATION_DEFAULT, EngineConfig, is_vllm_0_10, vllm_default_async_scheduling, vllm_default_batch_limits,
+)
+from ..timing.cost_model import CostModel, ModelSpec
+from .engine_args import ENGINE_ALIASES, KV_CACHE_DTYPES, normalize_aliases
+from ..errors import ConfigError
+from ..files import MAX_SCENARIO_BYTES, read_text
+from ..sim.metrics import SLO
+from ..timing.memory import GIB, MemoryPlan, kv_block_bytes, num_gpu_blocks_from_memory, plan_memory
+from ..timing.presets import resolve_gpu, resolve_model
+from ..sim.replay import load_trace, workload_from_trace
+from ..sim.simulation import Simulation
+from ..workload.traces import load_trace_workload
+from ..workload.workload import Workload, WorkloadConfig, build_workload
+
+def parse_assignment(text: str) -> tuple[str, object]:
+    """`FIELD=VALUE`, the value read as JSON where it parses (numbers, booleans), else a bare word."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise ConfigError(text, "write FIELD=VALUE")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value  # a bare word such as static or h100-sxm
+
+
+def apply_assignments(data: dict, assignments) -> None:
+    """FIELD=VALUE settings on a scenario's data: engine and workload fields by name, or top-level ones."""
+    engine_fields = {f.name for f in dataclasses.fields(EngineConfig)} | {a for names in ENGINE_ALIASES.values() for a in names}
+    workload_fields = {f.name for f in dataclasses.fields(WorkloadConfig)}
+    for key, value in assignments:
+        if key in engine_fields:
+            data.setdefault("engine", {})[key] = value
+        elif key in workload_fields:
+            data.setdefault("workload", {})[key] = value
+        elif key in SIZING_KEYS:
+            data[key] = value
+            data.setdefault("engine", {}).pop("num_gpu_blocks", None)  # resize the pool
+        else:
+            raise ConfigError(key, "not an engine, workload or scenario field")
+
+
+# Top-level settings that change how many KV blocks fit (a new value re-sizes the pool).
+SIZING_KEYS = ("model", "gpu", "tensor_parallel_size", "tp", "gpu_memory_utilization", "kv_cache_dtype",
+               "swap_space", "enforce_eager", "trace")
+TOP_LEVEL_KEYS = {"name", "description", "model", "gpu", "tensor_parallel_size", "tp", "gpu_memory_utilization",
+                  "kv_cache_dtype", "swap_space", "enforce_eager", "trace", "slo_ttft_s", "slo_tpot_s", "engine", "workload"}
+# `--kv-cache-dtype` values and the storage type each means; auto keeps the model's own.
+KV_CACHE_DTYPE_BYTES_NAME = {"float16": "fp16", "bfloat16": "bf16", "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str = "custom"
+    description: str = ""
+    model: str = "llama-3.1-8b"
+    gpu: str = "h200"
+    tensor_parallel_size: int = 1  # vLLM's --tensor-parallel-size; scenario files may still say `tp`
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION_DEFAULT["0.33.0"]
+    kv_cache_dtype: str = "auto"  # vLLM's --kv-cache-dtype
+    swap_space: float = 0.0  # vLLM 0.10's --swap-space: GiB of CPU memory per GPU for swapped-out blocks
+    enforce_eager: bool = False  # vLLM's --enforce-eager: no CUDA graphs, so no memory kept for them
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    # A trace file (CSV or JSONL) replacing the synthetic workload's requests.
+    trace: str = ""
+    slo_ttft_s: float = math.inf
+    slo_tpot_s: float = math.inf
+
+    def __post_init__(self) -> None:
+        check_text("name", self.name, MAX_NAME_CHARS)
+        check_text("description", self.description, MAX_DESCRIPTION_CHARS)
+        for name in ("model", "gpu", "trace"):
+            check_text(name, getattr(self, name), MAX_DESCRIPTION_CHARS)
+        check_all(SCENARIO_BOUNDS, self)
+
+    @classmethod
+    def from_dict(cls, data: dict, name: str = "custom") -> "Scenario":
+        if not isinstance(data, dict):
+            raise ConfigError("scenario", f"must be a table of settings, got {type(data).__name__}")
+        for key in data:
+            if key not in TOP_LEVEL_KEYS:
+                raise ConfigError(str(key)[:100], "unknown scenario setting")
+        if not isinstance(data.get("engine", {}), dict):
+            raise ConfigError("engine", f"must be a table of engine settings, got {data['engine']!r:.80}")
+        data = normalize_aliases(data)
+        engine = dict(data.get("engine", {}))
+        top = {k: v for k, v in data.items() if k not in ("engine", "workload")}
+        top.setdefault("name", name)
+        scenario = cls(**top, workload=WorkloadConfig.from_dict(data.get("workload", {})))
+        tp = scenario.tensor_parallel_size
+        if scenario.kv_cache_dtype not in KV_CACHE_DTYPES:
+            raise ConfigError("kv_cache_dtype", f"invalid choice {scenario.kv_cache_dtype!r}; expected one of "
+                                                f"{list(KV_CACHE_DTYPES)}")
+        if not (isinstance(scenario.swap_space, (int, float)) and 0 <= scenario.swap_space < math.inf):
+            raise ConfigError("swap_space", f"must be a non-negative number of GiB, got {scenario.swap_space!r}")
+        model, block_size = scenario.model_spec(), engine.get("block_size", EngineConfig.block_size)
+        max_model_len = engine.get("max_model_len", EngineConfig.max_model_len)
+        if isinstance(max_model_len, int) and max_model_len > model.max_position_embeddings:
+            raise ConfigError("max_model_len", (  # vLLM's ModelConfig refuses it the same way
+                f"User-specified max_model_len ({max_model_len}) is greater than the derived max_model_len "
+                f"(max_position_embeddings={model.max_position_embeddings} or model_max_length=None in "
+                "model's config.json)."))
+        if scenario.swap_space:
+            # vLLM V0: swap_space bytes // one block's K and V on this GPU.
+            engine["num_cpu_blocks"] = int(scenario.swap_space * GIB // kv_block_bytes(model, tp, block_size))
+        if "num_gpu_blocks" not in engine:
+            sized = dataclasses.replace(scenario, engine=EngineConfig.from_dict({**engine, "num_gpu_blocks": 2}))
+            engine["num_gpu_blocks"] = num_gpu_blocks_from_memory(sized.memory_plan())
+        return dataclasses.replace(scenario, engine=EngineConfig.from_dict(engine))
+
+    @staticmethod
+    def read_data(path: str | Path) -> dict:
+        """A scenario file's settings as written (TOML or JSON), before defaults and sizing."""
+        path = Path(path)
+        if not path.exists():
+            raise ConfigError("scenario", f"no scenario file {path}")
+        text = read_text(path, MAX_SCENARIO_BYTES)
+        try:
+            return tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+            raise ConfigError(str(path), f"cannot parse: {e}") from None
+        except RecursionError:
+            raise ConfigError(str(path), "nested too deeply") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Scenario":
+        try:
+            return cls.from_dict(cls.read_data(path), name=Path(path).stem)
+        except ConfigError as e:
+            raise ConfigError(f"{path}:{e.field}", e.reason) from None
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["engine"] = self.engine.to_dict()
+        return data
+
+    def model_spec(self) -> ModelSpec:
+        """The model, its KV cache stored as `kv_cache_dtype` says (auto: as the model file says)."""
+        model = resolve_model(self.model)
+        if self.kv_cache_dtype == "auto":
+            return model
+        return dataclasses.replace(model, kv_dtype=KV_CACHE_DTYPE_BYTES_NAME[self.kv_cache_dtype])
+
+    def memory_plan(self) -> MemoryPlan:
+        """How vLLM would divide each GPU's memory for this scenario; its KV cache is this engine's pool."""
+        engine = self.engine
+        plan = plan_memory(
+            self.model_spec(), resolve_gpu(self.gpu), self.tensor_parallel_size, self.gpu_memory_utilization,
+            engine.block_size, engine.max_num_batched_tokens, engine.max_num_seqs, engine.max_model_len,
+            self.enforce_eager,
+        )
+        return dataclasses.replace(plan, num_gpu_blocks=engine.num_gpu_blocks)
+
+    def cost_model(self) -> CostModel:
+        return CostModel(self.model_spec(), resolve_gpu(self.gpu), self.tensor_parallel_size)
+
+    def build_workload(self) -> Workload:
+        if self.trace.endswith((".json", ".json.gz")):
+            # A recorded-vLLM trace: arrivals by step, exactly as vLLM saw them.
+            return workload_from_trace(load_trace(self.trace))
+        if self.trace:
+            return load_trace_workload(self.trace, self.engine.max_model_len, self.workload.num_requests)
+        return build_workload(self.workload, self.engine.max_model_len)
+
+    def build(self, keep_finished: bool = True) -> Simulation:
+        return Simulation(
+            self.engine, self.build_workload(), self.cost_model(), keep_finished=keep_finished,
+            slo=SLO(self.slo_ttft_s, self.slo_tpot_s),
+        )
+
+
+# Starting points; `servescope run --scenario NAME` or a scenario file of your own.
+PRESET_SCENARIOS: dict[str, dict] = {
+    "default": {
+        "description": "Llama-3.1-8B on one H200 at a small memory budget: chunked prefill, prefix caching "
+                       "and a few preemptions in a minute of traffic.",
+        "model": "llama-3.1-8b", "gpu": "h200",
+        "engine": {"num_gpu_blocks": 896, "max_num_seqs": 64, "max_num_batched_tokens": 512},
+        "workload": {"num_requests": 120, "arrival_rate": 6.0, "lengths": "sharegpt", "shared_prefix_len": 96,
+                     "num_shared_prefixes": 3, "seed": 1},
+    },
+    "llama-8b-h100-sharegpt": {
+        "description": "Llama-3.1-8B on one H100 SXM, ShareGPT lengths at 10 requests/s.",
+        "model": "llama-3.1-8b", "gpu": "h100-sxm",
+        "engine": {"max_num_batched_tokens": 8192},
+        "workload": {"num_requests": 1000, "arrival_rate": 10.0, "lengths": "sharegpt"},
+    },
+    "llama-70b-fp8-h200-azure-code": {
+        "description": "Llama-3.3-70B in fp8 on one H200, Azure 2023 code-service lengths at 2 requests/s: long "
+                       "prompts, short answers.",
+        "model": "llama-3.3-70b-fp8", "gpu": "h200",
+        "engine": {"max_num_batched_tokens": 8192},
+        "workload": {"num_requests": 500, "arrival_rate": 2.0, "arrival": "gamma", "arrival_cv": 3.0,
+                     "lengths": "azure-code"},
+    },
+    "llama-70b-h100-tp4-conversation": {
+        "description": "Llama-3.3-70B in bf16 over 4 H100s (tensor parallel), Azure conversation lengths, "
+                       "64 concurrent clients.",
+        "model": "llama-3.3-70b", "gpu": "h100-sxm", "tensor_parallel_size": 4,
+        "engine": {"max_num_batched_tokens": 8192},
+        "workload": {"num_requests": 1000, "concurrency": 64, "lengths": "azure-conversation"},
+    },
+    "qwen-7b-l40s-sharegpt-128": {
+        "description": "Qwen2.5-7B on one L40S, ShareGPT lengths, 128 concurrent clients.",
+        "model": "qwen2.5-7b", "gpu": "l40s",
+        "workload": {"num_requests": 1000, "concurrency": 128, "lengths": "sharegpt"},
+    },
+}
+
+
+BATCH_LIMITS = ("max_num_seqs", "max_num_batched_tokens")
+
+
+def vllm_batch_defaults(data: dict, engine: dict) -> dict:
+    """vLLM's defaults for the batch limits `engine` leaves open, on the GPU `data` names; none for
+    vllm-v0 and static (the "before" pictures) or a GPU given by its spec."""
+    if engine.get("policy", "vllm-v1") != "vllm-v1" or not isinstance(data.get("gpu", Scenario.gpu), str):
+        return {}
+    gpu = resolve_gpu(data.get("gpu", Scenario.gpu))
+    return vllm_default_batch_limits(engine, gpu.name, gpu.mem_bytes)
+
+
+def with_vllm_defaults(data: dict) -> dict:
+    """The scenario with the settings it leaves open set as vLLM would for its version and GPU:
+    `gpu_memory_utilization`, the batch limits (`max_num_seqs`, `max_num_batched_tokens`) and
+    `async_scheduling`. This is what `run`, `compare` and the dashboard simulate; lessons and
+    replays pin their settings instead. vllm-v0 and static, the "before" pictures, keep
+    `EngineConfig`'s defaults."""
+    engine = data.setdefault("engine", {})
+    if not isinstance(engine, dict):
+        return data  # `from_dict` names the field
+    version = "0.10.1.1" if is_vllm_0_10(engine) else "0.33.0"
+    data.setdefault("gpu_memory_utilization", GPU_MEMORY_UTILIZATION_DEFAULT[version])
+    defaults = vllm_batch_defaults(data, engine)
+    tokens = engine.get("max_num_batched_tokens")
+    if "max_num_seqs" in defaults and type(tokens) is int and tokens < defaults["max_num_seqs"]:
+        # vLLM refuses this as well; say where the other number came from.
+        raise ConfigError("max_num_batched_tokens", (
+            f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "
+            f"({defaults['max_num_seqs']}, vLLM's default on {resolve_gpu(data.get('gpu', Scenario.gpu)).name}); "
+            "set max_num_seqs as well"))
+    engine.update(defaults)
+    if "async_scheduling" not in engine:
+        engine["async_scheduling"] = vllm_default_async_scheduling(engine)
+    return data
+

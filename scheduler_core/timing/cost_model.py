@@ -1,0 +1,216 @@
+"""How long a step takes: a roofline over the step's batch, fitted to measured H200 steps.
+
+A step reads every weight once and does 2 FLOPs per weight per token (the linear layers); each
+request then reads its cached K and V and does attention over them. Each of the two parts takes
+a smooth maximum of its compute time and its memory time (`(a^p + b^p)^(1/p)`: near a roofline's
+corner both limits cost something). Activation traffic, a fixed per-step and per-layer latency,
+and with tensor parallelism two all-reduces per layer complete the step (on GPUs joined only by
+PCIe, at the cost of the all-reduce vLLM picks there: scheduler_core/timing/all_reduce.py).
+
+The rates are the GPU's *achievable* ceilings (for the H200, measured by the calibration run;
+for other GPUs, their datasheet peaks scaled by what the H200 achieves of its own datasheet), and
+`Efficiency` holds the fitted fractions of them. `benchmarks/bench_cost_model.py` refits them
+and reports the error on measured steps held out of the fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .all_reduce import PcieAllReduce
+from ..errors import ConfigError
+
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A Llama-shaped decoder: its shape, how its weights and KV cache are stored, and (from its
+    config.json) whether the LM head shares the embedding and the longest context it takes."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    inter: int
+    vocab: int
+    wdtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    tie_word_embeddings: bool = False
+    max_position_embeddings: int = 131072
+
+    @property
+    def params_per_layer(self) -> int:
+        qkv = self.hidden * (self.heads + 2 * self.kv_heads) * self.head_dim
+        out = self.heads * self.head_dim * self.hidden
+        mlp = 3 * self.hidden * self.inter  # gate, up and down projections
+        return qkv + out + mlp
+
+    @property
+    def weight_bytes(self) -> int:
+        """Weights read by one step: every layer plus the LM head (the embedding is only indexed)."""
+        return (self.layers * self.params_per_layer + self.hidden * self.vocab) * DTYPE_BYTES[self.wdtype]
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """K and V of one token across all layers."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * DTYPE_BYTES[self.kv_dtype]
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """Achievable ceilings of one GPU (not datasheet peaks; see `gpu_from_datasheet`)."""
+
+    name: str
+    bf16_flops: float
+    fp8_flops: float
+    mem_bandwidth: float  # bytes/s, counted as the calibration's copy test counts them
+    mem_bytes: float
+    interconnect_bandwidth: float  # bytes/s per direction between tensor-parallel peers
+    pcie_bandwidth: float = 25e9  # bytes/s host <-> device, for swap preemption
+    # Whether every pair of tensor-parallel peers shares NVLink (vLLM's `is_fully_connected`):
+    # without it vLLM runs NCCL for groups of more than two GPUs.
+    nvlink_fully_connected: bool = True
+
+    def matmul_flops(self, wdtype: str) -> float:
+        return self.fp8_flops if wdtype == "fp8" else self.bf16_flops
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Fitted fractions of the ceilings, and fixed latencies (fit: benchmarks/bench_cost_model.py)."""
+
+    weight_read: float = 1.509
+    linear_compute: float = 1.034
+    kv_read: float = 1.599
+    attention_compute: float = 0.4668
+    roofline_sharpness: float = 6.675
+    # The GPU's own fixed time per step (the calibration times the forward pass alone; the host's
+    # work between steps is `host_time.HostTime`, charged by the simulation).
+    step_overhead_s: float = 0.0
+    layer_overhead_s: float = 6.765e-5
+    activation_traffic: float = 6.825
+    # In a mixed step, prompt chunks and decodes share one variable-length attention launch shaped
+    # for the prompts: each decode then fills a whole tile of query rows against its context, not
+    # one row, so it costs compute as if it had this many query tokens (fitted on the mixed steps).
+    mixed_decode_query_rows: float = 27.80
+    # vLLM's custom all-reduce (one-shot over NVLink): latency per call; its bandwidth term uses the
+    # interconnect. Groups that vLLM hands to NCCL over PCIe cost what all_reduce.py says instead.
+    allreduce_latency_s: float = 8e-6
+
+    @classmethod
+    def from_vector(cls, values: list[float]) -> "Efficiency":
+        w, lin, kv, att, p, c0, cl, act, rows = values
+        return cls(w, lin, kv, att, p, c0 * 1e-3, cl * 1e-5, act, rows * 100)
+
+    def to_vector(self) -> list[float]:
+        """The fitted parameters, scaled so each is of order one (what the optimiser moves)."""
+        return [
+            self.weight_read,
+            self.linear_compute,
+            self.kv_read,
+            self.attention_compute,
+            self.roofline_sharpness,
+            self.step_overhead_s * 1e3,
+            self.layer_overhead_s * 1e5,
+            self.activation_traffic,
+            self.mixed_decode_query_rows / 100,
+        ]
+
+
+def smooth_max(a: float, b: float, p: float) -> float:
+    return (a**p + b**p) ** (1.0 / p)
+
+
+class CostModel:
+    """Step time of a batch for one model on `tp` GPUs of one kind."""
+
+    def __init__(self, model: ModelSpec, gpu: GpuSpec, tp: int = 1, efficiency: Efficiency = Efficiency()):
+        if not isinstance(tp, int) or tp < 1:
+            raise ConfigError("tp", f"must be a positive integer, got {tp!r}")
+        self.model, self.gpu, self.tp, self.efficiency = model, gpu, tp, efficiency
+        eff, m = efficiency, model
+        bandwidth = gpu.mem_bandwidth
+        self._weight_s = m.weight_bytes / tp / (bandwidth * eff.weight_read)
+        linear_rate = gpu.matmul_flops(m.wdtype) * eff.linear_compute
+        self._linear_s_per_token = 2 * m.layers * m.params_per_layer / tp / linear_rate
+        self._lm_head_s_per_seq = 2 * m.hidden * m.vocab / tp / linear_rate
+        self._kv_s_per_token = m.kv_bytes_per_token / tp / (bandwidth * eff.kv_read)
+        # Q.K^T and A.V: 2 matmuls x 2 FLOPs per (query token, key token, head dim, head).
+        self._attention_s_per_pair = 4 * m.layers * m.heads * m.head_dim / tp / (gpu.bf16_flops * eff.attention_compute)
+        activation_bytes_per_token = m.layers * (4 * m.hidden + 3 * m.inter) * 2 / tp
+        self._activation_s_per_token = activation_bytes_per_token * eff.activation_traffic / bandwidth
+        self._fixed_s = eff.step_overhead_s + eff.layer_overhead_s * m.layers
+        # Two all-reduces of the hidden state per layer (after attention and after the MLP).
+        self._allreduce_s_per_token = 0.0
+        self._pcie_all_reduce = None
+        if tp > 1 and not gpu.nvlink_fully_connected:
+            # Costed per call: which all-reduce vLLM runs over PCIe depends on the group and message size.
+            self._pcie_all_reduce = PcieAllReduce(tp, gpu.interconnect_bandwidth, eff.allreduce_latency_s)
+        elif tp > 1:
+            # NVLink: vLLM's custom all-reduce, folded into a per-token and a fixed term. Where vLLM
+            # uses NCCL over NVLink instead (messages from 8 MiB, groups of 3, 5, 7 or over 8) the
+            # same cost is charged: no independent figure for it here.
+            ring_bytes_per_token = 2 * (tp - 1) / tp * m.hidden * 2
+            self._allreduce_s_per_token = 2 * m.layers * ring_bytes_per_token / gpu.interconnect_bandwidth
+            self._fixed_s += 2 * m.layers * eff.allreduce_latency_s
+
+    def step_time(self, chunks: Iterable[tuple[int, int]], num_sampled: int) -> tuple[float, dict[str, float]]:
+        """Seconds for one step; `chunks` are (new tokens, cached tokens before) per request."""
+        num_tokens = attention_pairs = kv_tokens_read = decode_context = 0
+        has_prompt_chunk = False
+        for num_new, num_cached in chunks:
+            num_tokens += num_new
+            # Causal attention: new token i sees the cached tokens and the new ones up to itself.
+            attention_pairs += num_new * num_cached + num_new * (num_new + 1) // 2
+            kv_tokens_read += num_cached + num_new
+            if num_new == 1:
+                decode_context += num_cached + 1
+            else:
+                has_prompt_chunk = True
+        if num_tokens == 0:
+            return 0.0, {}
+        if has_prompt_chunk:
+            attention_pairs += (self.efficiency.mixed_decode_query_rows - 1) * decode_context
+        p = self.efficiency.roofline_sharpness
+        linear_s = smooth_max(
+            self._weight_s, num_tokens * self._linear_s_per_token + num_sampled * self._lm_head_s_per_seq, p
+        )
+        attention_s = smooth_max(kv_tokens_read * self._kv_s_per_token, attention_pairs * self._attention_s_per_pair, p)
+        other_s = self._fixed_s + num_tokens * (self._activation_s_per_token + self._allreduce_s_per_token)
+        other_s += self._pcie_all_reduces_s(num_tokens)
+        breakdown = {"linear": linear_s, "attention": attention_s, "other": other_s}
+        return linear_s + attention_s + other_s, breakdown
+
+    def _pcie_all_reduces_s(self, num_tokens: int) -> float:
+        """A step's NCCL all-reduces over PCIe (two a layer, of the tokens' hidden states), where vLLM
+        runs them; NVLink's are in the fixed and per-token terms."""
+        if self._pcie_all_reduce is None:
+            return 0.0
+        return 2 * self.model.layers * self._pcie_all_reduce.seconds(num_tokens * self.model.hidden * 2)
+
+    def draft_time(self, method: str, num_speculative_tokens: int, num_seqs: int) -> float:
+        """Proposing K drafts for a batch. EAGLE/MTP heads are about one decoder layer run once per
+        draft position (its weights, its launch, and the LM head over the batch); a separate draft
+        model is taken as a tenth of the target per position; n-gram lookup runs on the CPU."""
+        if method == "ngram":
+            return 0.0
+        m, eff = self.model, self.efficiency
+        per_position = self._weight_s / m.layers + eff.layer_overhead_s + num_seqs * self._lm_head_s_per_seq
+        if method == "draft_model":
+            # A tenth of the target's step for a token: its weights and fixed latencies, all-reduces included.
+            per_position = 0.1 * (self._weight_s + self._fixed_s + self._pcie_all_reduces_s(1))
+        return num_speculative_tokens * per_position
+
+    def prefill_time(self, num_tokens: int, num_cached: int = 0) -> float:
+        return self.step_time([(num_tokens, num_cached)], 1)[0]
+
+    def decode_time(self, batch: int, context: int) -> float:
+        return self.step_time([(1, context)] * batch, batch)[0]
+
+    def swap_time(self, num_blocks: int, block_size: int) -> float:
+        """PCIe time to move `num_blocks` KV blocks between GPU and CPU memory (each GPU its shard)."""
+        return num_blocks * block_size * self.model.kv_bytes_per_token / self.tp / self.gpu.pcie_bandwidth
