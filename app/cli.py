@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scheduler_core.cli.main import build_parser, main as core_main
+from scheduler_core.cli.main import build_parser
+from scheduler_core.cli.main import main as core_main
 
 from .ray_sweep import run_ray
 

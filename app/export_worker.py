@@ -22,10 +22,10 @@ import os
 import signal
 import sys
 
-from scheduler_core.lessons.fleet import FLEET_LESSONS_BY_NAME
 from scheduler_core.cluster.scenario import ClusterScenario
-from scheduler_core.lessons.fleet_timeline import fleet_timeline
 from scheduler_core.exports.perfetto import PerfettoWriter
+from scheduler_core.lessons.fleet import FLEET_LESSONS_BY_NAME
+from scheduler_core.lessons.fleet_timeline import fleet_timeline
 from scheduler_core.scenario.scenario import Scenario
 from scheduler_core.sweep import Sweep, run_serial
 

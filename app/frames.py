@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from itertools import islice
 
 from scheduler_core.engine.request import Request
-from scheduler_core.sim.simulation import Simulation
 from scheduler_core.engine.step_record import StepRecord
+from scheduler_core.sim.simulation import Simulation
 
 from . import wire
 

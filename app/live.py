@@ -16,7 +16,7 @@ import uuid
 from scheduler_core.errors import ConfigError
 from scheduler_core.scenario.scenario import Scenario
 
-from .frames import PROTOCOL_VERSION, Delta
+from .frames import PROTOCOL_VERSION
 from .session import Breakpoint, Session
 from .settings import Settings
 from .viewer import MAX_DELTA_STEPS, Viewer, error_frame

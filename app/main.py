@@ -21,8 +21,8 @@ from scheduler_core.workload.workload import WorkloadConfig
 from .guards import HostPolicy, RequestGuard
 from .live import SessionManager
 from .routes import api, exports, fleet, metrics, pages, ws
-from .workers import stop_worker
 from .settings import Settings
+from .workers import stop_worker
 
 ROOT = Path(__file__).resolve().parent.parent
 STATIC_DIR = ROOT / "static"

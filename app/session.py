@@ -13,9 +13,9 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
+from scheduler_core.engine.step_record import StepRecord
 from scheduler_core.scenario.scenario import Scenario
 from scheduler_core.sim.simulation import SimulationState
-from scheduler_core.engine.step_record import StepRecord
 
 from . import wire
 from .frames import (

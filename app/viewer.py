@@ -13,14 +13,25 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from fastapi import WebSocket
 
 from .frames import PROTOCOL_VERSION, Delta
+from .session import Session
 
-if TYPE_CHECKING:
-    from .live import LiveSession
+
+class FrameSource(Protocol):
+    """What a viewer's sender needs of its live session (`live.LiveSession` is one): the steps not
+    in a delta yet, the lock that keeps a long command's half-done state from being sent, and the
+    session whose snapshot a viewer may need."""
+
+    lock: asyncio.Lock
+    unpublished: list
+    session: Session
+
+    def flush(self) -> None: ...
+
 
 # More steps than this in one pending delta reach the viewer as a snapshot instead: a brief
 # stall costs one merged delta, a long one never more than the current state.
@@ -98,7 +109,7 @@ class Viewer:
         """A page with its frames in flight, still drawing what it was sent."""
         return self.acknowledges and len(self.unacked) >= MAX_UNACKED_FRAMES
 
-    async def send_loop(self, live: "LiveSession", heartbeat_s: float, stall_s: float) -> None:
+    async def send_loop(self, live: FrameSource, heartbeat_s: float, stall_s: float) -> None:
         """This viewer's own sender: replies, then the latest state and the queued events while
         the page keeps up with what it was sent. A frame that cannot be sent within `stall_s`
         (the viewer stopped reading) ends the loop, and with it the viewer's connection."""

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from scheduler_core.engine.config import vllm_default_batch_limits  # noqa: E402
-from scheduler_core.timing.presets import GPUS  # noqa: E402
 from scheduler_core.scenario.scenario import Scenario  # noqa: E402
+from scheduler_core.timing.presets import GPUS  # noqa: E402
 
 
 def served_on(gpu: str, max_model_len: int) -> dict:

@@ -9,13 +9,13 @@ Pure Python, standard library only; usable headless:
 """
 
 from .engine.config import VLLM_PROFILES, EngineConfig, VllmCompat
-from .timing.cost_model import CostModel, Efficiency, GpuSpec, ModelSpec
-from .errors import ConfigError
 from .engine.policies import SCHEDULERS, make_scheduler
 from .engine.request import Request, RequestStatus
 from .engine.scheduler import Scheduler, SchedulerError, SchedulerOutput
-from .sim.simulation import Simulation, SimulationStalled, SimulationState
 from .engine.step_record import ScheduledChunk, StepRecord
+from .errors import ConfigError
+from .sim.simulation import Simulation, SimulationStalled, SimulationState
+from .timing.cost_model import CostModel, Efficiency, GpuSpec, ModelSpec
 from .workload.workload import RequestSpec, synthetic_workload
 
 __all__ = [

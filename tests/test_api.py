@@ -6,7 +6,6 @@ import dataclasses
 import io
 import json
 import time
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from fastapi.testclient import TestClient

@@ -5,13 +5,13 @@ import pytest
 
 from scheduler_core.cli.main import main
 from scheduler_core.engine.config import EngineConfig, VllmCompat, vllm_default_async_scheduling
-from scheduler_core.errors import ConfigError
-from scheduler_core.timing.host_time import HostTime
 from scheduler_core.engine.kv_cache_manager import KVCacheManager
-from scheduler_core.lessons.framework import run_arm
 from scheduler_core.engine.request import Request
-from scheduler_core.sim.simulation import Simulation
 from scheduler_core.engine.spec_decode import AcceptanceModel, SpeculativeConfig
+from scheduler_core.errors import ConfigError
+from scheduler_core.lessons.framework import run_arm
+from scheduler_core.sim.simulation import Simulation
+from scheduler_core.timing.host_time import HostTime
 from scheduler_core.workload.workload import RequestSpec, synthetic_workload, unique_prompt
 
 

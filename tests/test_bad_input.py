@@ -8,9 +8,9 @@ import pytest
 
 from scheduler_core.cli.main import main
 from scheduler_core.engine.config import EngineConfig, VllmCompat
+from scheduler_core.engine.request import Request
 from scheduler_core.errors import ConfigError
 from scheduler_core.sim.replay import replay
-from scheduler_core.engine.request import Request
 from scheduler_core.sim.simulation import Simulation
 from scheduler_core.workload.workload import RequestSpec, unique_prompt
 

@@ -7,7 +7,6 @@ from scheduler_core.cluster import Cluster, Replica, Router, fleet_report
 from scheduler_core.cluster.scenario import ClusterScenario
 from scheduler_core.engine.config import EngineConfig
 from scheduler_core.errors import ConfigError
-from scheduler_core.sim.metrics import SLO
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 from scheduler_core.sim.simulation import Simulation
 from scheduler_core.workload.workload import RequestSpec, unique_prompt

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from scheduler_core.errors import ConfigError
 from scheduler_core.timing.all_reduce import PcieAllReduce, uses_custom_all_reduce
 from scheduler_core.timing.calibration import measured_steps, relative_errors
 from scheduler_core.timing.cost_model import DTYPE_BYTES, CostModel, Efficiency
-from scheduler_core.errors import ConfigError
 from scheduler_core.timing.presets import GPUS, MODELS, load_calibration, resolve_model
 
 LLAMA_8B = CostModel(MODELS["llama-3.1-8b"], GPUS["h200"])

@@ -9,8 +9,8 @@ import pytest
 
 from scheduler_core.engine import decision_trace as why
 from scheduler_core.engine.decision_trace import DecisionTrace
-from scheduler_core.sim.replay import engine_config_from_trace, load_trace, replay
 from scheduler_core.engine.spec_decode import SpeculativeConfig
+from scheduler_core.sim.replay import engine_config_from_trace, load_trace, replay
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

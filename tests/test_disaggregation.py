@@ -6,10 +6,10 @@ import pytest
 from scheduler_core.cluster import LINKS, Cluster, fleet_report, kv_transfer_cost
 from scheduler_core.cluster.scenario import ClusterScenario
 from scheduler_core.engine.config import EngineConfig
+from scheduler_core.sim.simulation import Simulation
 from scheduler_core.timing.cost_model import CostModel
 from scheduler_core.timing.host_time import HostTime
 from scheduler_core.timing.presets import GPUS, MODELS
-from scheduler_core.sim.simulation import Simulation
 from scheduler_core.workload.workload import RequestSpec, unique_prompt
 
 MODEL = MODELS["llama-3.1-8b"]

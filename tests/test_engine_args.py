@@ -7,10 +7,10 @@ import shlex
 import pytest
 
 from scheduler_core.cli.main import build_parser, build_scenario, main
-from scheduler_core.scenario.engine_args import ENGINE_ARGS, human_readable_int, parse_vllm_command
-from scheduler_core.errors import ConfigError
-from scheduler_core.scenario.scenario import Scenario
 from scheduler_core.engine.spec_decode import SpeculativeConfig
+from scheduler_core.errors import ConfigError
+from scheduler_core.scenario.engine_args import ENGINE_ARGS, human_readable_int, parse_vllm_command
+from scheduler_core.scenario.scenario import Scenario
 
 MODEL = "llama-3.1-8b"
 # (flags as vLLM spells them, where the value lands, the value expected there)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler_core.lessons.fleet import FLEET_LESSONS, FleetArmResult
 from scheduler_core.lessons.fleet_moments import MOMENT_KINDS, FleetMoments
 from scheduler_core.lessons.fleet_story import FleetBeat
-from scheduler_core.lessons.fleet import FLEET_LESSONS, FleetArmResult
 from scheduler_core.lessons.fleet_timeline import fleet_timeline
 
 ARMS = [(lesson, arm) for lesson in FLEET_LESSONS for arm in lesson.arms]

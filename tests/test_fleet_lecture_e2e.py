@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler_core.lessons.fleet import FLEET_LESSONS, FLEET_LESSONS_BY_NAME
 from tests.test_dashboard_e2e import CHROMIUM, browser, new_page, server  # noqa: F401
 from tests.test_lecture_e2e import NORMAL, PROJECTOR, axe_violations, check_layout, open_page, set_theme
-
-from scheduler_core.lessons.fleet import FLEET_LESSONS, FLEET_LESSONS_BY_NAME
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="browser tests need Debian's chromium at /usr/bin/chromium")
 ARMS = [(lesson.name, arm) for lesson in FLEET_LESSONS for arm in lesson.arms]

@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 from app.frames import finite
 from app.main import create_app
 from app.settings import Settings
-from scheduler_core.lessons.fleet import FLEET_LESSONS_BY_NAME
 from scheduler_core.cluster.scenario import ClusterScenario
+from scheduler_core.lessons.fleet import FLEET_LESSONS_BY_NAME
 from scheduler_core.lessons.fleet_timeline import fleet_timeline
 
 SMALL = {"name": "small", "engine": {"num_gpu_blocks": 600, "max_num_batched_tokens": 512, "max_num_seqs": 256},

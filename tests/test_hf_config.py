@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from scheduler_core.timing.cost_model import ModelSpec
 from scheduler_core.errors import ConfigError
+from scheduler_core.scenario.scenario import Scenario
+from scheduler_core.timing.cost_model import ModelSpec
 from scheduler_core.timing.hf_config import model_from_hf_config, packaged_configs
 from scheduler_core.timing.presets import MODELS, resolve_model
-from scheduler_core.scenario.scenario import Scenario
 
 # The presets as they were written by hand before they were read from config.json files (model
 # cards of each checkpoint): the import must give exactly these shapes and storage types.

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_dashboard_e2e import CHROMIUM, browser, new_page, server, wait_for_dashboard  # noqa: F401
-
 from scheduler_core.lessons.catalog import LESSONS, LESSONS_BY_NAME
 from scheduler_core.lessons.events import event_holds
+from tests.test_dashboard_e2e import CHROMIUM, browser, new_page, server, wait_for_dashboard  # noqa: F401
 
 HERE = Path(__file__).parent
 LAYOUT_CHECK = (HERE / "js" / "layout_check.js").read_text()

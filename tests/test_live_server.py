@@ -2,8 +2,8 @@
 viewer that never reads, reconnecting, and a fuzzer. Every wait is bounded; the server always stops."""
 
 import asyncio
-import contextlib
 import base64
+import contextlib
 import json
 import os
 import random

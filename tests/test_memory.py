@@ -8,11 +8,16 @@ import pytest
 
 from scheduler_core.cli.main import main
 from scheduler_core.errors import ConfigError
+from scheduler_core.scenario.scenario import Scenario
 from scheduler_core.timing.memory import (
-    GIB, cuda_graph_capture_sizes, kv_block_bytes, num_gpu_blocks_from_memory, plan_memory, weight_bytes_per_gpu,
+    GIB,
+    cuda_graph_capture_sizes,
+    kv_block_bytes,
+    num_gpu_blocks_from_memory,
+    plan_memory,
+    weight_bytes_per_gpu,
 )
 from scheduler_core.timing.presets import GPUS, MODELS
-from scheduler_core.scenario.scenario import Scenario
 
 FP8_KV = dataclasses.replace(MODELS["llama-3.3-70b"], kv_dtype="fp8")
 

@@ -10,8 +10,8 @@ import statistics
 import pytest
 
 from scheduler_core.engine.config import EngineConfig
-from scheduler_core.sim.metrics import SLO, MetricsCollector, StreamingHistogram
 from scheduler_core.engine.request import Request
+from scheduler_core.sim.metrics import SLO, MetricsCollector, StreamingHistogram
 from scheduler_core.sim.simulation import Simulation
 from scheduler_core.workload.workload import synthetic_workload
 

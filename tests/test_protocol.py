@@ -13,8 +13,8 @@ from app import live as live_module
 from app import wire
 from app.main import create_app
 from app.session import EVENT_HISTORY
-from app.viewer import MAX_UNACKED_FRAMES
 from app.settings import Settings
+from app.viewer import MAX_UNACKED_FRAMES
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 
 # Tight on KV blocks, with shared system prompts: prefix-cache hits from step 5, the pool 90% full

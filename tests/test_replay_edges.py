@@ -7,9 +7,9 @@ import pytest
 
 from scheduler_core.cli.main import main
 from scheduler_core.engine.config import EngineConfig
+from scheduler_core.engine.scheduler import SchedulerError
 from scheduler_core.errors import ConfigError
 from scheduler_core.sim.replay import replay
-from scheduler_core.engine.scheduler import SchedulerError
 from scheduler_core.sim.simulation import SimulationStalled
 
 TIGHT_PRIORITY = {"block_size": 16, "num_gpu_blocks": 4, "max_num_seqs": 4, "max_num_batched_tokens": 64,

@@ -11,7 +11,6 @@ from app import wire
 from app.main import create_app
 from app.settings import Settings
 
-
 # The host name TestClient sends; every other name is still refused.
 TEST_HOST = ("testserver",)
 

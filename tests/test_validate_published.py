@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler_core.sim.metrics import MetricsCollector
 from scheduler_core.scenario.scenario import Scenario
+from scheduler_core.sim.metrics import MetricsCollector
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "validate_published.py"
 spec = importlib.util.spec_from_file_location("validate_published", SCRIPT)

@@ -13,8 +13,8 @@ import pytest
 
 from scheduler_core.cli.main import main
 from scheduler_core.engine.config import VllmCompat
-from scheduler_core.sim.replay import load_trace, replay
 from scheduler_core.engine.spec_decode import SpeculativeConfig
+from scheduler_core.sim.replay import load_trace, replay
 
 ORACLE = Path(__file__).parent / "fixtures" / "vllm_oracle"
 MORE = Path(__file__).parent / "fixtures" / "vllm_oracle_more"

@@ -2,13 +2,12 @@
 a request's history step by step; the live simulation itself runs without the trace."""
 
 import pytest
+from test_api import app_client, create, default_scenario, step_session
 
 from app.session import Session
 from app.settings import Settings
 from scheduler_core.lessons.todays_engine import drafted as drafted_arm
 from scheduler_core.scenario.scenario import Scenario
-
-from test_api import app_client, create, default_scenario, step_session
 
 
 @pytest.fixture(scope="module")

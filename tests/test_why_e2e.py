@@ -9,7 +9,6 @@ import json
 import re
 
 import pytest
-
 from test_dashboard_e2e import browser, new_page, presenter, server, wait_for_step  # noqa: F401 (fixtures)
 
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults

@@ -15,18 +15,28 @@ from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from scheduler_core.lessons.fleet import FLEET_LESSONS_BY_NAME
 from scheduler_core.cluster.replica_view import ReplicaScenario
-from scheduler_core.errors import ConfigError
 from scheduler_core.cluster.scenario import ClusterScenario
+from scheduler_core.errors import ConfigError
+from scheduler_core.lessons.fleet import FLEET_LESSONS_BY_NAME
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS
 from scheduler_core.sweep import Sweep
 from scheduler_core.sweep.grid import build_run
 
 from ..frames import finite
+from ..schemas import (
+    MAX_FLEET_REPLICAS,
+    MAX_FLEET_REQUESTS,
+    MAX_SWEEP_POINTS,
+    MAX_SWEEP_REQUESTS,
+    SWEEP_FIELDS,
+    FleetCreate,
+    ReplicaSessionCreate,
+    ScenarioModel,
+    SessionCreate,
+    SweepCreate,
+)
 from ..workers import worker_result
-from ..schemas import (MAX_FLEET_REPLICAS, MAX_FLEET_REQUESTS, MAX_SWEEP_POINTS, MAX_SWEEP_REQUESTS, SWEEP_FIELDS, FleetCreate,
-                       ReplicaSessionCreate, ScenarioModel, SessionCreate, SweepCreate)
 from .api import client_of, manager_of, named_lesson, scenario_from, session_urls
 
 router = APIRouter()

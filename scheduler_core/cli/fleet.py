@@ -10,11 +10,12 @@ import time
 from pathlib import Path
 
 from ..cluster import fleet_report
-from ..exports.fleet_report import format_fleet_report
 from ..cluster.scenario import ClusterScenario
 from ..errors import ConfigError
+from ..exports.fleet_report import format_fleet_report
 from ..scenario.scenario import PRESET_SCENARIOS, Scenario
 from ..sweep import Sweep, cheapest_meeting_slo, format_choices, run_processes, run_serial, run_sweep
+from .output import write_json
 
 
 def cluster_table(args: argparse.Namespace) -> dict | None:
@@ -55,8 +56,6 @@ def run_fleet(args: argparse.Namespace, scenario: Scenario, cluster: dict) -> in
              else f"{fleet_scenario.replicas} replicas of {scenario.tensor_parallel_size} x {scenario.gpu}")
     print(format_fleet_report(report, title=f"{scenario.name}: {scenario.model}, {shape}, router {fleet_scenario.router}"))
     if args.json:
-        from .main import write_json  # the one JSON writer of the command line
-
         write_json(args.json, {"scenario": fleet_scenario.to_dict(), **report})
     return 0
 

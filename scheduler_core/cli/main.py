@@ -5,34 +5,39 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import math
 import sys
-import time
 from dataclasses import fields
 from pathlib import Path
 
+from ..cluster import ROUTER_POLICIES
 from ..engine.config import VLLM_PROFILES, VllmCompat
+from ..engine.scheduler import SchedulerError
+from ..engine.spec_decode import SpeculativeConfig
+from ..errors import ConfigError
+from ..exports.perfetto import export_perfetto
+from ..exports.report import format_comparison, format_report
+from ..lessons.catalog import LESSONS, LESSONS_BY_NAME
+from ..lessons.fleet import FLEET_LESSONS, FLEET_LESSONS_BY_NAME
+from ..lessons.framework import comparison_table, evaluate
 from ..scenario.engine_args import (
-    RESIZING_FIELDS, VllmCommand, add_engine_args, apply_settings, check_like_vllm, normalize_aliases, parse_vllm_command,
+    RESIZING_FIELDS,
+    VllmCommand,
+    add_engine_args,
+    apply_settings,
+    check_like_vllm,
+    normalize_aliases,
+    parse_vllm_command,
     settings_from_args,
 )
-from ..errors import ConfigError
-from ..lessons.catalog import LESSONS, LESSONS_BY_NAME
-from ..lessons.framework import comparison_table, evaluate
-from ..sim.metrics import SLO
-from ..exports.perfetto import export_perfetto
-from ..timing.presets import GPUS, MODELS, resolve_gpu, resolve_model
-from ..cluster import ROUTER_POLICIES
-from ..lessons.fleet import FLEET_LESSONS, FLEET_LESSONS_BY_NAME
-from ..timing.cost_model import CostModel
-from ..sim.replay import load_trace, replay, write_log
-from ..exports.report import format_comparison, format_report
 from ..scenario.scenario import BATCH_LIMITS, PRESET_SCENARIOS, Scenario, apply_assignments, parse_assignment, with_vllm_defaults
-from ..engine.scheduler import SchedulerError
+from ..sim.metrics import SLO
+from ..sim.replay import load_trace, replay, write_log
 from ..sim.simulation import Simulation, SimulationStalled
-from ..engine.spec_decode import SpeculativeConfig
-from .fleet import add_sweep_command, cluster_table, run_fleet
+from ..timing.cost_model import CostModel
+from ..timing.presets import GPUS, MODELS, resolve_gpu, resolve_model
 from ..workload.workload import NAMED_LENGTHS
+from .fleet import add_sweep_command, cluster_table, run_fleet
+from .output import run_with_progress, write_json
 
 SWITCHES = [f.name for f in fields(VllmCompat)]
 
@@ -179,33 +184,6 @@ def apply_command_line(data: dict, args: argparse.Namespace, command: VllmComman
         data["slo_tpot_s"] = args.slo_tpot_ms / 1e3
     apply_assignments(data, assignments)
     return data
-
-
-def run_with_progress(sim: Simulation, show: bool) -> float:
-    """Run to the end; on a terminal, draw a progress bar of finished requests. Returns wall seconds."""
-    start = last_draw = time.perf_counter()
-    total = sim.num_requests
-    for _ in sim.records():
-        now = time.perf_counter()
-        if show and now - last_draw > 0.25:
-            last_draw = now
-            done = sim.metrics.num_finished
-            bar = "#" * int(30 * done / total)
-            print(f"\r  [{bar:<30}] {done}/{total} requests, {sim.clock_s:.1f} s simulated", end="", file=sys.stderr)
-    if show and time.perf_counter() - start > 0.25:
-        print(file=sys.stderr)
-    return time.perf_counter() - start
-
-
-def write_json(path: str, payload: dict) -> None:
-    def clean(value):
-        if isinstance(value, float) and not math.isfinite(value):
-            return None
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        return value
-
-    Path(path).write_text(json.dumps(clean(payload), indent=2) + "\n")
 
 
 def print_startup_lines(scenario: Scenario) -> None:

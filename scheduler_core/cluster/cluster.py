@@ -19,10 +19,10 @@ import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ..errors import ConfigError
 from ..engine.request import Request
-from ..sim.simulation import Simulation
 from ..engine.step_record import StepRecord
+from ..errors import ConfigError
+from ..sim.simulation import Simulation
 from ..workload.workload import RequestSpec, Workload
 from .kv_transfer import KVLink, KVTransferCost, kv_transfer_cost
 from .replica import Replica

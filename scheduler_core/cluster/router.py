@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 
-from ..errors import ConfigError
 from ..engine.request import Request
+from ..errors import ConfigError
 from ..workload.workload import RequestSpec
 from .replica import Replica
 

@@ -24,8 +24,8 @@ import copy
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..sim.metrics import SLO
 from ..scenario.scenario import BATCH_LIMITS, Scenario, vllm_batch_defaults
+from ..sim.metrics import SLO
 from ..sim.simulation import Simulation
 from .cluster import Cluster
 from .kv_transfer import LINKS, resolve_link

@@ -11,8 +11,8 @@ import json
 from typing import TextIO
 
 from ..engine.request import Request
-from ..sim.simulation import Simulation
 from ..engine.step_record import StepRecord
+from ..sim.simulation import Simulation
 
 ENGINE_PID, REQUESTS_PID = 1, 2
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from .framework import Claim, claims_slide, value_at
 from ..cluster.fleet_metrics import fleet_report
+from ..cluster.scenario import ClusterScenario
 from .fleet_moments import FleetMoments
 from .fleet_story import FleetBeat, fleet_story
-from ..cluster.scenario import ClusterScenario
 from .fleet_timeline import fleet_timeline
+from .framework import Claim, claims_slide, value_at
 
 
 @dataclass

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .framework import fill
-from .fleet_moments import LINK_TITLES, MOMENT_KINDS
 from ..cluster.kv_transfer import LINKS
 from ..cluster.scenario import ClusterScenario
+from .fleet_moments import LINK_TITLES, MOMENT_KINDS
+from .framework import fill
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ run also pins a frame at each of its story moments.
 
 from __future__ import annotations
 
-from ..engine.kv_cache_manager import cdiv
 from ..cluster.cluster import Cluster
 from ..cluster.fleet_metrics import fleet_report
-from .fleet_moments import FleetMoments
 from ..cluster.replica import Replica
+from ..engine.kv_cache_manager import cdiv
+from .fleet_moments import FleetMoments
 
 # A small grid's cells: free, cached but evictable, and in use by tenths ("1" to "9", "#" full).
 FREE, CACHED = ".", "c"

@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .events import EVENT_KINDS, StoryEvents
 from ..scenario.scenario import Scenario
 from ..sim.simulation import Simulation
+from .events import EVENT_KINDS, StoryEvents
 
 # The dashboard's panels a beat can put on stage.
 PANELS = ("queues", "batch", "kv", "charts", "side")

@@ -18,8 +18,8 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import ConfigError
 from ..engine.spec_decode import SpeculativeConfig
+from ..errors import ConfigError
 
 # The KV cache dtypes of `--kv-cache-dtype` that a CUDA GPU serves (a subset of vLLM's CacheDType).
 KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2")

@@ -17,19 +17,24 @@ from pathlib import Path
 
 from ..bounds import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SCENARIO_BOUNDS, check_all, check_text
 from ..engine.config import (
-    GPU_MEMORY_UTILIZATION_DEFAULT, EngineConfig, is_vllm_0_10, vllm_default_async_scheduling, vllm_default_batch_limits,
+    GPU_MEMORY_UTILIZATION_DEFAULT,
+    EngineConfig,
+    is_vllm_0_10,
+    vllm_default_async_scheduling,
+    vllm_default_batch_limits,
 )
-from ..timing.cost_model import CostModel, ModelSpec
-from .engine_args import ENGINE_ALIASES, KV_CACHE_DTYPES, normalize_aliases
 from ..errors import ConfigError
 from ..files import MAX_SCENARIO_BYTES, read_text
 from ..sim.metrics import SLO
-from ..timing.memory import GIB, MemoryPlan, kv_block_bytes, num_gpu_blocks_from_memory, plan_memory
-from ..timing.presets import resolve_gpu, resolve_model
 from ..sim.replay import load_trace, workload_from_trace
 from ..sim.simulation import Simulation
+from ..timing.cost_model import CostModel, ModelSpec
+from ..timing.memory import GIB, MemoryPlan, kv_block_bytes, num_gpu_blocks_from_memory, plan_memory
+from ..timing.presets import resolve_gpu, resolve_model
 from ..workload.traces import load_trace_workload
 from ..workload.workload import Workload, WorkloadConfig, build_workload
+from .engine_args import ENGINE_ALIASES, KV_CACHE_DTYPES, normalize_aliases
+
 
 def parse_assignment(text: str) -> tuple[str, object]:
     """`FIELD=VALUE`, the value read as JSON where it parses (numbers, booleans), else a bare word."""

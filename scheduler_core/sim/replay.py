@@ -17,15 +17,15 @@ from pathlib import Path
 
 from ..engine.config import EngineConfig, VllmCompat
 from ..engine.decision_trace import DecisionTrace
-from ..errors import ConfigError
-from ..files import MAX_TRACE_BYTES, read_text
-from ..engine.policies.vllm_v1 import VllmV1Scheduler
 from ..engine.engine_loop import BatchQueueLoop
-from ..engine.spec_decode import SpeculativeConfig
+from ..engine.policies.vllm_v1 import VllmV1Scheduler
 from ..engine.request import Request
 from ..engine.scheduler import SchedulerOutput, UpdateResult
-from .simulation import SimulationStalled
+from ..engine.spec_decode import SpeculativeConfig
+from ..errors import ConfigError
+from ..files import MAX_TRACE_BYTES, read_text
 from ..workload.workload import RequestSpec, Workload
+from .simulation import SimulationStalled
 
 TRACE_CONFIG_KEYS = {
     "block_size",

@@ -13,20 +13,20 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..engine.config import EngineConfig
-from ..timing.cost_model import CostModel
-from ..errors import ConfigError
-from .frozen_state import FrozenState
-from ..timing.host_time import NO_HOST_TIME, HostTime
+from ..engine.engine_loop import BatchQueueLoop
 from ..engine.kv_cache_manager import cdiv
-from .metrics import SLO, MetricsCollector
 from ..engine.policies import make_scheduler
 from ..engine.policies.vllm_v0 import watermark_blocks
-from ..timing.presets import GPUS, MODELS
-from ..engine.engine_loop import BatchQueueLoop
 from ..engine.request import Request
 from ..engine.scheduler import SchedulerOutput, UpdateResult
 from ..engine.step_record import ScheduledChunk, StepRecord
+from ..errors import ConfigError
+from ..timing.cost_model import CostModel
+from ..timing.host_time import NO_HOST_TIME, HostTime
+from ..timing.presets import GPUS, MODELS
 from ..workload.workload import RequestSpec, RequestTable, Workload
+from .frozen_state import FrozenState
+from .metrics import SLO, MetricsCollector
 
 
 def arrival_order(workload: Workload) -> Sequence[int]:

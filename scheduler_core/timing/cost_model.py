@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .all_reduce import PcieAllReduce
 from ..errors import ConfigError
+from .all_reduce import PcieAllReduce
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
 

@@ -13,9 +13,9 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from .cost_model import ModelSpec
 from ..errors import ConfigError
 from ..files import MAX_SCENARIO_BYTES, read_text
+from .cost_model import ModelSpec
 
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
 # quantization_config.quant_method values whose linear weights are stored as 8-bit floats.

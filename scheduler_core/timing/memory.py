@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from .cost_model import DTYPE_BYTES, GpuSpec, ModelSpec
 from ..errors import ConfigError
+from .cost_model import DTYPE_BYTES, GpuSpec, ModelSpec
 
 GIB = 1 << 30
 MIB = 1 << 20

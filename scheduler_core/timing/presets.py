@@ -12,8 +12,8 @@ from dataclasses import fields
 from importlib import resources
 from pathlib import Path
 
-from .cost_model import DTYPE_BYTES, GpuSpec, ModelSpec
 from ..errors import ConfigError
+from .cost_model import DTYPE_BYTES, GpuSpec, ModelSpec
 from .hf_config import is_hf_config, model_from_hf_config, packaged_configs, read_json
 
 GIB = 1024**3

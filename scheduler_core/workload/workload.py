@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
 from ..bounds import MAX_SHARED_PREFIX_TOKENS, WORKLOAD_BOUNDS, check_all
-from ..errors import ConfigError
 from ..engine.prompt import Prompt
+from ..errors import ConfigError
 
 # Synthetic prompts draw token ids from a range this large, like a real tokenizer's vocabulary.
 VOCAB_SIZE = 32000

@@ -23,7 +23,6 @@ from collections import deque
 from pathlib import Path
 
 import torch
-
 import vllm
 from vllm.config import CacheConfig, DeviceConfig, ModelConfig, SchedulerConfig, VllmConfig
 from vllm.sampling_params import SamplingParams

@@ -17,7 +17,6 @@ import statistics
 import time
 
 from record import FakeModel, build_scheduler
-
 from vllm.sampling_params import SamplingParams
 from vllm.v1.request import Request
 
