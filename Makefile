@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: run test bench screenshots clean
+.PHONY: run test lint bench screenshots clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +16,14 @@ $(BIN)/.installed: pyproject.toml
 run: $(BIN)/.installed
 	$(BIN)/servescope serve --port $(PORT)
 
-test: $(BIN)/.installed
+# The linters first: ruff (pyflakes, pycodestyle, isort, bugbear) and import-linter's contracts
+# (scheduler_core's layers, app above the core, no import cycles), then the whole suite.
+test: lint
 	$(BIN)/python -m pytest -q
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check scheduler_core app tests benchmarks tools
+	$(BIN)/lint-imports
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/bench_core.py
