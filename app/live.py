@@ -368,7 +368,8 @@ class SessionManager:
             raise ConfigError("session", f"the server holds at most {limits.max_sessions} sessions; delete one")
         quota = limits.max_sessions_per_client
         if quota and sum(live.owner == owner for live in self.sessions.values()) >= quota:
-            raise ConfigError("session", f"each client may hold {quota} session{'s' if quota > 1 else ''} at once on this server; end one first")
+            sessions = f"{quota} session{'s' if quota > 1 else ''}"
+            raise ConfigError("session", f"each client may hold {sessions} at once on this server; end one first")
         self.check_limits(scenario)
         session_id = uuid.uuid4().hex[:12]
         live = LiveSession(Session(session_id, scenario, limits, lesson, origin), limits, owner)

@@ -94,6 +94,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(ConfigError)
     async def config_error(request: Request, error: ConfigError) -> JSONResponse:
         """A bad setting deep in the core is still a 422 that names the field, at its place in the body."""
-        return JSONResponse(status_code=422, content={"detail": [{"loc": config_error_location(error.field), "msg": error.reason}]})
+        detail = [{"loc": config_error_location(error.field), "msg": error.reason}]
+        return JSONResponse(status_code=422, content={"detail": detail})
 
     return app

@@ -60,7 +60,8 @@ def scenario_from(body: SessionCreate) -> Scenario:
         name, arm = lesson_arm(body)
         scenario = LESSONS_BY_NAME[name].scenario(arm)
         if body.seed is not None:
-            scenario = Scenario.from_dict({**scenario.to_dict(), "workload": {**scenario.to_dict()["workload"], "seed": body.seed}})
+            data = scenario.to_dict()
+            scenario = Scenario.from_dict({**data, "workload": {**data["workload"], "seed": body.seed}})
         return scenario
     if body.scenario is not None:
         data = body.scenario.to_scenario_dict()

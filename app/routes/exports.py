@@ -65,5 +65,6 @@ async def streamed_export(request: Request, live: LiveSession, kind: str, media_
     settings = request.app.state.settings
     job = {"kind": kind, "scenario": live.session.scenario.to_dict(), "steps": live.session.step}
     process = await start_worker(request, job)
-    return StreamingResponse(stream(process, request.app.state.export_workers, settings.export_timeout_s, settings.max_export_bytes),
+    body = stream(process, request.app.state.export_workers, settings.export_timeout_s, settings.max_export_bytes)
+    return StreamingResponse(body,
                              media_type=media_type, headers={"Content-Disposition": f'attachment; filename="{filename}"'})

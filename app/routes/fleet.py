@@ -135,7 +135,8 @@ def checked_sweep(body: SweepCreate, request: Request) -> tuple[dict, Sweep]:
                                        "msg": f"replicas are integers from 1 to {MAX_FLEET_REPLICAS}"}])
     num_points = math.prod(len(values) for values in body.axes.values())
     if num_points > MAX_SWEEP_POINTS:
-        raise HTTPException(422, [{"loc": ["body", "axes"], "msg": f"the grid has {num_points} points; at most {MAX_SWEEP_POINTS}"}])
+        message = f"the grid has {num_points} points; at most {MAX_SWEEP_POINTS}"
+        raise HTTPException(422, [{"loc": ["body", "axes"], "msg": message}])
     try:
         sweep = Sweep.from_dict({**base, "sweep": dict(body.axes)}, name=base["name"], max_points=MAX_SWEEP_POINTS)
     except ConfigError as e:  # a swept value the core refuses: point at the axis that holds it

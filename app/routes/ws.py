@@ -22,7 +22,8 @@ async def session_socket(websocket: WebSocket, session_id: str) -> None:
     live = manager.get(session_id)
     await websocket.accept()
     if live is None:
-        await websocket.send_json({"v": PROTOCOL_VERSION, "type": "error", "code": "no_session", "message": f"no session {session_id!r}"})
+        await websocket.send_json({"v": PROTOCOL_VERSION, "type": "error", "code": "no_session",
+                                   "message": f"no session {session_id!r}"})
         await websocket.close(code=4404)
         return
     settings = manager.settings

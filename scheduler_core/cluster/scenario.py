@@ -98,7 +98,8 @@ class ClusterScenario:
     @property
     def num_gpus(self) -> int:
         if self.disaggregated:
-            return self.prefill_replicas * self.prefill.tensor_parallel_size + self.decode_replicas * self.decode.tensor_parallel_size
+            return (self.prefill_replicas * self.prefill.tensor_parallel_size
+                    + self.decode_replicas * self.decode.tensor_parallel_size)
         return self.replicas * self.scenario.tensor_parallel_size
 
     @classmethod
@@ -113,7 +114,8 @@ class ClusterScenario:
         scenario = Scenario.from_dict(data, name=name)
         for key in ("router", "decode_router"):
             if key in cluster and cluster[key] not in ROUTER_POLICIES:
-                raise ConfigError(f"cluster.{key}", f"unknown router {cluster[key]!r}; expected one of {', '.join(ROUTER_POLICIES)}")
+                raise ConfigError(f"cluster.{key}",
+                                  f"unknown router {cluster[key]!r}; expected one of {', '.join(ROUTER_POLICIES)}")
         if "link" in cluster and cluster["link"] not in LINKS:
             raise ConfigError("cluster.link", f"unknown link {cluster['link']!r}; expected one of {', '.join(LINKS)}")
         common = {"router": cluster.get("router", "round-robin"), "decode_router": cluster.get("decode_router", "least-requests"),

@@ -53,8 +53,9 @@ MECHANISM_LESSONS = [
                   lambda r: r["paged"].report["output_tokens_per_s"] > 1.5 * r["contiguous"].report["output_tokens_per_s"]),
         ],
         beats=[
-            Beat("opening", "Blocks as needed", "{num_requests} ShareGPT requests arrive in a burst at a pool of {num_gpu_blocks:,} "
-                 "blocks of {block_size} tokens. Step (→) and watch the KV grid: each request gets only the blocks its tokens fill.",
+            Beat("opening", "Blocks as needed", "{num_requests} ShareGPT requests arrive in a burst at a pool of "
+                 "{num_gpu_blocks:,} blocks of {block_size} tokens. Step (→) and watch the KV grid: each request gets "
+                 "only the blocks its tokens fill.",
                  ("kv", "queues")),
             Beat("first_admit", "The first blocks", "Step {step}: {request} is admitted with a {prompt}-token prompt and holds "
                  "{blocks} blocks, no more; reserving max_model_len would set {max_model_len:,} tokens aside for it.",
@@ -65,7 +66,8 @@ MECHANISM_LESSONS = [
                  "({kv}% used). Reserving {max_model_len:,} tokens each, only {reserve_fit} would fit: click 'Reserve max'.",
                  ("kv", "queues"), arms=("paged",)),
             Beat("peak_running", "How many fit", "Step {step}: reserving {max_model_len:,} tokens each, only {running} requests "
-                 "run at once while {waiting} wait; most of the pool is reserved but unused.", ("kv", "queues"), arms=("contiguous",)),
+                 "run at once while {waiting} wait; most of the pool is reserved but unused.", ("kv", "queues"),
+                 arms=("contiguous",)),
             Beat("end", "Result", "Paged: {paged:report.fragmentation:.1%} of allocated memory unused, {paged:peak_running} "
                  "requests at once, {paged:report.output_tokens_per_s:,.0f} output tokens/s. Reserving max_model_len: "
                  "{contiguous:report.fragmentation:.0%} unused, {contiguous:peak_running} at once, "
@@ -94,7 +96,8 @@ MECHANISM_LESSONS = [
         ],
         beats=[
             Beat("opening", "Static batches", "A static batcher admits a batch (up to {max_num_seqs} requests) and admits "
-                 "nobody more until every member has finished. Watch the Running and Waiting lanes.", ("queues", "batch"), arms=("static",)),
+                 "nobody more until every member has finished. Watch the Running and Waiting lanes.", ("queues", "batch"),
+                 arms=("static",)),
             Beat("opening", "Continuous batching", "The scheduler decides every step: a finished request's seat goes to the "
                  "next waiting request at once. Up to {max_num_seqs} run together.", ("queues", "batch"), arms=("continuous",)),
             Beat("batch_full", "The batch is full", "Step {step}: {running} requests run, every seat taken; {waiting} wait.",
@@ -136,24 +139,26 @@ MECHANISM_LESSONS = [
                   lambda r: r["chunked-256"].report["ttft_s"]["p50"] > r["chunked-2048"].report["ttft_s"]["p50"]),
             Claim("Throughput hardly moves: {chunked-512:report.output_tokens_per_s:,.0f} against "
                   "{prefill-first:report.output_tokens_per_s:,.0f} output tokens/s.",
-                  lambda r: abs(r["chunked-512"].report["output_tokens_per_s"] / r["prefill-first"].report["output_tokens_per_s"] - 1) < 0.1),
+                  lambda r: abs(r["chunked-512"].report["output_tokens_per_s"]
+                                / r["prefill-first"].report["output_tokens_per_s"] - 1) < 0.1),
         ],
         beats=[
             Beat("opening", "The token budget", "Each step spends at most {max_num_batched_tokens:,} tokens: the running "
                  "requests' decodes first, then chunks of waiting prompts. {num_requests} Azure-conversation requests with long "
                  "prompts.", ("batch", "queues"), arms=("chunked-256", "chunked-512", "chunked-2048")),
-            Beat("opening", "Prefill first", "vLLM V0's default: a step runs whole waiting prompts, up to {max_num_batched_tokens:,} "
-                 "tokens, and the decodes wait for it.", ("batch", "queues"), arms=("prefill-first",)),
+            Beat("opening", "Prefill first", "vLLM V0's default: a step runs whole waiting prompts, up to "
+                 "{max_num_batched_tokens:,} tokens, and the decodes wait for it.", ("batch", "queues"), arms=("prefill-first",)),
             Beat("mixed_chunk", "A prompt is sliced", "Step {step}: {request}'s {prompt:,}-token prompt gets a chunk of {tokens} "
                  "tokens (orange, P) in the same step as the running decodes (blue, D: {decodes}); {rest:,} prompt tokens wait "
                  "for later steps.", ("batch", "queues")),
-            Beat("next_chunk", "The next slice", "Step {step}: {request} gets its next chunk, {tokens} tokens from token {start}; "
-                 "the decodes (D: {decodes}) run in the same step again.", ("batch", "queues")),
+            Beat("next_chunk", "The next slice", "Step {step}: {request} gets its next chunk, {tokens} tokens from token "
+                 "{start}; the decodes (D: {decodes}) run in the same step again.", ("batch", "queues")),
             Beat("budget_full", "A busy step", "Step {step}: {decodes} decodes run first, one token each, and prompt chunks "
                  "fill the rest of the {budget:,}-token budget.", ("batch", "charts")),
-            Beat("end", "Result", "ITL p99: {prefill-first:report.itl_s.p99:.3f} s prefill-first, {chunked-512:report.itl_s.p99:.3f} s "
-                 "chunked at 512 tokens, {chunked-256:report.itl_s.p99:.4f} s at 256; TTFT p50 {chunked-256:report.ttft_s.p50:.3f} s "
-                 "at 256 against {chunked-2048:report.ttft_s.p50:.3f} s at 2048.", ("charts", "batch")),
+            Beat("end", "Result", "ITL p99: {prefill-first:report.itl_s.p99:.3f} s prefill-first, "
+                 "{chunked-512:report.itl_s.p99:.3f} s chunked at 512 tokens, {chunked-256:report.itl_s.p99:.4f} s at 256; "
+                 "TTFT p50 {chunked-256:report.ttft_s.p50:.3f} s at 256 against {chunked-2048:report.ttft_s.p50:.3f} s "
+                 "at 2048.", ("charts", "batch")),
         ],
         columns=TABLE_LATENCY[:4],
     ),
@@ -165,7 +170,8 @@ MECHANISM_LESSONS = [
         arms={"recompute": arm(PRESSURE_ENGINE, PRESSURE),
               "swap": arm({**PRESSURE_ENGINE, "preemption_mode": "swap", "num_cpu_blocks": 4096}, PRESSURE)},
         claims=[
-            Claim("Both engines run out of blocks: {recompute:preemptions} preemptions with recompute, {swap:preemptions} with swap.",
+            Claim("Both engines run out of blocks: {recompute:preemptions} preemptions with recompute, "
+                  "{swap:preemptions} with swap.",
                   lambda r: r["recompute"].preemptions > 0 and r["swap"].preemptions > 0),
             Claim("Recompute pays in compute: {recompute:recomputed_tokens:,} tokens computed again.",
                   lambda r: r["recompute"].recomputed_tokens > 0),
@@ -179,7 +185,8 @@ MECHANISM_LESSONS = [
             Beat("opening", "Filling up", "{num_requests} requests of 600 prompt and 700 output tokens into {num_gpu_blocks} "
                  "blocks of {block_size} tokens: every running request grows by one token per step. Watch KV usage.",
                  ("kv", "queues")),
-            Beat("kv_high", "Almost full", "Step {step}: KV usage is {kv}% with {running} requests running and {waiting} waiting.",
+            Beat("kv_high", "Almost full", "Step {step}: KV usage is {kv}% with {running} requests running and "
+                 "{waiting} waiting.",
                  ("kv", "queues")),
             Beat("first_preemption", "Preemption", "Step {step}: blocks ran out; {request}, the newest running request, is "
                  "preempted: {fate}.", ("queues", "kv")),
@@ -219,11 +226,12 @@ MECHANISM_LESSONS = [
         ],
         beats=[
             Beat("opening", "Shared system prompts", "{num_requests} requests each start with one of four 1,024-token system "
-                 "prompts (64 blocks). The first request with a prompt computes it; its full blocks get hashed.", ("kv", "queues")),
+                 "prompts (64 blocks). The first request with a prompt computes it; its full blocks get hashed.",
+                 ("kv", "queues")),
             Beat("first_admit", "Nothing cached yet", "Step {step}: {request} is admitted with {hit} tokens from the cache: it "
                  "computes its {prompt:,}-token prompt itself.", ("kv", "batch")),
-            Beat("first_hit", "A hit", "Step {step}: {request} is admitted and {tokens:,} of its {prompt:,} prompt tokens hit the "
-                 "cache: {blocks} blocks shared (dot) instead of computed.", ("kv", "batch")),
+            Beat("first_hit", "A hit", "Step {step}: {request} is admitted and {tokens:,} of its {prompt:,} prompt tokens "
+                 "hit the cache: {blocks} blocks shared (dot) instead of computed.", ("kv", "batch")),
             Beat("first_finish", "Cached, free", "Step {step}: {request} finished; its blocks are free but keep their hashes "
                  "(corner mark), ready for the next hit.", ("kv", "side")),
             Beat("first_eviction", "Evicted", "Step {step}: short of free blocks, {blocks} cached blocks are evicted, least "
@@ -264,8 +272,9 @@ MECHANISM_LESSONS = [
                  "request, is preempted and restarts from token 0.", ("queues", "side")),
             Beat("repeat_preemption", "Again", "Step {step}: {request} is preempted a second time; each time its work is thrown "
                  "away.", ("queues", "side")),
-            Beat("end", "Result", "vLLM 0.10: {vllm-0.10:preemptions} preemptions, one request {vllm-0.10:max_preemptions_of_one_request} "
-                 "times, {vllm-0.10:work_ratio:.1f}x the tokens needed. vLLM 0.33: {vllm-0.33:preemptions}.", ("queues", "side")),
+            Beat("end", "Result", "vLLM 0.10: {vllm-0.10:preemptions} preemptions, one request "
+                 "{vllm-0.10:max_preemptions_of_one_request} times, {vllm-0.10:work_ratio:.1f}x the tokens needed. "
+                 "vLLM 0.33: {vllm-0.33:preemptions}.", ("queues", "side")),
         ],
         columns=[("preemptions", "preemptions", "d"), ("most preemptions of one request", "max_preemptions_of_one_request", "d"),
                  ("tokens computed / needed", "work_ratio", ".1f"), ("steps", "num_steps", ",d")],
@@ -284,7 +293,8 @@ MECHANISM_LESSONS = [
                   and r["priority"].victims_were_lowest_priority),
             Claim("Under first-come-first-served the newest request is the victim, whatever its priority: "
                   "{fcfs:victim_priorities.0} high-priority preemptions against {priority:victim_priorities.0}.",
-                  lambda r: r["fcfs"].victims_were_newest and r["fcfs"].victim_priorities[0] > r["priority"].victim_priorities[0]),
+                  lambda r: r["fcfs"].victims_were_newest
+                  and r["fcfs"].victim_priorities[0] > r["priority"].victim_priorities[0]),
             Claim("High-priority requests get their first token in {priority:ttft_by_priority.0:.3f} s (median) "
                   "against {priority:ttft_by_priority.1:.3f} s for the rest.",
                   lambda r: r["priority"].ttft_by_priority[0] < r["priority"].ttft_by_priority[1]),
@@ -295,10 +305,10 @@ MECHANISM_LESSONS = [
             Beat("opening", "Priorities", "15% of {num_requests} requests are urgent (priority 0, chips marked P0) in a pool of "
                  "{num_gpu_blocks} blocks. The waiting queue is ordered by priority, then arrival.", ("queues", "kv"),
                  arms=("priority",)),
-            Beat("opening", "First come, first served", "15% of {num_requests} requests are urgent (priority 0, chips marked P0), "
-                 "but the queue ignores it: arrival order only.", ("queues", "kv"), arms=("fcfs",)),
-            Beat("first_urgent", "Urgent first", "Step {step}: {request} (priority 0) is admitted; {waiting} requests, preempted ones included, "
-                 "still wait.",
+            Beat("opening", "First come, first served", "15% of {num_requests} requests are urgent (priority 0, chips marked "
+                 "P0), but the queue ignores it: arrival order only.", ("queues", "kv"), arms=("fcfs",)),
+            Beat("first_urgent", "Urgent first", "Step {step}: {request} (priority 0) is admitted; {waiting} requests, "
+                 "preempted ones included, still wait.",
                  ("queues", "batch")),
             Beat("kv_high", "Almost full", "Step {step}: KV usage is {kv}% with {running} requests running.", ("kv", "queues")),
             Beat("first_priority_victim", "A low-priority victim", "Step {step}: blocks ran out; {request} (priority {priority}) "

@@ -137,7 +137,8 @@ TODAYS_ENGINE_LESSONS = [
             Claim("An fp8 KV cache (half the bytes per token) at 0.95 of memory gives "
                   "{h100-fp8-kv:memory.kv_cache_size_tokens:,} tokens: all {h100-fp8-kv:peak_running} clients run at "
                   "once and output rises to {h100-fp8-kv:report.output_tokens_per_s:,.0f} tokens/s.",
-                  lambda r: r["h100-fp8-kv"].memory["kv_cache_size_tokens"] > 3 * r["h100-defaults"].memory["kv_cache_size_tokens"]
+                  lambda r: r["h100-fp8-kv"].memory["kv_cache_size_tokens"]
+                  > 3 * r["h100-defaults"].memory["kv_cache_size_tokens"]
                   and r["h100-fp8-kv"].peak_running == 128
                   and r["h100-fp8-kv"].report["output_tokens_per_s"] > 1.5 * r["h100-defaults"].report["output_tokens_per_s"]),
             Claim("It is still short of memory: 128 conversations growing to ShareGPT's long answers outgrow "

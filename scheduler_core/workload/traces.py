@@ -57,7 +57,8 @@ def read_csv_trace(path: Path) -> list[tuple[float, int, int]]:
     elif all(c in columns for c in SIMPLE_COLUMNS):
         time_col, prompt_col, output_col = SIMPLE_COLUMNS
     else:
-        raise ConfigError(f"{path}:1", f"expected columns {','.join(AZURE_COLUMNS)} or {','.join(SIMPLE_COLUMNS)}, got {','.join(columns)[:200]}")
+        expected = f"{','.join(AZURE_COLUMNS)} or {','.join(SIMPLE_COLUMNS)}"
+        raise ConfigError(f"{path}:1", f"expected columns {expected}, got {','.join(columns)[:200]}")
     rows = []
     try:
         for raw_row in reader:

@@ -140,9 +140,8 @@ class WorkloadConfig:
         if self.arrival not in ARRIVALS:
             raise ConfigError("arrival", f"unknown arrival process {self.arrival!r}; expected one of {list(ARRIVALS)}")
         if self.lengths not in NAMED_LENGTHS and self.lengths not in ("fixed", "uniform", "lognormal"):
-            raise ConfigError(
-                "lengths", f"unknown length distribution {self.lengths!r}; expected fixed, uniform, lognormal or one of {sorted(NAMED_LENGTHS)}"
-            )
+            raise ConfigError("lengths", f"unknown length distribution {self.lengths!r}; "
+                                         f"expected fixed, uniform, lognormal or one of {sorted(NAMED_LENGTHS)}")
         check_all(WORKLOAD_BOUNDS, self)
         if self.lengths == "uniform":
             for name, low in (("prompt_len_high", self.prompt_len), ("output_len_high", self.output_len)):
@@ -150,10 +149,12 @@ class WorkloadConfig:
                     raise ConfigError(name, f"must be >= the low end ({low}) for uniform lengths")
         if self.num_shared_prefixes > self.num_requests:
             # More prefixes than requests could never all be used, and each costs its tokens.
-            raise ConfigError("num_shared_prefixes", f"must be from 1 to num_requests ({self.num_requests}), got {self.num_shared_prefixes!r}")
-        if self.shared_prefix_len * self.num_shared_prefixes > MAX_SHARED_PREFIX_TOKENS:
+            raise ConfigError("num_shared_prefixes",
+                              f"must be from 1 to num_requests ({self.num_requests}), got {self.num_shared_prefixes!r}")
+        shared_tokens = self.shared_prefix_len * self.num_shared_prefixes
+        if shared_tokens > MAX_SHARED_PREFIX_TOKENS:
             raise ConfigError("shared_prefix_len", f"shared_prefix_len x num_shared_prefixes must be at most "
-                                                   f"{MAX_SHARED_PREFIX_TOKENS} tokens, got {self.shared_prefix_len * self.num_shared_prefixes}")
+                                                   f"{MAX_SHARED_PREFIX_TOKENS} tokens, got {shared_tokens}")
 
     @classmethod
     def from_dict(cls, data: dict) -> "WorkloadConfig":

@@ -150,7 +150,8 @@ class Recorder:
         self.scheduler = build_scheduler(self.config, async_scheduling, speculative_config)
         acceptance = None
         if speculative_config:
-            spec = SpeculativeConfig.from_json({**speculative_config, "acceptance_rate": acceptance_rate, "acceptance_seed": seed})
+            spec = SpeculativeConfig.from_json({**speculative_config, "acceptance_rate": acceptance_rate,
+                                                "acceptance_seed": seed})
             acceptance = AcceptanceModel(spec)
         self.model = FakeModel(acceptance)
         self.pending = deque(make_requests(trace, self.config))
