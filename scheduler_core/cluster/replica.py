@@ -5,10 +5,6 @@ from __future__ import annotations
 from ..engine.request import Request
 from ..sim.simulation import Simulation
 
-# What a replica does in a fleet: serve whole requests, or only one side of a disaggregated split.
-ROLES = ("colocated", "prefill", "decode")
-
-
 class Replica:
     """A simulation plus what a router asks of it: its load, its KV usage and its prefix cache."""
 

@@ -1,0 +1,1 @@
+"""What leaves the simulation as a file or a table: Perfetto traces and text reports."""

@@ -1,0 +1,2 @@
+"""Where requests come from: synthetic arrival processes and length distributions, shared prefixes,
+and importers of CSV and JSONL traces."""
