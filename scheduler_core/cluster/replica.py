@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..engine.request import Request
 from ..sim.simulation import Simulation
 
+
 class Replica:
     """A simulation plus what a router asks of it: its load, its KV usage and its prefix cache."""
 
