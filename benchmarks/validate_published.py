@@ -3,7 +3,7 @@
 Every row is one published figure (a vLLM benchmark run someone reported with its model, GPU,
 vLLM version, request lengths and load) and the scenario that reproduces its setup. The script runs
 each scenario, prints predicted against published with the error, and with `--readme` rewrites the
-table in README.md's "How close to real vLLM" section.
+table in docs/cost-model.md's "Validation: how close to real vLLM" section.
 
     python benchmarks/validate_published.py [--readme]
 """
@@ -257,17 +257,17 @@ def table(results: list[tuple[Row, float]]) -> str:
 
 
 def rewrite_readme(text: str) -> None:
-    readme = ROOT / "README.md"
+    readme = ROOT / "docs" / "cost-model.md"
     content = readme.read_text()
     pattern = re.compile(r"(<!-- validate_published:start -->\n).*?(<!-- validate_published:end -->)", re.S)
     if not pattern.search(content):
-        raise SystemExit("README.md has no validate_published markers")
+        raise SystemExit("docs/cost-model.md has no validate_published markers")
     readme.write_text(pattern.sub(lambda m: m.group(1) + text + "\n" + m.group(2), content))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--readme", action="store_true", help="rewrite README.md's table with these results")
+    parser.add_argument("--readme", action="store_true", help="rewrite docs/cost-model.md's table with these results")
     args = parser.parse_args()
     start = time.perf_counter()
     results = []
