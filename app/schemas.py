@@ -1,6 +1,6 @@
-"""Request and response shapes of the API. The engine and workload models mirror the core's
-`EngineConfig` and `WorkloadConfig` field for field (a test keeps them in step); their JSON
-Schema, served at /api/schema, is what the dashboard builds its configuration form from."""
+"""Request and response shapes of the API. The engine and workload models are made from the core's
+`EngineConfig` and `WorkloadConfig` declarations (`model_of`), so they agree field for field; their
+JSON Schema, served at /api/schema, is what the dashboard builds its configuration form from."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from scheduler_core.bounds import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SCENARIO_BOUNDS, WORKLOAD_BOUNDS, settings_of
+from scheduler_core.bounds import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SCENARIO_BOUNDS, settings_of
 from scheduler_core.engine.config import EngineConfig, VllmCompat
 from scheduler_core.scenario.engine_args import KV_CACHE_DTYPES
 from scheduler_core.timing.presets import GPUS, MODELS
+from scheduler_core.workload.workload import WORKLOAD_BOUNDS, WorkloadConfig
 
 
 class Strict(BaseModel):
@@ -46,31 +47,19 @@ def model_of(name: str, config: type, nested: dict[str, object] | None = None, d
         if declared.left_open:
             kind = kind | None
         constraints = declared.bound.field_constraints() if declared.bound else {}
+        if declared.max_chars is not None:
+            constraints["max_length"] = declared.max_chars
         description = declared.help[:1].upper() + declared.help[1:]
         fields[f.name] = (kind, Field(default, **constraints, description=description))
     return create_model(name, __base__=Strict, __doc__=doc, **fields)
 
 
-CompatModel = model_of("CompatModel", VllmCompat, doc="vLLM behaviours that changed between 0.10.1.1 (all false) and 0.33.0 (all true).")
+CompatModel = model_of("CompatModel", VllmCompat,
+                       doc="vLLM behaviours that changed between 0.10.1.1 (all false) and 0.33.0 (all true).")
 EngineModel = model_of("EngineModel", EngineConfig, {"compat": CompatModel, "speculative_config": SpeculativeModel | None})
 
 
-class WorkloadModel(Strict):
-    num_requests: int = Field(200, **WORKLOAD_BOUNDS["num_requests"].field_constraints(), description="Requests in the run")
-    arrival: Literal["poisson", "gamma", "fixed"] = Field("poisson", description="Arrival process")
-    arrival_rate: float = Field(10.0, **WORKLOAD_BOUNDS["arrival_rate"].field_constraints(), description="Requests per second (inf: all at once)")
-    arrival_cv: float = Field(1.0, **WORKLOAD_BOUNDS["arrival_cv"].field_constraints(), description="Gamma arrivals: burstiness (CV of gaps)")
-    concurrency: int = Field(0, **WORKLOAD_BOUNDS["concurrency"].field_constraints(), description="Closed loop: clients (0: open loop)")
-    lengths: str = Field("sharegpt", max_length=100, description="Length distribution: a named one, fixed, uniform or lognormal")
-    prompt_len: float = Field(512, **WORKLOAD_BOUNDS["prompt_len"].field_constraints())
-    prompt_len_high: int = Field(0, **WORKLOAD_BOUNDS["prompt_len_high"].field_constraints())
-    output_len: float = Field(128, **WORKLOAD_BOUNDS["output_len"].field_constraints())
-    output_len_high: int = Field(0, **WORKLOAD_BOUNDS["output_len_high"].field_constraints())
-    sigma: float = Field(0.6, **WORKLOAD_BOUNDS["sigma"].field_constraints())
-    shared_prefix_len: int = Field(0, **WORKLOAD_BOUNDS["shared_prefix_len"].field_constraints(), description="Tokens of shared system prompt")
-    num_shared_prefixes: int = Field(1, **WORKLOAD_BOUNDS["num_shared_prefixes"].field_constraints())
-    high_priority_fraction: float = Field(0.0, **WORKLOAD_BOUNDS["high_priority_fraction"].field_constraints())
-    seed: int = Field(0, **WORKLOAD_BOUNDS["seed"].field_constraints(), description="Workload seed: same seed, same run")
+WorkloadModel = model_of("WorkloadModel", WorkloadConfig)
 
 
 class ScenarioModel(Strict):

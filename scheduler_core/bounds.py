@@ -71,6 +71,7 @@ class Setting:
     flag: str | None = None
     aliases: tuple[str, ...] = ()  # shorter flags servescope had before it spoke vLLM's names
     vllm_flag: bool = True
+    max_chars: int | None = None  # a name's longest spelling on the web
     # The web form leaves it empty, for the server to fill in vLLM's default for the GPU and version.
     left_open: bool = False
     # Filled in from the dataclass field by `settings_of`.
@@ -101,22 +102,7 @@ def bounds_of(config: type) -> dict[str, Bound]:
 MAX_TOKENS_PER_CONTEXT = 1_000_000
 MAX_BLOCKS = 1 << 20
 
-WORKLOAD_BOUNDS = {
-    "num_requests": Bound(1, 1_000_000),
-    "arrival_rate": Bound(0, 1e6, integer=False, low_open=True, infinite_ok=True),
-    # Gamma gaps have shape 1/cv^2: beyond these the draws underflow to 0 or overflow.
-    "arrival_cv": Bound(0.01, 100, integer=False),
-    "concurrency": Bound(0, 100_000),
-    "prompt_len": Bound(1, MAX_TOKENS_PER_CONTEXT, integer=False),
-    "prompt_len_high": Bound(0, MAX_TOKENS_PER_CONTEXT),
-    "output_len": Bound(1, MAX_TOKENS_PER_CONTEXT, integer=False),
-    "output_len_high": Bound(0, MAX_TOKENS_PER_CONTEXT),
-    "sigma": Bound(0, 4, integer=False),
-    "shared_prefix_len": Bound(0, MAX_TOKENS_PER_CONTEXT),
-    "num_shared_prefixes": Bound(1, 10_000),
-    "high_priority_fraction": Bound(0, 1, integer=False),
-    "seed": Bound(0, 2**63 - 1),
-}
+MAX_REQUESTS = 1_000_000
 
 # Every shared prefix's tokens are held (4 bytes each) for the whole run: 4 MiB at most.
 MAX_SHARED_PREFIX_TOKENS = 1 << 20
