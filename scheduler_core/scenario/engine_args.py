@@ -2,7 +2,8 @@
 into scenario settings.
 
 One table (`ENGINE_ARGS`) says, for each argument the simulation models, its flag, the scenario
-field it sets and how its value is read; `servescope run --max-num-seqs 128` and
+field it sets and how its value is read: the engine's are made from `EngineConfig`'s declarations
+(`bounds.setting`), the model's and hardware's are listed here; `servescope run --max-num-seqs 128` and
 `servescope run --vllm "vllm serve MODEL --max-num-seqs 128"` both go through it, so the two give
 the same scenario. A value vLLM would reject is rejected with vLLM's own reason, naming the flag.
 Names and checks follow vLLM 0.33.0 (`vllm/engine/arg_utils.py`, `vllm/config/cache.py`,
@@ -107,6 +108,8 @@ class EngineArg:
             parse = None
         elif declared.choices:
             parse = _choice(declared.choices)
+        elif declared.type is int and not declared.vllm_flag:
+            parse = int  # servescope's own flag: the core's check names a value out of bounds, as for a file's
         elif declared.type is int:
             parse = _int_at_least(int(declared.bound.low))
         elif SpeculativeConfig in typing.get_args(declared.type):
