@@ -28,9 +28,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+def add_app_commands(commands, parsers: dict[str, argparse.ArgumentParser]) -> None:
+    """What the `servescope` command adds to the core's: `serve`, and `sweep --ray`."""
     serve = commands.add_parser("serve", help="start the dashboard (the web app) on a local port")
     serve.add_argument("--host", default=None, help="bind address (default: loopback only; 0.0.0.0 with --public)")
     serve.add_argument("--public", action="store_true",
@@ -41,11 +40,14 @@ def main(argv: list[str] | None = None) -> int:
                        help="also answer to this host name (repeatable; default: loopback names only)")
     serve.add_argument("--log-level", default="warning")
     serve.set_defaults(func=cmd_serve)
-    sweep = commands.choices["sweep"]
+    sweep = parsers["sweep"]
     sweep.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
                        help="run the points as Ray tasks on the cluster at ADDRESS (none: a local Ray); needs servescope[ray]")
     sweep.set_defaults(ray_executor=run_ray)
-    return core_main(argv, parser)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return core_main(argv, build_parser(add_app_commands))
 
 
 if __name__ == "__main__":

@@ -1,35 +1,25 @@
-"""Request and response shapes of the API. The engine and workload models mirror the core's
-`EngineConfig` and `WorkloadConfig` field for field (a test keeps them in step); their JSON
-Schema, served at /api/schema, is what the dashboard builds its configuration form from."""
+"""Request and response shapes of the API. The engine and workload models are made from the core's
+`EngineConfig` and `WorkloadConfig` declarations (`model_of`), so they agree field for field; their
+JSON Schema, served at /api/schema, is what the dashboard builds its configuration form from."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from scheduler_core.bounds import ENGINE_BOUNDS, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SCENARIO_BOUNDS, WORKLOAD_BOUNDS
+from scheduler_core.bounds import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SCENARIO_BOUNDS, settings_of
+from scheduler_core.engine.config import EngineConfig, VllmCompat
 from scheduler_core.scenario.engine_args import KV_CACHE_DTYPES
 from scheduler_core.timing.presets import GPUS, MODELS
+from scheduler_core.workload.workload import WORKLOAD_BOUNDS, WorkloadConfig
 
 
 class Strict(BaseModel):
     """Unknown fields are errors; numbers are finite (the web has no use for inf or NaN)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-class CompatModel(Strict):
-    """vLLM behaviours that changed between 0.10.1.1 (all false) and 0.33.0 (all true)."""
-
-    full_prompt_admission: bool = Field(True, description="Admit only if free blocks cover the whole context")
-    long_prefill_cap_lifted_when_alone: bool = Field(True, description="Lift the long-prefill cap for a lone request")
-    unchunked_prompt_blocks_queue: bool = Field(True, description="Without chunking, a too-big prompt stops the scan")
-    skipped_requests_keep_order: bool = Field(True, description="Skipped requests return in their original order")
-    unhashed_blocks_reused_first: bool = Field(True, description="Freed uncached blocks are reused first")
-    priority_victim_unscheduled: bool = Field(True, description="A scheduled priority victim is unscheduled")
-    usage_excludes_null_block: bool = Field(True, description="KV usage excludes the null block")
-    prompt_leaves_room_for_output: bool = Field(True, description="A prompt of max_model_len tokens is refused")
 
 
 class SpeculativeModel(Strict):
@@ -40,43 +30,36 @@ class SpeculativeModel(Strict):
     acceptance_seed: int = Field(0, description="Seed of the acceptance draws")
 
 
-class EngineModel(Strict):
-    block_size: int = Field(16, **ENGINE_BOUNDS["block_size"].field_constraints(), description="Tokens per KV block")
-    num_gpu_blocks: int | None = Field(None, **ENGINE_BOUNDS["num_gpu_blocks"].field_constraints(), description="KV blocks (empty: sized from GPU memory)")
-    max_num_seqs: int | None = Field(None, **ENGINE_BOUNDS["max_num_seqs"].field_constraints(),
-                                     description="Most requests running at once (empty: vLLM's default for the GPU)")
-    max_num_batched_tokens: int | None = Field(None, **ENGINE_BOUNDS["max_num_batched_tokens"].field_constraints(),
-                                               description="Token budget of one step (empty: vLLM's default for the GPU)")
-    max_model_len: int = Field(4096, **ENGINE_BOUNDS["max_model_len"].field_constraints(), description="Longest context (prompt + output)")
-    enable_chunked_prefill: bool = Field(True, description="Split prompts under the token budget")
-    enable_prefix_caching: bool = Field(True, description="Share full blocks between equal prefixes")
-    long_prefill_token_threshold: int = Field(0, **ENGINE_BOUNDS["long_prefill_token_threshold"].field_constraints(), description="Cap on one prompt's chunk (0: none)")
-    policy: Literal["vllm-v1", "vllm-v0", "static"] = Field("vllm-v1", description="Scheduling policy")
-    scheduling_order: Literal["fcfs", "priority"] = Field("fcfs", description="Waiting-queue order")
-    preemption_mode: Literal["recompute", "swap"] = Field("recompute", description="What preemption does with KV")
-    num_cpu_blocks: int = Field(0, **ENGINE_BOUNDS["num_cpu_blocks"].field_constraints(), description="Swap space in blocks")
-    kv_allocator: Literal["paged", "contiguous"] = Field("paged", description="PagedAttention or reserve max length")
-    compat: CompatModel = Field(default_factory=CompatModel)
-    async_scheduling: bool | None = Field(None, description="Schedule the next step while one runs (empty: vLLM's default)")
-    speculative_config: SpeculativeModel | None = Field(None, description="Speculative decoding (empty: none)")
+def model_of(name: str, config: type, nested: dict[str, object] | None = None, doc: str | None = None) -> type[BaseModel]:
+    """The pydantic model of a core config dataclass, made from its declared settings (`bounds.setting`):
+    the same fields in the same order, types, defaults, bounds, choices and help; a setting the web
+    leaves open to the server is empty by default. `nested` gives the model of each nested table."""
+    nested = nested or {}
+    settings = settings_of(config)
+    fields = {}
+    for f in dataclasses.fields(config):
+        declared = settings.get(f.name)
+        if declared is None:  # a nested table without a declaration of its own: its model's defaults
+            fields[f.name] = (nested[f.name], Field(default_factory=nested[f.name]))
+            continue
+        kind = nested.get(f.name) or (Literal[declared.choices] if declared.choices else declared.type)
+        default = None if declared.left_open else declared.default
+        if declared.left_open:
+            kind = kind | None
+        constraints = declared.bound.field_constraints() if declared.bound else {}
+        if declared.max_chars is not None:
+            constraints["max_length"] = declared.max_chars
+        description = declared.help[:1].upper() + declared.help[1:]
+        fields[f.name] = (kind, Field(default, **constraints, description=description))
+    return create_model(name, __base__=Strict, __doc__=doc, **fields)
 
 
-class WorkloadModel(Strict):
-    num_requests: int = Field(200, **WORKLOAD_BOUNDS["num_requests"].field_constraints(), description="Requests in the run")
-    arrival: Literal["poisson", "gamma", "fixed"] = Field("poisson", description="Arrival process")
-    arrival_rate: float = Field(10.0, **WORKLOAD_BOUNDS["arrival_rate"].field_constraints(), description="Requests per second (inf: all at once)")
-    arrival_cv: float = Field(1.0, **WORKLOAD_BOUNDS["arrival_cv"].field_constraints(), description="Gamma arrivals: burstiness (CV of gaps)")
-    concurrency: int = Field(0, **WORKLOAD_BOUNDS["concurrency"].field_constraints(), description="Closed loop: clients (0: open loop)")
-    lengths: str = Field("sharegpt", max_length=100, description="Length distribution: a named one, fixed, uniform or lognormal")
-    prompt_len: float = Field(512, **WORKLOAD_BOUNDS["prompt_len"].field_constraints())
-    prompt_len_high: int = Field(0, **WORKLOAD_BOUNDS["prompt_len_high"].field_constraints())
-    output_len: float = Field(128, **WORKLOAD_BOUNDS["output_len"].field_constraints())
-    output_len_high: int = Field(0, **WORKLOAD_BOUNDS["output_len_high"].field_constraints())
-    sigma: float = Field(0.6, **WORKLOAD_BOUNDS["sigma"].field_constraints())
-    shared_prefix_len: int = Field(0, **WORKLOAD_BOUNDS["shared_prefix_len"].field_constraints(), description="Tokens of shared system prompt")
-    num_shared_prefixes: int = Field(1, **WORKLOAD_BOUNDS["num_shared_prefixes"].field_constraints())
-    high_priority_fraction: float = Field(0.0, **WORKLOAD_BOUNDS["high_priority_fraction"].field_constraints())
-    seed: int = Field(0, **WORKLOAD_BOUNDS["seed"].field_constraints(), description="Workload seed: same seed, same run")
+CompatModel = model_of("CompatModel", VllmCompat,
+                       doc="vLLM behaviours that changed between 0.10.1.1 (all false) and 0.33.0 (all true).")
+EngineModel = model_of("EngineModel", EngineConfig, {"compat": CompatModel, "speculative_config": SpeculativeModel | None})
+
+
+WorkloadModel = model_of("WorkloadModel", WorkloadConfig)
 
 
 class ScenarioModel(Strict):

@@ -1,6 +1,12 @@
-"""The bounds of every scenario value, in one table read by both the core's checks and the web schema.
+"""How a scenario setting is declared, and the bounds of every scenario value.
 
-They keep one run inside a stated budget (README, "Budgets"): at most 1,000,000 requests,
+A config dataclass declares each setting once, with `setting(...)`: its name and type are the
+field's, its default, bound, help text, choices and command-line flag the `Setting` held in the
+field's metadata. From that one declaration come the core's checks (`bounds_of`), the web's
+pydantic model and JSON Schema (`app/schemas.py`) and the command line's flags
+(`scenario/engine_args.py`).
+
+The bounds keep one run inside a stated budget (README, "Budgets"): at most 1,000,000 requests,
 contexts of at most 1,000,000 tokens, at most 2^20 shared-prefix tokens held in all, and finite
 rates and spreads whose random draws cannot overflow. `app/schemas.py` turns each bound into
 pydantic `Field` constraints; the core calls `check` so the CLI and scenario files are held
@@ -9,7 +15,10 @@ to the same limits.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
+import typing
 from dataclasses import dataclass
 
 from .errors import ConfigError
@@ -50,37 +59,50 @@ class Bound:
         return {"gt" if self.low_open else "ge": self.low, "le": self.high}
 
 
+@dataclass(frozen=True)
+class Setting:
+    """Everything about one setting besides its name, type and default (those are its field's)."""
+
+    help: str
+    bound: Bound | None = None
+    choices: tuple[str, ...] = ()
+    # The command-line flag, as `vllm serve` spells it; with `vllm_flag=False`, servescope's own
+    # flag for a setting vLLM does not have (a `vllm serve` line cannot carry it).
+    flag: str | None = None
+    aliases: tuple[str, ...] = ()  # shorter flags servescope had before it spoke vLLM's names
+    vllm_flag: bool = True
+    max_chars: int | None = None  # a name's longest spelling on the web
+    # The web form leaves it empty, for the server to fill in vLLM's default for the GPU and version.
+    left_open: bool = False
+    # Filled in from the dataclass field by `settings_of`.
+    name: str = ""
+    type: object = None
+    default: object = None
+
+
+def setting(default: object, help: str, **declaration) -> typing.Any:
+    """A dataclass field whose metadata declares the setting (see `Setting`)."""
+    return dataclasses.field(default=default, metadata={"setting": Setting(help, **declaration)})
+
+
+@functools.cache
+def settings_of(config: type) -> dict[str, Setting]:
+    """The declared settings of a config dataclass, in field order, each with its name, type and default."""
+    hints = typing.get_type_hints(config)
+    return {f.name: dataclasses.replace(f.metadata["setting"], name=f.name, type=hints[f.name], default=f.default)
+            for f in dataclasses.fields(config) if "setting" in f.metadata}
+
+
+def bounds_of(config: type) -> dict[str, Bound]:
+    """The bound of each bounded setting of a config dataclass: the table `check_all` reads."""
+    return {name: s.bound for name, s in settings_of(config).items() if s.bound is not None}
+
+
 # Below the 1,000,003-id stride between synthetic prompts' unique tails, so no two can share a block.
 MAX_TOKENS_PER_CONTEXT = 1_000_000
 MAX_BLOCKS = 1 << 20
 
-ENGINE_BOUNDS = {
-    "block_size": Bound(1, 256),
-    # 1 is only the reserved null block: vLLM accepts it (nothing can run, which the run then reports).
-    "num_gpu_blocks": Bound(1, MAX_BLOCKS),
-    "max_num_seqs": Bound(1, 16_384),
-    "max_num_batched_tokens": Bound(1, MAX_TOKENS_PER_CONTEXT),
-    "max_model_len": Bound(1, MAX_TOKENS_PER_CONTEXT),
-    "long_prefill_token_threshold": Bound(0, MAX_TOKENS_PER_CONTEXT),
-    "num_cpu_blocks": Bound(0, MAX_BLOCKS),
-}
-
-WORKLOAD_BOUNDS = {
-    "num_requests": Bound(1, 1_000_000),
-    "arrival_rate": Bound(0, 1e6, integer=False, low_open=True, infinite_ok=True),
-    # Gamma gaps have shape 1/cv^2: beyond these the draws underflow to 0 or overflow.
-    "arrival_cv": Bound(0.01, 100, integer=False),
-    "concurrency": Bound(0, 100_000),
-    "prompt_len": Bound(1, MAX_TOKENS_PER_CONTEXT, integer=False),
-    "prompt_len_high": Bound(0, MAX_TOKENS_PER_CONTEXT),
-    "output_len": Bound(1, MAX_TOKENS_PER_CONTEXT, integer=False),
-    "output_len_high": Bound(0, MAX_TOKENS_PER_CONTEXT),
-    "sigma": Bound(0, 4, integer=False),
-    "shared_prefix_len": Bound(0, MAX_TOKENS_PER_CONTEXT),
-    "num_shared_prefixes": Bound(1, 10_000),
-    "high_priority_fraction": Bound(0, 1, integer=False),
-    "seed": Bound(0, 2**63 - 1),
-}
+MAX_REQUESTS = 1_000_000
 
 # Every shared prefix's tokens are held (4 bytes each) for the whole run: 4 MiB at most.
 MAX_SHARED_PREFIX_TOKENS = 1 << 20

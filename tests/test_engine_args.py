@@ -6,7 +6,8 @@ import shlex
 
 import pytest
 
-from scheduler_core.cli.main import build_parser, build_scenario, main
+from scheduler_core.cli.main import build_parser, main
+from scheduler_core.cli.overrides import build_scenario
 from scheduler_core.engine.spec_decode import SpeculativeConfig
 from scheduler_core.errors import ConfigError
 from scheduler_core.scenario.engine_args import ENGINE_ARGS, human_readable_int, parse_vllm_command

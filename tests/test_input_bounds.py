@@ -11,11 +11,11 @@ from pydantic import ValidationError
 from app.main import create_app
 from app.schemas import ScenarioModel, SessionCreate
 from app.settings import Settings
-from scheduler_core.bounds import ENGINE_BOUNDS, SCENARIO_BOUNDS, WORKLOAD_BOUNDS
-from scheduler_core.engine.config import EngineConfig
+from scheduler_core.bounds import SCENARIO_BOUNDS
+from scheduler_core.engine.config import ENGINE_BOUNDS, EngineConfig
 from scheduler_core.errors import ConfigError
 from scheduler_core.scenario.scenario import Scenario
-from scheduler_core.workload.workload import WorkloadConfig
+from scheduler_core.workload.workload import WORKLOAD_BOUNDS, WorkloadConfig
 
 
 @pytest.fixture(scope="module")

@@ -50,8 +50,9 @@ def run_fleet(args: argparse.Namespace, scenario: Scenario, cluster: dict) -> in
     if show and wall_s > 0.25:
         print(file=sys.stderr)
     report = fleet_report(fleet, wall_s)
-    shape = (f"{fleet_scenario.prefill_replicas} prefill x {fleet_scenario.prefill.tensor_parallel_size} {fleet_scenario.prefill.gpu} + "
-             f"{fleet_scenario.decode_replicas} decode x {fleet_scenario.decode.tensor_parallel_size} {fleet_scenario.decode.gpu} over "
+    prefill, decode = fleet_scenario.prefill, fleet_scenario.decode
+    shape = (f"{fleet_scenario.prefill_replicas} prefill x {prefill.tensor_parallel_size} {prefill.gpu} + "
+             f"{fleet_scenario.decode_replicas} decode x {decode.tensor_parallel_size} {decode.gpu} over "
              f"{fleet_scenario.link}" if fleet_scenario.disaggregated
              else f"{fleet_scenario.replicas} replicas of {scenario.tensor_parallel_size} x {scenario.gpu}")
     print(format_fleet_report(report, title=f"{scenario.name}: {scenario.model}, {shape}, router {fleet_scenario.router}"))
@@ -87,7 +88,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_sweep_command(commands) -> None:
+def add_sweep_command(commands) -> argparse.ArgumentParser:
     p = commands.add_parser("sweep", help="run a grid of scenario variations; rows stream to a CSV or JSON Lines file")
     p.add_argument("sweep", help="TOML/JSON scenario with a [sweep] table of \"dotted.field\" = [values]")
     p.add_argument("--out", required=True, metavar="RESULTS", help="results file: .csv, or .jsonl/.json for JSON Lines; "
@@ -100,3 +101,4 @@ def add_sweep_command(commands) -> None:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
     p.set_defaults(func=cmd_sweep)
+    return p

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field, fields
 
-from ..bounds import ENGINE_BOUNDS, check_all
+from ..bounds import MAX_BLOCKS, MAX_TOKENS_PER_CONTEXT, Bound, bounds_of, check_all, setting, settings_of
 from ..errors import ConfigError
 from .spec_decode import SpeculativeConfig
 
@@ -30,28 +30,28 @@ class VllmCompat:
 
     # R1: admit a waiting request only if the free blocks cover its whole current context, not
     # just its first chunk; stops chunked prefill from admitting work it cannot finish.
-    full_prompt_admission: bool = True
+    full_prompt_admission: bool = setting(True, "admit only if free blocks cover the whole context")
     # R2: `long_prefill_token_threshold` is lifted when at most one request is running or
     # waiting, since there is nobody to starve.
-    long_prefill_cap_lifted_when_alone: bool = True
+    long_prefill_cap_lifted_when_alone: bool = setting(True, "lift the long-prefill cap for a lone request")
     # R3: without chunked prefill, a prompt larger than the remaining budget stops the waiting
     # scan (strict head of line); 0.10 skipped it and tried the requests behind it.
-    unchunked_prompt_blocks_queue: bool = True
+    unchunked_prompt_blocks_queue: bool = setting(True, "without chunking, a too-big prompt stops the scan")
     # R4: requests skipped during one waiting scan go back to the head in their original order;
     # 0.10 put them back reversed.
-    skipped_requests_keep_order: bool = True
+    skipped_requests_keep_order: bool = setting(True, "skipped requests return in their original order")
     # R5: freed blocks without a prefix hash go to the FRONT of the free queue (reused first, so
     # cached blocks live longer); 0.10 appended every freed block to the tail.
-    unhashed_blocks_reused_first: bool = True
+    unhashed_blocks_reused_first: bool = setting(True, "freed uncached blocks are reused first")
     # R6: when priority preemption picks a request already scheduled this step, unschedule it
     # and return its tokens to the budget (0.10 crashed); a request that preempts itself lets
     # the higher-priority requests behind it still try (0.10 stopped the running scan).
-    priority_victim_unscheduled: bool = True
+    priority_victim_unscheduled: bool = setting(True, "a scheduled priority victim is unscheduled")
     # R7: KV usage excludes the reserved null block: 1 - free / (num_gpu_blocks - 1).
-    usage_excludes_null_block: bool = True
+    usage_excludes_null_block: bool = setting(True, "KV usage excludes the null block")
     # R8: the engine refuses a prompt of exactly max_model_len tokens, which leaves no room for
     # an output token; 0.10 accepted it (and, chunked, it stalls one token short for ever).
-    prompt_leaves_room_for_output: bool = True
+    prompt_leaves_room_for_output: bool = setting(True, "a prompt of max_model_len tokens is refused")
 
     @classmethod
     def for_version(cls, version: str) -> "VllmCompat":
@@ -74,40 +74,56 @@ class EngineConfig:
     """Everything that decides what the engine schedules. The batch limits default to vLLM's for a
     device it does not know (256 sequences, 2,048 tokens); `vllm_default_batch_limits` gives a named GPU's."""
 
-    block_size: int = 16
-    num_gpu_blocks: int = 8192
-    max_num_seqs: int = 256
-    max_num_batched_tokens: int = 2048
-    max_model_len: int = 4096
-    enable_chunked_prefill: bool = True
-    enable_prefix_caching: bool = True
-    long_prefill_token_threshold: int = 0
-    policy: str = "vllm-v1"
-    scheduling_order: str = "fcfs"
-    preemption_mode: str = "recompute"
+    # Each setting is declared here once: the web schema, the command line's flags and the checks
+    # below are made from these declarations (`bounds.setting`). A flag is vLLM's `serve` flag unless
+    # `vllm_flag=False` marks it as servescope's own.
+    block_size: int = setting(16, "tokens per KV block", bound=Bound(1, 256), flag="--block-size")
+    # 1 is only the reserved null block: vLLM accepts it (nothing can run, which the run then reports).
+    num_gpu_blocks: int = setting(8192, "KV blocks (unset: sized from GPU memory)", bound=Bound(1, MAX_BLOCKS),
+                                  flag="--num-gpu-blocks-override", aliases=("--num-gpu-blocks",), left_open=True)
+    max_num_seqs: int = setting(256, "most requests running at once (unset: vLLM's default for the GPU)",
+                                bound=Bound(1, 16_384), flag="--max-num-seqs", left_open=True)
+    max_num_batched_tokens: int = setting(2048, "token budget of one step (unset: vLLM's default for the GPU)",
+                                          bound=Bound(1, MAX_TOKENS_PER_CONTEXT), flag="--max-num-batched-tokens",
+                                          left_open=True)
+    max_model_len: int = setting(4096, "longest context (prompt + output)",
+                                 bound=Bound(1, MAX_TOKENS_PER_CONTEXT), flag="--max-model-len")
+    enable_chunked_prefill: bool = setting(True, "split prompts under the token budget", flag="--enable-chunked-prefill",
+                                           aliases=("--chunked-prefill",))
+    enable_prefix_caching: bool = setting(True, "share full KV blocks between requests with the same prefix",
+                                          flag="--enable-prefix-caching", aliases=("--prefix-caching",))
+    long_prefill_token_threshold: int = setting(0, "cap on one prompt's chunk per step (0: no cap)",
+                                                bound=Bound(0, MAX_TOKENS_PER_CONTEXT), flag="--long-prefill-token-threshold")
+    policy: str = setting("vllm-v1", "scheduling policy: vLLM V1's, V0's prefill-first one, or static batches",
+                          choices=POLICIES, flag="--policy", vllm_flag=False)
+    scheduling_order: str = setting("fcfs", "waiting-queue order: fcfs, or priority (lower value first)",
+                                    choices=SCHEDULING_ORDERS, flag="--scheduling-policy", aliases=("--scheduling-order",))
+    preemption_mode: str = setting("recompute", "what preemption does with a victim's KV: recompute (V1) or swap to CPU (V0)",
+                                   choices=PREEMPTION_MODES, flag="--preemption-mode")
     # CPU blocks for swap preemption (vLLM V0's `swap_space`); only used with preemption_mode=swap.
-    num_cpu_blocks: int = 0
-    kv_allocator: str = "paged"
+    num_cpu_blocks: int = setting(0, "swap space in blocks (or swap_space in GiB)", bound=Bound(0, MAX_BLOCKS),
+                                  flag="--num-cpu-blocks", vllm_flag=False)
+    kv_allocator: str = setting("paged", "PagedAttention, or contiguous: reserve max_model_len per request",
+                                choices=KV_ALLOCATORS, flag="--kv-allocator", vllm_flag=False)
     compat: VllmCompat = field(default_factory=VllmCompat)
     # vLLM's `async_scheduling`: schedule step N+1 while step N runs (AsyncScheduler with a batch
     # queue of two). Off here; `resolve_async_scheduling` gives vLLM's own default.
-    async_scheduling: bool = False
+    async_scheduling: bool = setting(False, "schedule the next step while this one runs (unset: vLLM's default for "
+                                            "the version: on for 0.33.0)", flag="--async-scheduling", left_open=True)
     # vLLM's `speculative_config` (None: no drafts).
-    speculative_config: SpeculativeConfig | None = None
+    speculative_config: SpeculativeConfig | None = setting(
+        None, 'speculative decoding as vLLM spells it, e.g. \'{"method": "eagle", "num_speculative_tokens": 3}\', '
+              'plus servescope\'s "acceptance_rate" (per position) and "acceptance_seed" (unset: none)',
+        flag="--speculative-config")
 
     def __post_init__(self) -> None:
         check_all(ENGINE_BOUNDS, self)
-        for name in ("enable_chunked_prefill", "enable_prefix_caching", "async_scheduling"):
+        for name in ENGINE_SWITCHES:
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, f"must be true or false, got {getattr(self, name)!r}")
         if not isinstance(self.compat, VllmCompat):
             raise ConfigError("compat", f"must be a table of vLLM behaviour switches, got {self.compat!r}")
-        for name, allowed in (
-            ("policy", POLICIES),
-            ("scheduling_order", SCHEDULING_ORDERS),
-            ("preemption_mode", PREEMPTION_MODES),
-            ("kv_allocator", KV_ALLOCATORS),
-        ):
+        for name, allowed in ENGINE_CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ConfigError(name, f"unknown value {getattr(self, name)!r}; expected one of {list(allowed)}")
         if self.max_num_batched_tokens < self.max_num_seqs:
@@ -158,6 +174,12 @@ class EngineConfig:
         if isinstance(data.get("speculative_config"), dict):
             data["speculative_config"] = SpeculativeConfig.from_json(data["speculative_config"])
         return cls(**data)
+
+
+ENGINE_SETTINGS = settings_of(EngineConfig)
+ENGINE_BOUNDS = bounds_of(EngineConfig)
+ENGINE_SWITCHES = tuple(name for name, s in ENGINE_SETTINGS.items() if s.type is bool)
+ENGINE_CHOICES = {name: s.choices for name, s in ENGINE_SETTINGS.items() if s.choices}
 
 
 # vLLM's `CacheConfig.gpu_memory_utilization` default: 0.92 since 0.33; 0.10.1.1 had 0.9.

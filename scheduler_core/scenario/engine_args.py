@@ -2,7 +2,8 @@
 into scenario settings.
 
 One table (`ENGINE_ARGS`) says, for each argument the simulation models, its flag, the scenario
-field it sets and how its value is read; `servescope run --max-num-seqs 128` and
+field it sets and how its value is read: the engine's are made from `EngineConfig`'s declarations
+(`bounds.setting`), the model's and hardware's are listed here; `servescope run --max-num-seqs 128` and
 `servescope run --vllm "vllm serve MODEL --max-num-seqs 128"` both go through it, so the two give
 the same scenario. A value vLLM would reject is rejected with vLLM's own reason, naming the flag.
 Names and checks follow vLLM 0.33.0 (`vllm/engine/arg_utils.py`, `vllm/config/cache.py`,
@@ -15,16 +16,17 @@ import argparse
 import math
 import re
 import shlex
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..bounds import Setting
+from ..engine.config import ENGINE_SETTINGS, EngineConfig
 from ..engine.spec_decode import SpeculativeConfig
 from ..errors import ConfigError
 
 # The KV cache dtypes of `--kv-cache-dtype` that a CUDA GPU serves (a subset of vLLM's CacheDType).
 KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2")
-SCHEDULING_POLICIES = ("fcfs", "priority")
-PREEMPTION_MODES = ("recompute", "swap")
 
 
 def human_readable_int(text: str) -> int:
@@ -41,18 +43,13 @@ def human_readable_int(text: str) -> int:
     return int(number) * 1024 ** ("KMG".index(suffix) + 1)
 
 
-def _positive_int(text: str) -> int:
-    value = human_readable_int(text)
-    if value < 1:
-        raise ValueError(f"Input should be greater than or equal to 1, got {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = human_readable_int(text)
-    if value < 0:
-        raise ValueError(f"Input should be greater than or equal to 0, got {value}")
-    return value
+def _int_at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = human_readable_int(text)
+        if value < low:
+            raise ValueError(f"Input should be greater than or equal to {low}, got {value}")
+        return value
+    return parse
 
 
 def _memory_fraction(text: str) -> float:
@@ -104,9 +101,27 @@ class EngineArg:
     def dest(self) -> str:
         return self.flag.lstrip("-").replace("-", "_")
 
+    @classmethod
+    def of_setting(cls, declared: Setting) -> "EngineArg":
+        """The argument of an engine setting, as `EngineConfig` declares it; its value is read by its type."""
+        if declared.type is bool:
+            parse = None
+        elif declared.choices:
+            parse = _choice(declared.choices)
+        elif declared.type is int and not declared.vllm_flag:
+            parse = int  # servescope's own flag: the core's check names a value out of bounds, as for a file's
+        elif declared.type is int:
+            parse = _int_at_least(int(declared.bound.low))
+        elif SpeculativeConfig in typing.get_args(declared.type):
+            parse = _speculative_config
+        else:
+            raise TypeError(f"no command-line reading for {declared.name}: {declared.type}")
+        return cls(declared.flag, f"engine.{declared.name}", parse, declared.help, declared.aliases, declared.choices)
 
+
+# The scenario's own vLLM arguments (model and hardware), then the engine's from their declarations.
 ENGINE_ARGS = (
-    EngineArg("--tensor-parallel-size", "tensor_parallel_size", _positive_int, "GPUs of the tensor-parallel group",
+    EngineArg("--tensor-parallel-size", "tensor_parallel_size", _int_at_least(1), "GPUs of the tensor-parallel group",
               aliases=("-tp", "--tp")),
     EngineArg("--gpu-memory-utilization", "gpu_memory_utilization", _memory_fraction,
               "share of each GPU's memory vLLM may use; the KV cache gets what weights, activations and "
@@ -116,37 +131,19 @@ ENGINE_ARGS = (
     EngineArg("--kv-cache-dtype", "kv_cache_dtype", _choice(KV_CACHE_DTYPES),
               "KV cache storage type; auto: the model's dtype; fp8 halves the bytes per token",
               choices=KV_CACHE_DTYPES),
-    EngineArg("--block-size", "engine.block_size", _positive_int, "tokens per KV block"),
-    EngineArg("--num-gpu-blocks-override", "engine.num_gpu_blocks", _positive_int,
-              "KV blocks, instead of sizing the cache from GPU memory", aliases=("--num-gpu-blocks",)),
     EngineArg("--swap-space", "swap_space", _gib, "CPU swap space per GPU in GiB, for --preemption-mode swap "
               "(vLLM 0.10, V0)"),
-    EngineArg("--max-num-seqs", "engine.max_num_seqs", _positive_int, "most requests running at once"),
-    EngineArg("--max-num-batched-tokens", "engine.max_num_batched_tokens", _positive_int, "token budget of one step"),
-    EngineArg("--max-model-len", "engine.max_model_len", _positive_int, "longest context (prompt + output); 32k, 32K work"),
-    EngineArg("--enable-chunked-prefill", "engine.enable_chunked_prefill", None, "split prompts under the token budget",
-              aliases=("--chunked-prefill",)),
-    EngineArg("--enable-prefix-caching", "engine.enable_prefix_caching", None,
-              "share full KV blocks between requests with the same prefix", aliases=("--prefix-caching",)),
-    EngineArg("--long-prefill-token-threshold", "engine.long_prefill_token_threshold", _non_negative_int,
-              "cap on one prompt's chunk per step (0: no cap)"),
-    EngineArg("--scheduling-policy", "engine.scheduling_order", _choice(SCHEDULING_POLICIES),
-              "fcfs, or priority (lower value first)", aliases=("--scheduling-order",), choices=SCHEDULING_POLICIES),
-    EngineArg("--preemption-mode", "engine.preemption_mode", _choice(PREEMPTION_MODES),
-              "what preemption does with a victim's KV: recompute (V1) or swap to CPU (V0)", choices=PREEMPTION_MODES),
-    EngineArg("--async-scheduling", "engine.async_scheduling", None,
-              "schedule the next step while this one runs (default: vLLM's own for the version: on for 0.33.0)"),
-    EngineArg("--speculative-config", "engine.speculative_config", _speculative_config,
-              'speculative decoding as vLLM spells it, e.g. \'{"method": "eagle", "num_speculative_tokens": 3}\', '
-              'plus servescope\'s "acceptance_rate" (per position) and "acceptance_seed"'),
+    *(EngineArg.of_setting(s) for s in ENGINE_SETTINGS.values() if s.flag and s.vllm_flag),
 )
 ARGS_BY_FLAG = {name: arg for arg in ENGINE_ARGS for name in (arg.flag, *arg.aliases)}
+# Engine settings vLLM does not have, under servescope's own flags (a `vllm serve` line cannot carry them).
+OWN_ENGINE_ARGS = tuple(EngineArg.of_setting(s) for s in ENGINE_SETTINGS.values() if s.flag and not s.vllm_flag)
 
 
 # -- the same table on servescope's own command line ----------------------------------------------
 def add_engine_args(group) -> None:
-    """Add every engine argument, under vLLM's flag and its older aliases, to an argparse group."""
-    for arg in ENGINE_ARGS:
+    """Add every engine argument, under vLLM's flag and its older aliases, then servescope's own, to an argparse group."""
+    for arg in (*ENGINE_ARGS, *OWN_ENGINE_ARGS):
         names = [arg.flag, *arg.aliases]
         if arg.parse is None:
             group.add_argument(*names, dest=arg.dest, action=argparse.BooleanOptionalAction, default=None, help=arg.help)
@@ -166,7 +163,8 @@ def _argparse_type(arg: EngineArg) -> Callable[[str], object]:
 
 def settings_from_args(args: argparse.Namespace) -> dict[str, object]:
     """The engine arguments given on servescope's command line, as {scenario field: value}."""
-    return {arg.field: getattr(args, arg.dest) for arg in ENGINE_ARGS if getattr(args, arg.dest, None) is not None}
+    return {arg.field: getattr(args, arg.dest) for arg in (*ENGINE_ARGS, *OWN_ENGINE_ARGS)
+            if getattr(args, arg.dest, None) is not None}
 
 
 # -- a whole vLLM command line ----------------------------------------------------------------
@@ -289,8 +287,6 @@ def normalize_aliases(data: dict) -> dict:
 def check_like_vllm(engine: dict) -> None:
     """vLLM's cross-argument checks (`SchedulerConfig.verify_max_model_len`) on a scenario's engine
     settings, with vLLM's messages, naming the flag a user would change."""
-    from ..engine.config import EngineConfig
-
     def get(name):
         return engine.get(name, getattr(EngineConfig, name))
 

@@ -9,10 +9,9 @@ import math
 from datetime import datetime
 from pathlib import Path
 
-from ..bounds import WORKLOAD_BOUNDS
 from ..errors import ConfigError
 from ..files import MAX_TRACE_BYTES, text_lines
-from .workload import RequestSpec, Workload, unique_prompt
+from .workload import WORKLOAD_BOUNDS, RequestSpec, Workload, unique_prompt
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 SIMPLE_COLUMNS = ("arrived_at", "num_prefill_tokens", "num_decode_tokens")

@@ -14,7 +14,16 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
-from ..bounds import MAX_SHARED_PREFIX_TOKENS, WORKLOAD_BOUNDS, check_all
+from ..bounds import (
+    MAX_REQUESTS,
+    MAX_SHARED_PREFIX_TOKENS,
+    MAX_TOKENS_PER_CONTEXT,
+    Bound,
+    bounds_of,
+    check_all,
+    setting,
+    settings_of,
+)
 from ..engine.prompt import Prompt
 from ..errors import ConfigError
 
@@ -116,22 +125,31 @@ class WorkloadConfig:
     `concurrency`, arrivals are closed-loop instead: N clients, each sending its next request
     when its previous one finishes (how "128 concurrent users" is benchmarked)."""
 
-    num_requests: int = 200
-    arrival: str = "poisson"
-    arrival_rate: float = 10.0
-    arrival_cv: float = 1.0  # gamma arrivals: coefficient of variation of inter-arrival gaps
-    concurrency: int = 0
-    lengths: str = "sharegpt"  # a NAMED_LENGTHS name, or "fixed" / "uniform" / "lognormal"
-    prompt_len: float = 512  # fixed length / uniform low..prompt_len_high / lognormal mean
-    prompt_len_high: int = 0
-    output_len: float = 128
-    output_len_high: int = 0
-    sigma: float = 0.6
-    shared_prefix_len: int = 0
-    num_shared_prefixes: int = 1
+    # Each setting is declared here once: the web schema, the command line's flags and the bounds
+    # are made from these declarations (`bounds.setting`); the flags are servescope's own.
+    num_requests: int = setting(200, "requests in the run", bound=Bound(1, MAX_REQUESTS), flag="--num-requests",
+                                vllm_flag=False)
+    arrival: str = setting("poisson", "arrival process", choices=ARRIVALS)
+    arrival_rate: float = setting(10.0, "requests per second (inf: all at once)", flag="--arrival-rate", vllm_flag=False,
+                                  bound=Bound(0, 1e6, integer=False, low_open=True, infinite_ok=True))
+    # Gamma gaps have shape 1/cv^2: beyond these the draws underflow to 0 or overflow.
+    arrival_cv: float = setting(1.0, "gamma arrivals: burstiness (CV of gaps)", bound=Bound(0.01, 100, integer=False))
+    concurrency: int = setting(0, "closed loop: N clients, each sends its next request when its last finishes "
+                                  "(0: open loop)", bound=Bound(0, 100_000), flag="--concurrency", vllm_flag=False)
+    lengths: str = setting("sharegpt", "length distribution: a named one, fixed, uniform or lognormal", max_chars=100)
+    prompt_len: float = setting(512, "prompt length: fixed, uniform's low end, or lognormal's mean",
+                                bound=Bound(1, MAX_TOKENS_PER_CONTEXT, integer=False))
+    prompt_len_high: int = setting(0, "uniform's highest prompt length", bound=Bound(0, MAX_TOKENS_PER_CONTEXT))
+    output_len: float = setting(128, "output length: fixed, uniform's low end, or lognormal's mean",
+                                bound=Bound(1, MAX_TOKENS_PER_CONTEXT, integer=False))
+    output_len_high: int = setting(0, "uniform's highest output length", bound=Bound(0, MAX_TOKENS_PER_CONTEXT))
+    sigma: float = setting(0.6, "lognormal lengths: sigma of the log", bound=Bound(0, 4, integer=False))
+    shared_prefix_len: int = setting(0, "tokens of shared system prompt", bound=Bound(0, MAX_TOKENS_PER_CONTEXT))
+    num_shared_prefixes: int = setting(1, "distinct shared system prompts", bound=Bound(1, 10_000))
     # Fraction of requests sent at high priority (priority 0; the rest are 1).
-    high_priority_fraction: float = 0.0
-    seed: int = 0
+    high_priority_fraction: float = setting(0.0, "share of requests sent at high priority",
+                                            bound=Bound(0, 1, integer=False))
+    seed: int = setting(0, "workload seed: same seed, same run", bound=Bound(0, 2**63 - 1), flag="--seed", vllm_flag=False)
 
     def __post_init__(self) -> None:
         for name in ("arrival", "lengths"):
@@ -177,6 +195,10 @@ class WorkloadConfig:
                                       prompt_range=(int(self.prompt_len), self.prompt_len_high),
                                       output_range=(int(self.output_len), self.output_len_high))
         return LengthDistribution(self.lengths, self.prompt_len, self.output_len, self.sigma, self.sigma)
+
+
+WORKLOAD_SETTINGS = settings_of(WorkloadConfig)
+WORKLOAD_BOUNDS = bounds_of(WorkloadConfig)
 
 
 @dataclass

@@ -1,0 +1,48 @@
+"""`servescope run`: a scenario headless, to the end, and its metrics (a fleet with `[cluster]` or `--replicas`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..cluster import ROUTER_POLICIES
+from ..exports.report import format_report
+from ..scenario.scenario import Scenario
+from .fleet import cluster_table, run_fleet
+from .output import run_with_progress, write_json
+from .overrides import add_scenario_flags, build_scenario
+
+
+def print_startup_lines(scenario: Scenario) -> None:
+    """What vLLM would log about memory while starting this configuration."""
+    plan = scenario.memory_plan()
+    print(f"vLLM startup, per GPU ({scenario.tensor_parallel_size} x {scenario.gpu}):")
+    for line in plan.startup_lines():
+        print(f"  {line}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    scenario = build_scenario(args, args.scenario)
+    cluster = cluster_table(args)
+    if cluster is not None:
+        return run_fleet(args, scenario, cluster)
+    print_startup_lines(scenario)
+    sim = scenario.build(keep_finished=False)
+    wall_s = run_with_progress(sim, show=args.progress if args.progress is not None else sys.stderr.isatty())
+    report = sim.metrics.report(wall_s)
+    print(format_report(report, title=f"{scenario.name}: {scenario.model} on {scenario.tensor_parallel_size} x {scenario.gpu}, "
+                                      f"policy {scenario.engine.policy}, {scenario.engine.num_gpu_blocks} KV blocks"))
+    if args.json:
+        write_json(args.json, {"scenario": scenario.to_dict(), "memory": scenario.memory_plan().to_dict(), **report})
+    return 0
+
+
+def add_run_command(commands) -> argparse.ArgumentParser:
+    p = commands.add_parser("run", help="run a scenario headless and print its metrics")
+    p.add_argument("scenario", nargs="?", default="default", help="preset name or TOML/JSON scenario file")
+    p.add_argument("--json", metavar="FILE", help="write every metric as JSON")
+    p.add_argument("--replicas", type=int, help="a fleet of N replicas behind a router (overrides [cluster] replicas)")
+    p.add_argument("--router", choices=ROUTER_POLICIES, help="the fleet's router (overrides [cluster] router)")
+    add_scenario_flags(p)
+    p.set_defaults(func=cmd_run)
+    return p
