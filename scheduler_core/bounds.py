@@ -6,7 +6,7 @@ field's metadata. From that one declaration come the core's checks (`bounds_of`)
 pydantic model and JSON Schema (`app/schemas.py`) and the command line's flags
 (`scenario/engine_args.py`).
 
-The bounds keep one run inside a stated budget (README, "Budgets"): at most 1,000,000 requests,
+The bounds keep one run inside a stated budget (docs/cli.md, "Budgets"): at most 1,000,000 requests,
 contexts of at most 1,000,000 tokens, at most 2^20 shared-prefix tokens held in all, and finite
 rates and spreads whose random draws cannot overflow. `app/schemas.py` turns each bound into
 pydantic `Field` constraints; the core calls `check` so the CLI and scenario files are held
