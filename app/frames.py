@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
 
 from scheduler_core.engine.kv_cache import KVCacheView
-from scheduler_core.engine.kv_events import TABLE_EVENTS, KVEvent
+from scheduler_core.engine.kv_events import CACHE_EVENTS, KVEvent
 from scheduler_core.engine.request import Request
 from scheduler_core.engine.step_record import StepRecord
 from scheduler_core.sim.simulation import Simulation
@@ -156,12 +156,14 @@ class KVChanges:
         self.request_ids: set[str] = set()
 
     def add(self, events: Iterable[KVEvent]) -> None:
+        block_ids, request_ids = self.block_ids, self.request_ids
         for event in events:
-            if isinstance(event, TABLE_EVENTS):
-                self.block_ids.update(event.block_ids)
-                self.request_ids.add(event.request_id)
-            else:  # a block entered or left the prefix cache
-                self.block_ids.add(event.block_id)
+            # Most events are one block entering or leaving the prefix cache: test for those first.
+            if isinstance(event, CACHE_EVENTS):
+                block_ids.add(event.block_id)
+            else:
+                block_ids.update(event.block_ids)
+                request_ids.add(event.request_id)
 
     def take(self) -> tuple[set[int], set[str]]:
         """The changes so far; afterwards there are none."""

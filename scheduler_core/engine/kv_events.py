@@ -82,8 +82,8 @@ class RegionReleased:
 
 
 KVEvent = BlockStored | BlockRemoved | BlocksAllocated | BlocksFreed | RegionReserved | RegionReleased
-# Events that change a request's block table (the others change a block's cached state only).
-TABLE_EVENTS = (BlocksAllocated, BlocksFreed, RegionReserved, RegionReleased)
+# Events that change one block's cached state only (the others change a request's block table).
+CACHE_EVENTS = (BlockStored, BlockRemoved)
 
 
 def take_events(queue: list[KVEvent] | None) -> tuple[KVEvent, ...]:
