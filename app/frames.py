@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
 
+from scheduler_core.engine.kv_cache import KVCacheView
+from scheduler_core.engine.kv_events import CACHE_EVENTS, KVEvent
 from scheduler_core.engine.request import Request
 from scheduler_core.engine.step_record import StepRecord
 from scheduler_core.sim.simulation import Simulation
@@ -109,49 +111,65 @@ def visible_requests(sim: Simulation, queues: dict) -> dict[str, dict]:
     return {rid: request_view(sim.request(rid)) for rid in ids}
 
 
-def block_owners(sim: Simulation) -> dict[int, str]:
+def block_owners(kv: KVCacheView) -> dict[int, str]:
     """Physical block -> the first request whose table holds it (shared blocks have several)."""
     owners: dict[int, str] = {}
-    for rid, table in sim.scheduler.kv_cache_manager.req_to_blocks.items():
+    for rid, table in kv.block_tables.items():
         for block_id in table:
             owners.setdefault(block_id, rid)
     return owners
 
 
-def blocks_view(sim: Simulation) -> dict:
+def blocks_view(kv: KVCacheView) -> dict:
     """The whole pool: per block its owner (index into `owner_ids`, -1 for none), ref count and
     whether it holds a cached prefix."""
-    kv = sim.scheduler.kv_cache_manager
-    owners = block_owners(sim)
+    owners = block_owners(kv)
     owner_ids = sorted(set(owners.values()))
     index = {rid: i for i, rid in enumerate(owner_ids)}
-    num_blocks = kv.num_total_blocks
-    owner = [-1] * num_blocks
+    owner = [-1] * kv.num_blocks
     for block_id, rid in owners.items():
         owner[block_id] = index[rid]
-    pool = getattr(kv, "block_pool", None)
-    ref = list(pool.ref_cnt) if pool else [1 if o >= 0 else 0 for o in owner]
-    cached = [0 if h is None else 1 for h in pool.block_hash] if pool else [0] * num_blocks
-    return {"num_blocks": num_blocks, "owner_ids": owner_ids, "owner": owner, "ref": ref, "cached": cached}
+    return {"num_blocks": kv.num_blocks, "owner_ids": owner_ids, "owner": owner, "ref": kv.ref_counts(),
+            "cached": kv.cached_flags()}
 
 
-def changed_blocks_view(sim: Simulation, block_ids: Iterable[int]) -> dict[int, tuple]:
+def changed_blocks_view(kv: KVCacheView, block_ids: Iterable[int]) -> dict[int, tuple]:
     """Block id -> (owner request id or None, ref count, cached) for each block that changed."""
     block_ids = set(block_ids)
     if not block_ids:
         return {}
-    kv = sim.scheduler.kv_cache_manager
     # The first table holding each block, as block_owners() finds it, for these blocks only: a
     # set intersection per table instead of a Python loop over every block of every table.
     owners: dict[int, str] = {}
-    for rid, table in kv.req_to_blocks.items():
+    for rid, table in kv.block_tables.items():
         for block_id in block_ids.intersection(table):
             owners.setdefault(block_id, rid)
-    pool = getattr(kv, "block_pool", None)
-    if pool is None:
-        return {b: (owners.get(b), int(b in owners), 0) for b in block_ids}
-    ref_cnt, block_hash = pool.ref_cnt, pool.block_hash
-    return {b: (owners.get(b), ref_cnt[b], int(block_hash[b] is not None)) for b in block_ids}
+    return {b: (owners.get(b), *state) for b, state in kv.block_states(block_ids).items()}
+
+
+class KVChanges:
+    """The blocks and block tables that changed since viewers were last sent them, gathered from
+    the step records' KV events; a delta sends their state after its last step."""
+
+    def __init__(self) -> None:
+        self.block_ids: set[int] = set()
+        self.request_ids: set[str] = set()
+
+    def add(self, events: Iterable[KVEvent]) -> None:
+        block_ids, request_ids = self.block_ids, self.request_ids
+        for event in events:
+            # Most events are one block entering or leaving the prefix cache: test for those first.
+            if isinstance(event, CACHE_EVENTS):
+                block_ids.add(event.block_id)
+            else:
+                block_ids.update(event.block_ids)
+                request_ids.add(event.request_id)
+
+    def take(self) -> tuple[set[int], set[str]]:
+        """The changes so far; afterwards there are none."""
+        changes = self.block_ids, self.request_ids
+        self.block_ids, self.request_ids = set(), set()
+        return changes
 
 
 def finite(value):
@@ -173,7 +191,7 @@ def metrics_view(sim: Simulation) -> dict:
     }
 
 
-def tables_arrays(tables: dict[str, list[int]]) -> tuple[list[str], dict[str, array]]:
+def tables_arrays(tables: Mapping[str, Sequence[int]]) -> tuple[list[str], dict[str, array]]:
     """Block tables as ids and two flat arrays: each table's length, then all their blocks."""
     lengths, blocks = array("i"), array("i")
     for table in tables.values():
@@ -182,10 +200,10 @@ def tables_arrays(tables: dict[str, list[int]]) -> tuple[list[str], dict[str, ar
     return list(tables), {"table_lengths": lengths, "table_blocks": blocks}
 
 
-def snapshot_blocks(sim: Simulation) -> tuple[dict, dict[str, array]]:
+def snapshot_blocks(kv: KVCacheView) -> tuple[dict, dict[str, array]]:
     """The whole pool: per block its owner (index into `owner_ids`, -1 for none), ref count and
     whether it holds a cached prefix."""
-    view = blocks_view(sim)
+    view = blocks_view(kv)
     header = {"num_blocks": view["num_blocks"], "owner_ids": view["owner_ids"]}
     return header, {"block_owner": array("i", view["owner"]), "block_ref": array("i", view["ref"]),
                     "block_cached": array("B", view["cached"])}

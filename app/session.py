@@ -21,6 +21,7 @@ from . import wire
 from .frames import (
     PROTOCOL_VERSION,
     Delta,
+    KVChanges,
     changed_blocks_view,
     finite,
     metrics_view,
@@ -127,7 +128,9 @@ class Session:
         self.settings = settings
         self.control_token = secrets.token_urlsafe(18)
         self.sim = scenario.build(keep_finished=True)
-        self._watch_blocks()
+        # Each step's record carries its KV events; the blocks and tables they touched wait here for the next delta.
+        self.sim.enable_kv_events()
+        self.kv_changes = KVChanges()
         # Step back: simulation snapshots with the event log as it was then (the log is bounded, so
         # replaying from a checkpoint alone could not bring back events it had already dropped).
         self.checkpoints: list[Checkpoint] = [Checkpoint(self.sim.snapshot(), (), None)]
@@ -156,12 +159,6 @@ class Session:
         # "Why?": the decision trace of past steps, replayed on demand.
         self.reasons = StepReasons()
 
-    def _watch_blocks(self) -> None:
-        self.sim.scheduler.kv_cache_manager.watch_changes()
-
-    def _drain_changed_blocks(self) -> tuple[list[int], set[str]]:
-        return self.sim.scheduler.kv_cache_manager.take_changes()
-
     @property
     def step(self) -> int:
         return self.sim.step_index
@@ -179,6 +176,7 @@ class Session:
     def _step_once(self) -> StepRecord:
         self.take_due_checkpoint()
         record = self.sim.step()
+        self.kv_changes.add(record.kv_events)
         self.history.append(point_view(record))
         for event in events_of(record, self.scenario.engine.scheduling_order):
             self.event_counter += 1
@@ -249,7 +247,7 @@ class Session:
         timeline = self.timelines.get(request_id, [])
         # Tokens scheduled whose output has not come back: under async scheduling, the batch in flight.
         return {"request": request_view(request), "in_flight": request.num_output_placeholders, "latencies": latencies, "timeline": timeline,
-                "history": request_history(timeline, self.sim.scheduler.kv_cache_manager) if with_history else None,
+                "history": request_history(timeline, self.sim.kv_view()) if with_history else None,
                 "block_table": self.sim.block_table(request_id), "step": self.step, "clock_s": self.sim.clock_s}
 
     def take_due_checkpoint(self) -> None:
@@ -308,7 +306,7 @@ class Session:
             self._step_once()
         self.take_due_checkpoint()
         # Replayed steps reach viewers as a snapshot, not as changes or events.
-        self._drain_changed_blocks()
+        self.kv_changes.take()
         self.take_events()
 
     def rewind(self, target_step: int) -> None:
@@ -319,7 +317,7 @@ class Session:
             self.checkpoints = [c for c in self.checkpoints if c.step_index <= checkpoint.step_index]
             self.sim.restore(checkpoint.state)
             self.checkpoint_due = False
-            self._watch_blocks()
+            self.kv_changes.take()
             last = checkpoint.last_record
             self.history.truncate(checkpoint.step_index, point_view(last) if last else None)
             self._truncate_timelines(checkpoint.step_index, checkpoint.state.clock_s)
@@ -353,8 +351,8 @@ class Session:
                 changed.add(rid)  # its first token came in these steps: `first_token_s` is new
                 continue
             progress[rid] = (request.num_computed_tokens, request.num_output_tokens)
-        kv = sim.scheduler.kv_cache_manager
-        changed_blocks, changed_tables = self._drain_changed_blocks()
+        kv = sim.kv_view()
+        changed_blocks, changed_tables = self.kv_changes.take()
         self._snapshot_cache = None
         return Delta(
             self._envelope("delta"),
@@ -363,8 +361,8 @@ class Session:
             last_record=record_view(records[-1]) if records else None,
             requests={rid: request_view(sim.request(rid)) for rid in changed},
             progress=progress,
-            tables={rid: list(kv.get_block_ids(rid)) for rid in changed_tables},
-            blocks=changed_blocks_view(sim, changed_blocks),
+            tables={rid: list(kv.block_table(rid)) for rid in changed_tables},
+            blocks=changed_blocks_view(kv, changed_blocks),
             queues=queues_view(sim),
             points=[point_view(r) for r in records],
             metrics=metrics_view(sim) if any(r.finished for r in records) else None,
@@ -373,7 +371,7 @@ class Session:
     def jump(self) -> None:
         """Mark a change that viewers get as a snapshot, not a delta (seek, long runs)."""
         self.seq += 1
-        self._drain_changed_blocks()
+        self.kv_changes.take()
         self._snapshot_cache = None
 
     def snapshot_frame(self) -> bytes:
@@ -383,9 +381,9 @@ class Session:
             return self._snapshot_cache[2]
         sim = self.sim
         queues = queues_view(sim)
-        kv = sim.scheduler.kv_cache_manager
-        table_ids, table_arrays = tables_arrays(kv.req_to_blocks)
-        blocks_header, blocks_arrays = snapshot_blocks(sim)
+        kv = sim.kv_view()
+        table_ids, table_arrays = tables_arrays(kv.block_tables)
+        blocks_header, blocks_arrays = snapshot_blocks(kv)
         frame = self._envelope("snapshot")
         frame.update({
             "session": self.info(),

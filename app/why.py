@@ -12,6 +12,7 @@ import copy
 from collections import OrderedDict
 
 from scheduler_core.engine.decision_trace import traced_record
+from scheduler_core.engine.kv_cache import KVCacheView
 
 from .frames import finite, record_view
 
@@ -49,7 +50,7 @@ class StepReasons:
         return answer
 
 
-def request_history(timeline: list[dict], kv) -> list[list]:
+def request_history(timeline: list[dict], kv: KVCacheView) -> list[list]:
     """One row per step the request ran: [step, tokens scheduled, tokens computed before, blocks
     held after scheduling, "prefill" or "decode"], expanded from the timeline's runs (a decode run
     schedules the same tokens each step: one, or one plus its drafts)."""

@@ -179,7 +179,7 @@ def test_the_trace_is_off_unless_asked():
     from scheduler_core.engine.policies.vllm_v1 import VllmV1Scheduler
 
     scheduler = VllmV1Scheduler(engine_config_from_trace(trace_file))
-    assert scheduler.decision_trace is None and scheduler.kv_cache_manager.decision_trace is None
+    assert scheduler.decision_trace is None and scheduler.kv_cache_manager.kv_events is None
 
 
 @pytest.mark.parametrize("policy", ["vllm-v0", "static", "vllm-v1"])

@@ -66,7 +66,7 @@ class SessionCollector:
 
         yield gauge("vllm:num_requests_running", "Requests in the running batch.", len(scheduler.running))
         yield gauge("vllm:num_requests_waiting", "Requests waiting to be scheduled.", len(scheduler.waiting))
-        yield gauge("vllm:kv_cache_usage_perc", "KV-cache usage (1 = full).", scheduler.kv_cache_manager.usage)
+        yield gauge("vllm:kv_cache_usage_perc", "KV-cache usage (1 = full).", sim.kv_view().usage)
         yield counter("vllm:num_preemptions", "Preemptions.", metrics.num_preemptions)
         yield counter("vllm:prompt_tokens", "Prefill tokens of finished requests.", metrics.input_tokens)
         yield counter("vllm:generation_tokens", "Generated tokens of finished requests.", metrics.output_tokens)

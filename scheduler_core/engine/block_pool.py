@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 
+from .kv_events import BlockRemoved, BlockStored, KVEvent
+
 NULL_BLOCK_ID = 0
 
 
@@ -46,11 +48,9 @@ class BlockPool:
         self.num_evicted_total = 0
         # References beyond the first, summed over blocks: how many token slots prefix sharing saves.
         self.num_shared_refs = 0
-        # When a viewer wants to redraw only what changed, the ids of blocks touched since it last
-        # drained this list (None: nobody is watching, nothing is recorded).
-        self.changed_blocks: list[int] | None = None
-        # Told of every eviction when someone asks why (a DecisionTrace; None: off).
-        self.decision_trace = None
+        # The KV event queue this pool appends BlockStored / BlockRemoved to, shared with its
+        # KV cache manager, which owns it (None: events are off, nothing is recorded).
+        self.kv_events: list[KVEvent] | None = None
 
     def __deepcopy__(self, memo: dict) -> "BlockPool":
         # Every field holds immutable values (ints, None), so slices are deep copies, and far
@@ -61,8 +61,8 @@ class BlockPool:
         clone.next_free = self.next_free[:]
         clone.prev_free = self.prev_free[:]
         clone.cached_block_hash_to_block = {h: ids[:] for h, ids in self.cached_block_hash_to_block.items()}
-        clone.changed_blocks = None if self.changed_blocks is None else self.changed_blocks[:]
-        clone.decision_trace = copy.deepcopy(self.decision_trace, memo)
+        # Through the memo, so the clone shares its queue with its manager's clone.
+        clone.kv_events = copy.deepcopy(self.kv_events, memo)
         memo[id(self)] = clone
         return clone
 
@@ -124,8 +124,6 @@ class BlockPool:
         self.prev_free[block_id] = self.head
         self.num_free_blocks -= num_blocks
         self.num_allocated_total += num_blocks
-        if self.changed_blocks is not None:
-            self.changed_blocks.extend(taken)
         return taken
 
     def _evict(self, block_id: int) -> None:
@@ -136,15 +134,12 @@ class BlockPool:
             del self.cached_block_hash_to_block[block_hash]
         self.block_hash[block_id] = None
         self.num_evicted_total += 1
-        if self.decision_trace is not None:
-            self.decision_trace.block_evicted(block_id)
+        if self.kv_events is not None:
+            self.kv_events.append(BlockRemoved(block_id, block_hash))
 
     def touch(self, block_ids: Iterable[int]) -> None:
         """Take a reference on prefix-cache hits; a hit on a free cached block takes it off the queue."""
         ref_cnt = self.ref_cnt
-        if self.changed_blocks is not None:
-            block_ids = list(block_ids)
-            self.changed_blocks.extend(block_ids)
         for block_id in block_ids:
             if ref_cnt[block_id] == 0:
                 self._remove_from_free_queue(block_id)
@@ -160,9 +155,6 @@ class BlockPool:
         go to the front to be reused first; cached blocks go to the back (LRU).
         """
         ref_cnt, block_hash = self.ref_cnt, self.block_hash
-        if self.changed_blocks is not None:
-            ordered_block_ids = list(ordered_block_ids)
-            self.changed_blocks.extend(ordered_block_ids)
         reuse_first: list[int] = []
         reuse_last: list[int] = []
         for block_id in ordered_block_ids:
@@ -184,8 +176,8 @@ class BlockPool:
         return holders[0] if holders else None
 
     def cache_full_block(self, block_id: int, block_hash: int) -> None:
-        if self.changed_blocks is not None:
-            self.changed_blocks.append(block_id)
+        if self.kv_events is not None:
+            self.kv_events.append(BlockStored(block_id, block_hash))
         self.block_hash[block_id] = block_hash
         self.cached_block_hash_to_block.setdefault(block_hash, []).append(block_id)
 

@@ -3,7 +3,8 @@
 Systems before vLLM (FasterTransformer, Orca) gave every sequence one contiguous KV region sized
 for the longest sequence it might become. The region is reserved whole at admission, so most of
 it sits unused (reserved-but-unused) and free space splinters between regions (external
-fragmentation). Same interface as `KVCacheManager`, so a scheduler runs unchanged on either.
+fragmentation). Same interface as `KVCacheManager` (the `KVCache` protocol), so a scheduler runs
+unchanged on either; it keeps no per-block state (no ref counts, nothing cached or shared).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import bisect
 from collections.abc import Sequence
 
 from .kv_cache_manager import cdiv
+from .kv_events import KVEvent, RegionReleased, RegionReserved, take_events
 from .request import Request
 
 
@@ -19,6 +21,9 @@ class ContiguousKVCacheManager:
     """First-fit allocator of contiguous block ranges, one range of `max_model_len` per request."""
 
     enable_caching = False
+    # No per-block state: a block is reserved with its region or free, never shared or cached.
+    block_pool = None
+    num_shared_slots = 0
 
     def __init__(self, num_gpu_blocks: int, block_size: int, max_model_len: int):
         self.block_size = block_size
@@ -31,10 +36,8 @@ class ContiguousKVCacheManager:
         self.req_to_blocks: dict[str, list[int]] = {}
         self.num_allocated_total = 0
         self.num_freed_total = 0
-        # Blocks reserved or released, and whose reservations changed, since viewers last looked
-        # (None: nobody watches).
-        self.changed_blocks: list[int] | None = None
-        self.changed_tables: set[str] | None = None
+        # The KV event queue (None: off; see `enable_events`).
+        self.kv_events: list[KVEvent] | None = None
 
     @property
     def usage(self) -> float:
@@ -44,8 +47,6 @@ class ContiguousKVCacheManager:
     def num_used_blocks(self) -> int:
         return self.num_total_blocks - 1 - self.num_free_blocks
 
-    num_shared_slots = 0
-
     def get_block_ids(self, request_id: str) -> list[int]:
         return self.req_to_blocks.get(request_id, [])
 
@@ -53,14 +54,13 @@ class ContiguousKVCacheManager:
         """A request holds its whole region however few tokens it has."""
         return self.blocks_per_request
 
-    def watch_changes(self) -> None:
-        self.changed_blocks, self.changed_tables = [], set()
+    def enable_events(self) -> None:
+        """From now on, append RegionReserved / RegionReleased to the KV event queue."""
+        if self.kv_events is None:
+            self.kv_events = []
 
-    def take_changes(self) -> tuple[list[int], set[str]]:
-        blocks, tables = self.changed_blocks or [], self.changed_tables or set()
-        if self.changed_blocks is not None:
-            self.changed_blocks, self.changed_tables = [], set()
-        return blocks, tables
+    def take_events(self) -> tuple[KVEvent, ...]:
+        return take_events(self.kv_events)
 
     def get_computed_blocks(self, request: Request) -> tuple[list[int], int]:
         return [], 0
@@ -90,9 +90,8 @@ class ContiguousKVCacheManager:
                     self.free_extents[index] = (start + needed, length - needed)
                 region = list(range(start, start + needed))
                 self.req_to_blocks[request.request_id] = region
-                if self.changed_blocks is not None:
-                    self.changed_blocks.extend(region)
-                    self.changed_tables.add(request.request_id)
+                if self.kv_events is not None:
+                    self.kv_events.append(RegionReserved(request.request_id, tuple(region)))
                 self.num_free_blocks -= needed
                 self.num_allocated_total += needed
                 return region
@@ -116,9 +115,11 @@ class ContiguousKVCacheManager:
         extents.insert(index, (start, length))
         self.num_free_blocks += len(region)
         self.num_freed_total += len(region)
-        if self.changed_blocks is not None:
-            self.changed_blocks.extend(region)
-            self.changed_tables.add(request.request_id)
+        if self.kv_events is not None:
+            self.kv_events.append(RegionReleased(request.request_id, tuple(region)))
+
+    def cache_blocks(self, request: Request, num_tokens: int) -> None:
+        """Nothing is ever cached (the scheduler calls this only when `enable_caching`)."""
 
     def counters(self) -> tuple[int, int, int, int]:
         return self.num_allocated_total, self.num_freed_total, 0, 0

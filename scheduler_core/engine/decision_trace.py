@@ -1,15 +1,22 @@
 """The scheduler's reasoning behind one step, as data: who asked for what, what bound it, who was
 preempted by which rule, why a waiting request stayed waiting, and where freed blocks went.
 
-Off unless a caller asks (`scheduler.enable_decision_trace()`): every hook in the policies and the
-KV cache is one `if trace is not None` test, so headless runs and replay keep their speed. The
-step loop (`Simulation.step`, `replay`) brackets each step with `start_step()` and `end_step()`;
-the latter returns a plain, JSON-ready dict that the page turns into words (nothing here is prose).
+Off unless a caller asks (`scheduler.enable_decision_trace()`): every hook in the policies is one
+`if trace is not None` test, and the KV cache's events (kv_events.py) are off too, so headless
+runs and replay keep their speed. The step loop (`Simulation.step`, `replay`) brackets each step
+with `start_step()` and `end_step()`, handing the latter the step's KV events: where blocks came
+from and went to. Entries are typed while the step is collected; `end_step` returns them as the
+plain, JSON-ready dict the page turns into words (nothing here is prose).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
+
+from .kv_cache import KVCache
+from .kv_events import BlockRemoved, BlocksAllocated, BlocksFreed, KVEvent
 
 # Why a request got fewer tokens than it asked for: the limit that bound `num_new_tokens`.
 BOUND_NONE = "none"
@@ -35,13 +42,188 @@ WAIT_PREEMPTED_THIS_STEP = "preempted_this_step"  # a step that preempted admits
 WAIT_SWAPPED_FIRST = "swapped_first"  # swapped-out requests resume before new admissions
 
 
+def _optional():
+    """A field the page tests for by presence: left out of the JSON while it is None."""
+    return field(default=None, metadata={"optional": True})
+
+
+def _json(entry) -> dict:
+    """An entry as the page reads it, fields in declaration order, optional ones only once set."""
+    data = {}
+    for f in fields(entry):
+        value = getattr(entry, f.name)
+        if value is not None or not f.metadata.get("optional"):
+            data[f.name] = value
+    return data
+
+
+@dataclass(slots=True)
+class StepLimits:
+    """The limits this step runs under."""
+
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    max_model_len: int
+    long_prefill_token_threshold: int
+    block_size: int
+    scheduling_order: str
+    enable_chunked_prefill: bool
+    full_prompt_admission: bool
+    policy: str
+    # What the V1 policy applied (0.33 lifts the threshold for a request that is alone).
+    long_prefill_token_threshold_in_force: int | None = _optional()
+
+
+@dataclass(slots=True)
+class RunningDecision:
+    """A running request's turn: what it asked for, what it will get if blocks allow, and why."""
+
+    request: str
+    asked: int
+    drafts: int
+    given: int
+    budget_before: int
+    computed_before: int
+    bound: str
+    scheduled: bool = False
+    # Tokens a priority victim gave back after it had been scheduled this step.
+    unscheduled_tokens: int | None = _optional()
+
+
+@dataclass(frozen=True, slots=True)
+class RunningStop:
+    """Why the scan of the running list ended early: `request` is the first left out."""
+
+    reason: str
+    request: str | None
+    num_not_examined: int
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionDecision:
+    """Out of blocks for `request`: the numbers at that moment and the victim the rule chose."""
+
+    request: str
+    tokens: int
+    blocks_needed: int
+    blocks_held: int
+    blocks_free: int
+    evictable_cached: int
+    victim: str
+    victim_blocks: int
+    victim_priority: int
+    rule: str
+    rule_order: str
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingDecision:
+    """A waiting request the scan looked at: admitted (with the limit that bound its chunk), or
+    the reason it was not (with the block numbers, when blocks were short)."""
+
+    request: str
+    admitted: bool
+    reason: str
+    asked: int
+    given: int
+    budget_before: int
+    cached_tokens: int
+    num_running: int
+    resumed: bool
+    priority: int
+    bound: str | None = _optional()
+    blocks_free: int | None = _optional()
+    blocks_needed_chunk: int | None = _optional()
+    blocks_needed_full: int | None = _optional()
+    tokens: int | None = _optional()
+    evictable_cached: int | None = _optional()
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingStop:
+    """Why the scan of the waiting queue ended with requests still in it: `request` is the head it
+    stopped at (head-of-line blocking: nobody behind it is looked at)."""
+
+    reason: str
+    request: str | None
+    num_waiting_left: int
+    num_running: int
+
+
+@dataclass(frozen=True, slots=True)
+class FreeDecision:
+    """Where each block of a released table went (see kv_events.BlocksFreed), and why it was released."""
+
+    request: str
+    blocks: int
+    to_head: list[int]
+    to_tail_cached: list[int]
+    to_tail: list[int]
+    still_shared: list[int]
+    cause: str  # "preempted" or "finished"
+
+
+@dataclass(slots=True)
+class StepDecisions:
+    """One step's reasoning, in the order the scheduler reasons."""
+
+    limits: StepLimits
+    blocks_free_at_start: int
+    running: list[RunningDecision] = field(default_factory=list)
+    running_stop: RunningStop | None = None
+    preemptions: list[PreemptionDecision] = field(default_factory=list)
+    waiting: list[WaitingDecision] = field(default_factory=list)
+    waiting_stop: WaitingStop | None = None
+    frees: list[FreeDecision] = field(default_factory=list)
+    # request id -> block ids: new from the free queue, prefix hits already in use by another
+    # request (now shared), prefix hits taken off the free queue (revived).
+    allocated: dict[str, list[int]] = field(default_factory=dict)
+    newly_shared: dict[str, list[int]] = field(default_factory=dict)
+    revived: dict[str, list[int]] = field(default_factory=dict)
+    # Cached blocks evicted (their prefix is gone), in eviction order.
+    evicted: list[int] = field(default_factory=list)
+
+    def add_kv_events(self, events: Iterable[KVEvent], preempted: set[str]) -> None:
+        for event in events:
+            if isinstance(event, BlocksAllocated):
+                rid, revived = event.request_id, set(event.revived)
+                if event.new_blocks:
+                    self.allocated.setdefault(rid, []).extend(event.new_blocks)
+                for block_id in event.hit_blocks:
+                    kind = self.revived if block_id in revived else self.newly_shared
+                    kind.setdefault(rid, []).append(block_id)
+            elif isinstance(event, BlocksFreed):
+                self.frees.append(FreeDecision(
+                    event.request_id, len(event.block_ids), list(event.to_head), list(event.to_tail_cached),
+                    list(event.to_tail), list(event.still_shared),
+                    "preempted" if event.request_id in preempted else "finished"))
+            elif isinstance(event, BlockRemoved):
+                self.evicted.append(event.block_id)
+
+    def to_dict(self) -> dict:
+        return {
+            "limits": _json(self.limits),
+            "blocks_free_at_start": self.blocks_free_at_start,
+            "running": [_json(entry) for entry in self.running],
+            "running_stop": _json(self.running_stop) if self.running_stop else None,
+            "preemptions": [_json(entry) for entry in self.preemptions],
+            "waiting": [_json(entry) for entry in self.waiting],
+            "waiting_stop": _json(self.waiting_stop) if self.waiting_stop else None,
+            "frees": [_json(entry) for entry in self.frees],
+            "allocated": self.allocated,
+            "newly_shared": self.newly_shared,
+            "revived": self.revived,
+            "evicted": self.evicted,
+        }
+
+
 class DecisionTrace:
     """Collects one step's decisions from hooks at the points where the scheduler makes them."""
 
     def __init__(self) -> None:
         self.last: dict | None = None
-        self._step: dict | None = None
-        self._kv = None
+        self._step: StepDecisions | None = None
+        self._kv: KVCache | None = None
 
     def __deepcopy__(self, memo: dict) -> "DecisionTrace":
         # A snapshot of the engine keeps tracing but carries no half-built step.
@@ -54,174 +236,97 @@ class DecisionTrace:
         """Before `schedule()`: the limits this step runs under, and empty decision lists."""
         config = scheduler.config
         self._kv = scheduler.kv_cache_manager
-        self._step = {
-            "limits": {
-                "max_num_batched_tokens": config.max_num_batched_tokens,
-                "max_num_seqs": config.max_num_seqs,
-                "max_model_len": config.max_model_len,
-                "long_prefill_token_threshold": config.long_prefill_token_threshold,
-                "block_size": config.block_size,
-                "scheduling_order": config.scheduling_order,
-                "enable_chunked_prefill": config.chunks_prompts,
-                "full_prompt_admission": config.compat.full_prompt_admission,
-                "policy": config.policy,
-            },
-            "blocks_free_at_start": self._kv.num_free_blocks,
-            "running": [],
-            "running_stop": None,
-            "preemptions": [],
-            "waiting": [],
-            "waiting_stop": None,
-            "frees": [],
-            "allocated": {},
-            "newly_shared": {},
-            "revived": {},
-            "evicted": [],
-        }
+        limits = StepLimits(config.max_num_batched_tokens, config.max_num_seqs, config.max_model_len,
+                            config.long_prefill_token_threshold, config.block_size, config.scheduling_order,
+                            config.chunks_prompts, config.compat.full_prompt_admission, config.policy)
+        self._step = StepDecisions(limits, self._kv.num_free_blocks)
 
-    def end_step(self, preempted: list[str]) -> dict:
-        """After the model step and its finishes: the complete record of the step's reasoning."""
+    def end_step(self, preempted: list[str], kv_events: Iterable[KVEvent] = ()) -> dict:
+        """After the model step and its finishes, given the step's KV events: the complete record
+        of the step's reasoning, as JSON-ready data."""
         step, self._step = self._step, None
-        preempted_ids = set(preempted)
-        for free in step["frees"]:
-            free["cause"] = "preempted" if free["request"] in preempted_ids else "finished"
-        self.last = step
-        return step
+        step.add_kv_events(kv_events, set(preempted))
+        self.last = step.to_dict()
+        return self.last
 
     # -- hooks in the policies ----------------------------------------------------------------
     def set_long_prefill_threshold(self, threshold: int) -> None:
         """The threshold in force this step (0.33 lifts it for a request that is alone)."""
-        self._step["limits"]["long_prefill_token_threshold_in_force"] = threshold
+        self._step.limits.long_prefill_token_threshold_in_force = threshold
 
     def running_examined(self, request, asked: int, num_new_tokens: int, token_budget: int, long_prefill_threshold: int) -> None:
         """A running request's turn: what it asked for (its drafts and, under async scheduling, its
         tokens in flight too), what it will get if blocks allow, and why."""
-        self._step["running"].append({
-            "request": request.request_id,
-            "asked": asked,
-            "drafts": request.num_spec_tokens,
-            "given": max(num_new_tokens, 0),
-            "budget_before": token_budget,
-            "computed_before": request.num_computed_tokens,
-            "bound": self._bound(asked, num_new_tokens, token_budget, long_prefill_threshold,
-                                 self._step["limits"]["max_model_len"] - 1 - request.num_computed_tokens),
-            "scheduled": False,
-        })
+        model_len_room = self._step.limits.max_model_len - 1 - request.num_computed_tokens
+        self._step.running.append(RunningDecision(
+            request.request_id, asked, request.num_spec_tokens, max(num_new_tokens, 0), token_budget,
+            request.num_computed_tokens,
+            self._bound(asked, num_new_tokens, token_budget, long_prefill_threshold, model_len_room)))
 
     def running_scheduled(self, request_id: str) -> None:
-        for entry in reversed(self._step["running"]):
-            if entry["request"] == request_id:
-                entry["scheduled"] = True
+        for entry in reversed(self._step.running):
+            if entry.request == request_id:
+                entry.scheduled = True
                 return
 
     def running_unscheduled(self, request_id: str, num_tokens: int) -> None:
         """A priority victim already scheduled this step gives its tokens back."""
-        for entry in self._step["running"]:
-            if entry["request"] == request_id and entry["scheduled"]:
-                entry["scheduled"] = False
-                entry["unscheduled_tokens"] = num_tokens
+        for entry in self._step.running:
+            if entry.request == request_id and entry.scheduled:
+                entry.scheduled = False
+                entry.unscheduled_tokens = num_tokens
 
     def running_stopped(self, reason: str, request_id: str | None, num_not_examined: int) -> None:
         """Why the scan of the running list ended before its end: `request_id` is the first left out."""
-        self._step["running_stop"] = {"reason": reason, "request": request_id, "num_not_examined": num_not_examined}
+        self._step.running_stop = RunningStop(reason, request_id, num_not_examined)
 
     def allocation_failed(self, request, num_new_tokens: int, victim, rule: str) -> None:
         """Out of blocks for `request`: the numbers at that moment and the victim the rule chose."""
         kv = self._kv
         num_tokens = min(request.num_computed_tokens + num_new_tokens, kv.max_model_len)
-        self._step["preemptions"].append({
-            "request": request.request_id,
-            "tokens": num_new_tokens,
-            "blocks_needed": kv.num_blocks_to_allocate(request.request_id, num_tokens, ()),
-            "blocks_held": len(kv.get_block_ids(request.request_id)),
-            "blocks_free": kv.num_free_blocks,
-            "evictable_cached": self.num_evictable_cached(kv),
-            "victim": victim.request_id,
-            "victim_blocks": len(kv.get_block_ids(victim.request_id)),
-            "victim_priority": victim.priority,
-            "rule": RULE_SELF if victim is request else rule,
-            "rule_order": rule,
-        })
+        self._step.preemptions.append(PreemptionDecision(
+            request.request_id, num_new_tokens, kv.num_blocks_to_allocate(request.request_id, num_tokens, ()),
+            len(kv.get_block_ids(request.request_id)), kv.num_free_blocks, self.num_evictable_cached(kv),
+            victim.request_id, len(kv.get_block_ids(victim.request_id)), victim.priority,
+            RULE_SELF if victim is request else rule, rule))
 
     def waiting_examined(self, request, reason: str, num_new_tokens: int, token_budget: int,
                          long_prefill_threshold: int, computed_blocks, num_running: int) -> None:
         """A waiting request the scan looked at: admitted, or the reason it was not."""
         kv = self._kv
-        num_cached_tokens = len(computed_blocks) * self._step["limits"]["block_size"]
+        num_cached_tokens = len(computed_blocks) * self._step.limits.block_size
         asked = request.num_tokens - request.num_computed_tokens - num_cached_tokens
-        entry = {
-            "request": request.request_id,
-            "admitted": reason == WAIT_ADMITTED,
-            "reason": reason,
-            "asked": asked,
-            "given": num_new_tokens if reason == WAIT_ADMITTED else 0,
-            "budget_before": token_budget,
-            "cached_tokens": num_cached_tokens,
-            "num_running": num_running,
-            "resumed": request.num_preemptions > 0,
-            "priority": request.priority,
-        }
-        if reason == WAIT_ADMITTED:
-            entry["bound"] = self._bound(asked, num_new_tokens, token_budget, long_prefill_threshold, asked)
+        admitted = reason == WAIT_ADMITTED
+        shortage = {}
         if reason in (WAIT_BLOCKS, WAIT_BLOCKS_FULL_CONTEXT):
             computed = request.num_computed_tokens + num_cached_tokens
             rid = request.request_id
-            entry["blocks_free"] = kv.num_free_blocks
-            entry["blocks_needed_chunk"] = kv.num_blocks_to_allocate(
-                rid, min(computed + num_new_tokens, kv.max_model_len), computed_blocks)
-            entry["blocks_needed_full"] = kv.num_blocks_to_allocate(
-                rid, min(request.num_tokens, kv.max_model_len), computed_blocks)
-            entry["tokens"] = num_new_tokens
-            entry["evictable_cached"] = self.num_evictable_cached(kv)
-        self._step["waiting"].append(entry)
+            shortage = {
+                "blocks_free": kv.num_free_blocks,
+                "blocks_needed_chunk": kv.num_blocks_to_allocate(
+                    rid, min(computed + num_new_tokens, kv.max_model_len), computed_blocks),
+                "blocks_needed_full": kv.num_blocks_to_allocate(
+                    rid, min(request.num_tokens, kv.max_model_len), computed_blocks),
+                "tokens": num_new_tokens,
+                "evictable_cached": self.num_evictable_cached(kv),
+            }
+        self._step.waiting.append(WaitingDecision(
+            request.request_id, admitted, reason, asked, num_new_tokens if admitted else 0, token_budget,
+            num_cached_tokens, num_running, request.num_preemptions > 0, request.priority,
+            bound=self._bound(asked, num_new_tokens, token_budget, long_prefill_threshold, asked) if admitted else None,
+            **shortage))
 
     def waiting_stopped(self, reason: str, request_id: str | None, num_waiting_left: int, num_running: int) -> None:
         """Why the scan of the waiting queue ended with requests still in it: `request_id` is the
         head it stopped at (head-of-line blocking: nobody behind it is looked at)."""
-        self._step["waiting_stop"] = {"reason": reason, "request": request_id, "num_waiting_left": num_waiting_left,
-                                      "num_running": num_running}
-
-    # -- hooks in the KV cache ----------------------------------------------------------------
-    def blocks_allocated(self, request_id: str, new_computed_blocks, new_blocks: list[int], ref_cnt: list[int]) -> None:
-        """New blocks from the free queue's head, and prefix hits: a hit whose ref count is now 1
-        came off the free queue (revived); above 1 it is newly shared."""
-        step = self._step
-        if step is None:
-            return
-        if new_blocks:
-            step["allocated"].setdefault(request_id, []).extend(new_blocks)
-        for block_id in new_computed_blocks:
-            kind = "revived" if ref_cnt[block_id] == 1 else "newly_shared"
-            step[kind].setdefault(request_id, []).append(block_id)
-
-    def block_evicted(self, block_id: int) -> None:
-        if self._step is not None:
-            self._step["evicted"].append(block_id)
-
-    def blocks_freed(self, request_id: str, blocks: list[int], pool) -> None:
-        """Where each block of a released table went: still used by another request, the free
-        queue's head (no hash: reused first), or its tail keeping a cached prefix (LRU)."""
-        if self._step is None:
-            return
-        head, cached, tail, shared = [], [], [], []
-        for block_id in blocks:
-            if pool.ref_cnt[block_id] > 0:
-                shared.append(block_id)
-            elif pool.block_hash[block_id] is not None:
-                cached.append(block_id)
-            elif pool.unhashed_blocks_reused_first:
-                head.append(block_id)
-            else:
-                tail.append(block_id)
-        self._step["frees"].append({"request": request_id, "blocks": len(blocks), "to_head": head,
-                                    "to_tail_cached": cached, "to_tail": tail, "still_shared": shared})
+        self._step.waiting_stop = WaitingStop(reason, request_id, num_waiting_left, num_running)
 
     # -- helpers ------------------------------------------------------------------------------
     @staticmethod
-    def num_evictable_cached(kv) -> int:
+    def num_evictable_cached(kv: KVCache) -> int:
         """Free blocks still holding a cached prefix (O(cached blocks); only on the traced path)."""
-        pool = getattr(kv, "block_pool", None)
-        if pool is None:
+        pool = kv.block_pool
+        if pool is None:  # the contiguous allocator caches nothing
             return 0
         ref_cnt = pool.ref_cnt
         return sum(1 for holders in pool.cached_block_hash_to_block.values() for b in holders if ref_cnt[b] == 0)

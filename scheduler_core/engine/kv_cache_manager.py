@@ -11,6 +11,7 @@ import copy
 from collections.abc import Sequence
 
 from .block_pool import BlockPool
+from .kv_events import BlocksAllocated, BlocksFreed, KVEvent, take_events
 from .request import Request
 
 
@@ -41,18 +42,15 @@ class KVCacheManager:
         self.num_cached_block: dict[str, int] = {}
         # Prefix-cache hits handed out, in blocks (a step record reports the change).
         self.num_hit_blocks_total = 0
-        # Requests whose block tables changed, while a viewer watches (see watch_changes).
-        self.changed_tables: set[str] | None = None
-        # Where blocks come from and go to, when someone asks why (a DecisionTrace; None: off).
-        self.decision_trace = None
+        # The KV event queue, shared with the block pool (None: off; see `enable_events`).
+        self.kv_events: list[KVEvent] | None = None
 
     def __deepcopy__(self, memo: dict) -> "KVCacheManager":
         clone = copy.copy(self)
         clone.block_pool = copy.deepcopy(self.block_pool, memo)
         clone.req_to_blocks = {rid: table[:] for rid, table in self.req_to_blocks.items()}
         clone.num_cached_block = dict(self.num_cached_block)
-        clone.changed_tables = None if self.changed_tables is None else set(self.changed_tables)
-        clone.decision_trace = copy.deepcopy(self.decision_trace, memo)
+        clone.kv_events = copy.deepcopy(self.kv_events, memo)  # the pool's clone shares it (memo)
         memo[id(self)] = clone
         return clone
 
@@ -84,18 +82,15 @@ class KVCacheManager:
         """Blocks in the table of a request whose KV holds `num_tokens` (a block at a time)."""
         return cdiv(min(num_tokens, self.max_model_len), self.block_size)
 
-    def watch_changes(self) -> None:
-        """From now on, remember which blocks and block tables change (for viewers that redraw
-        only those)."""
-        self.block_pool.changed_blocks = []
-        self.changed_tables = set()
+    def enable_events(self) -> None:
+        """From now on, append a typed event to the KV event queue for every table change, cached
+        block and eviction (for the dashboard's block diff and the decision trace)."""
+        if self.kv_events is None:
+            self.kv_events = self.block_pool.kv_events = []
 
-    def take_changes(self) -> tuple[list[int], set[str]]:
-        """Blocks (with repeats) and requests whose tables changed since the last call; start afresh."""
-        blocks, tables = self.block_pool.changed_blocks or [], self.changed_tables or set()
-        if self.changed_tables is not None:
-            self.block_pool.changed_blocks, self.changed_tables = [], set()
-        return blocks, tables
+    def take_events(self) -> tuple[KVEvent, ...]:
+        """The events since the last call, oldest first (`()` while events are off)."""
+        return take_events(self.kv_events)
 
     def get_computed_blocks(self, request: Request) -> tuple[list[int], int]:
         """The longest run of cached full blocks that prefixes the request, and its token count.
@@ -157,10 +152,11 @@ class KVCacheManager:
         num_new_blocks = cdiv(num_tokens_need_slot, self.block_size) - len(req_blocks)
         new_blocks = self.block_pool.get_new_blocks(num_new_blocks) if num_new_blocks > 0 else []
         req_blocks.extend(new_blocks)
-        if self.changed_tables is not None and (new_blocks or new_computed_blocks):
-            self.changed_tables.add(request_id)
-        if self.decision_trace is not None:
-            self.decision_trace.blocks_allocated(request_id, new_computed_blocks, new_blocks, self.block_pool.ref_cnt)
+        if self.kv_events is not None and (new_blocks or new_computed_blocks):
+            # A hit whose ref count is now 1 came off the free queue; above 1 it is newly shared.
+            ref_cnt = self.block_pool.ref_cnt
+            revived = tuple(block_id for block_id in new_computed_blocks if ref_cnt[block_id] == 1)
+            self.kv_events.append(BlocksAllocated(request_id, tuple(new_computed_blocks), tuple(new_blocks), revived))
         if self.enable_caching:
             # Blocks become hittable as soon as they are scheduled, before the model runs: the
             # step that computes them finishes before any later step could read them.
@@ -183,11 +179,24 @@ class KVCacheManager:
         """Release a request's blocks, tail first, so a chain's tail is evicted before its head."""
         blocks = self.req_to_blocks.pop(request.request_id, [])
         self.num_cached_block.pop(request.request_id, None)
-        if self.changed_tables is not None:
-            self.changed_tables.add(request.request_id)
         self.block_pool.free_blocks(reversed(blocks))
-        if self.decision_trace is not None:
-            self.decision_trace.blocks_freed(request.request_id, blocks[::-1], self.block_pool)
+        if self.kv_events is not None:
+            self.kv_events.append(self._freed(request.request_id, blocks[::-1]))
+
+    def _freed(self, request_id: str, blocks: list[int]) -> BlocksFreed:
+        """Where each block of a table just released (tail first) went (only while events are on)."""
+        pool = self.block_pool
+        head, cached, tail, shared = [], [], [], []
+        for block_id in blocks:
+            if pool.ref_cnt[block_id] > 0:
+                shared.append(block_id)
+            elif pool.block_hash[block_id] is not None:
+                cached.append(block_id)
+            elif pool.unhashed_blocks_reused_first:
+                head.append(block_id)
+            else:
+                tail.append(block_id)
+        return BlocksFreed(request_id, tuple(head), tuple(cached), tuple(tail), tuple(shared))
 
     def counters(self) -> tuple[int, int, int, int]:
         """Running totals of blocks allocated, freed, evicted from the prefix cache, and hit."""

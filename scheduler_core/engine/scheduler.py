@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from .config import EngineConfig
 from .contiguous import ContiguousKVCacheManager
 from .decision_trace import DecisionTrace
+from .kv_cache import KVCache
 from .kv_cache_manager import KVCacheManager, SwapSpace
 from .request import Request, RequestStatus
 from .request_queue import create_request_queue
@@ -60,7 +61,7 @@ class UpdateResult:
     num_accepted: dict[str, int] = field(default_factory=dict)
 
 
-def make_kv_cache_manager(config: EngineConfig) -> KVCacheManager | ContiguousKVCacheManager:
+def make_kv_cache_manager(config: EngineConfig) -> KVCache:
     if config.kv_allocator == "contiguous":
         return ContiguousKVCacheManager(config.num_gpu_blocks, config.block_size, config.max_model_len)
     return KVCacheManager(
@@ -80,7 +81,7 @@ class Scheduler:
 
     def __init__(self, config: EngineConfig):
         self.config = config
-        self.kv_cache_manager = make_kv_cache_manager(config)
+        self.kv_cache_manager: KVCache = make_kv_cache_manager(config)
         self.requests: dict[str, Request] = {}
         self.waiting = create_request_queue(config.scheduling_order)
         self.running: list[Request] = []
@@ -98,13 +99,11 @@ class Scheduler:
         self.decision_trace: DecisionTrace | None = None
 
     def enable_decision_trace(self, trace: DecisionTrace | None = None) -> DecisionTrace:
-        """Record the reasons behind every decision from now on (see `decision_trace.py`)."""
+        """Record the reasons behind every decision from now on (see `decision_trace.py`); where
+        blocks came from and went to, the trace reads from the KV events of each step."""
         trace = trace or DecisionTrace()
         self.decision_trace = trace
-        self.kv_cache_manager.decision_trace = trace
-        pool = getattr(self.kv_cache_manager, "block_pool", None)
-        if pool is not None:
-            pool.decision_trace = trace
+        self.kv_cache_manager.enable_events()
         return trace
 
     # -- intake -----------------------------------------------------------------------------

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from .kv_events import KVEvent
+
 
 @dataclass(frozen=True, slots=True)
 class ScheduledChunk:
@@ -52,6 +54,10 @@ class StepRecord:
     # verifications that completed in this step (with async scheduling, an earlier pass's drafts).
     scheduled_spec_decode_tokens: dict[str, int] = field(default_factory=dict)
     num_accepted_tokens: dict[str, int] = field(default_factory=dict)
+    # What happened to the KV cache in this step, oldest first, when the simulation was asked for
+    # KV events: block-table changes (which blocks each request gained, or that it released its
+    # table) and blocks stored in or evicted from the prefix cache. Empty otherwise.
+    kv_events: tuple[KVEvent, ...] = ()
 
     @property
     def num_batched_tokens(self) -> int:

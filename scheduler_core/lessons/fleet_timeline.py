@@ -20,12 +20,11 @@ FREE, CACHED = ".", "c"
 
 def kv_cells(replica: Replica, num_cells: int) -> str:
     """The replica's KV blocks folded into at most `num_cells` cells, one character each."""
-    kv = replica.sim.scheduler.kv_cache_manager
-    pool = getattr(kv, "block_pool", None)
-    if pool is None:  # the contiguous allocator has no per-block state to show
+    kv = replica.sim.kv_view()
+    if not kv.has_block_state:  # the contiguous allocator: only its usage to show
         used = round(kv.usage * num_cells)
         return "#" * used + FREE * (num_cells - used)
-    ref_cnt, block_hash = pool.ref_cnt, pool.block_hash
+    ref_cnt, cached = kv.ref_counts(), kv.cached_flags()
     total = len(ref_cnt) - 1  # block 0 is the null block
     per_cell = cdiv(total, num_cells)
     cells = []
@@ -36,7 +35,7 @@ def kv_cells(replica: Replica, num_cells: int) -> str:
             tenths = min(9, max(1, used * 10 // len(blocks)))
             cells.append("#" if used == len(blocks) else str(tenths))
         else:
-            cells.append(CACHED if any(block_hash[b] is not None for b in blocks) else FREE)
+            cells.append(CACHED if any(cached[b] for b in blocks) else FREE)
     return "".join(cells)
 
 

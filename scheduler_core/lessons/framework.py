@@ -131,9 +131,7 @@ def run_arm(label: str, sim: Simulation) -> ArmResult:
                 result.late_release_blocks += -(-sim.request(rid).num_computed_tokens // sim.config.block_size)
         if record.num_waiting and record.num_running < max_num_seqs and not (record.admitted or record.resumed):
             result.drained_steps += 1
-        pool = getattr(sim.scheduler.kv_cache_manager, "block_pool", None)
-        if pool is not None and pool.num_shared_refs:
-            result.peak_shared_blocks = max(result.peak_shared_blocks, sum(1 for r in pool.ref_cnt if r > 1))
+        result.peak_shared_blocks = max(result.peak_shared_blocks, sim.kv_view().num_shared_blocks())
     result.events = story.finish(record)
     result.report = sim.metrics.report()
     ttfts: dict[int, list[float]] = {}

@@ -176,7 +176,7 @@ def replay(
             free_after_schedule = output.num_free_blocks_after_schedule
             result = scheduler.update_from_output(output, now=float(step))
             if why is not None:
-                why.end_step(output.preempted_reqs)
+                why.end_step(output.preempted_reqs, scheduler.kv_cache_manager.take_events())
             line = log_line(step, arrivals, output, result, free_after_schedule, scheduler)
             if speculative_config:
                 # Added after today's fields: drafts verified this step, and how many were accepted.
@@ -187,7 +187,7 @@ def replay(
             engine_pass = loop.step(now=float(step))
             output = engine_pass.scheduled
             if why is not None:
-                why.end_step(output.preempted_reqs if output else [])
+                why.end_step(output.preempted_reqs if output else [], scheduler.kv_cache_manager.take_events())
             free_after_schedule = scheduler.kv_cache_manager.num_free_blocks if output is None \
                 else output.num_free_blocks_after_schedule
             line = log_line(step, arrivals, output, engine_pass.update, free_after_schedule, scheduler)

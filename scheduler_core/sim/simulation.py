@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..engine.config import EngineConfig
 from ..engine.engine_loop import BatchQueueLoop
+from ..engine.kv_cache import KVCacheView
 from ..engine.kv_cache_manager import cdiv
 from ..engine.policies import make_scheduler
 from ..engine.policies.vllm_v0 import watermark_blocks
@@ -269,6 +270,7 @@ class Simulation:
                 clock_after = max(self.clock_s, engine_pass.completed_at)
             result = engine_pass.update or UpdateResult([], [])
         allocated_after, freed_after, evicted_after, hit_after = kv.counters()
+        kv_events = kv.take_events()
 
         metrics = self.metrics
         external = ({rid: self._external_computed.pop(rid) for rid in output.num_cached_tokens
@@ -309,9 +311,10 @@ class Simulation:
             num_free_blocks=kv.num_free_blocks,
             kv_usage=kv.usage,
             cost_breakdown=breakdown,
-            decisions=trace.end_step(output.preempted_reqs) if trace is not None else None,
+            decisions=trace.end_step(output.preempted_reqs, kv_events) if trace is not None else None,
             scheduled_spec_decode_tokens=output.scheduled_spec_decode_tokens,
             num_accepted_tokens=result.num_accepted,
+            kv_events=kv_events,
         )
         tokens_in_cache = sum(r.num_computed_tokens for r in scheduler.running) - kv.num_shared_slots
         metrics.observe_step(record, kv.num_used_blocks, tokens_in_cache)
@@ -402,6 +405,15 @@ class Simulation:
         self.finished_requests = dict(state.finished_requests)
 
     # -- read-only views --------------------------------------------------------------------
+    def enable_kv_events(self) -> None:
+        """From now on each step's record carries the KV cache's events (`StepRecord.kv_events`),
+        for viewers that redraw only the blocks and tables that changed."""
+        self.scheduler.kv_cache_manager.enable_events()
+
+    def kv_view(self) -> KVCacheView:
+        """A read-only look at the KV cache as it is now (ask again after `restore`)."""
+        return KVCacheView(self.scheduler.kv_cache_manager)
+
     def request(self, request_id: str) -> Request:
         """A request that has arrived, unfinished or finished (if kept)."""
         return self.scheduler.requests.get(request_id) or self.finished_requests[request_id]
