@@ -193,8 +193,9 @@ class Session:
     def _extend_timelines(self, record: StepRecord) -> None:
         step, start, end = record.step, record.clock_s_before, record.clock_s_after
         for rid in record.admitted + record.resumed:
-            append_capped(self.timelines.setdefault(rid, []), {"kind": "admitted" if rid in record.admitted else "resumed",
-                                                               "step": step, "s": start, "cached": record.cached_tokens.get(rid, 0)})
+            kind = "admitted" if rid in record.admitted else "resumed"
+            append_capped(self.timelines.setdefault(rid, []),
+                          {"kind": kind, "step": step, "s": start, "cached": record.cached_tokens.get(rid, 0)})
         for chunk in record.scheduled:
             runs = self.timelines.setdefault(chunk.request_id, [])
             last = runs[-1] if runs else None
@@ -246,7 +247,8 @@ class Session:
         }
         timeline = self.timelines.get(request_id, [])
         # Tokens scheduled whose output has not come back: under async scheduling, the batch in flight.
-        return {"request": request_view(request), "in_flight": request.num_output_placeholders, "latencies": latencies, "timeline": timeline,
+        return {"request": request_view(request), "in_flight": request.num_output_placeholders, "latencies": latencies,
+                "timeline": timeline,
                 "history": request_history(timeline, self.sim.kv_view()) if with_history else None,
                 "block_table": self.sim.block_table(request_id), "step": self.step, "clock_s": self.sim.clock_s}
 

@@ -90,8 +90,8 @@ def prometheus_metrics(request: Request, session: str = "") -> Response:
             raise HTTPException(404, f"no session {session!r}")
     else:  # on a public server, only among the caller's own sessions
         public, caller = request.app.state.settings.public, client_of(request)
-        own = [l for l in manager.sessions.values() if not public or l.owner == caller]
-        live = max(own, key=lambda l: l.session.last_activity, default=None)
+        own = [candidate for candidate in manager.sessions.values() if not public or candidate.owner == caller]
+        live = max(own, key=lambda candidate: candidate.session.last_activity, default=None)
     registry = CollectorRegistry()
     if live is not None:
         registry.register(SessionCollector(live))
