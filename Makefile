@@ -1,11 +1,12 @@
-# The two commands: `make run` and `make test`. Both set up a virtual environment first.
+# The two commands: `make run` and `make test` (`make test-fast`: its quick part). Both set up a
+# virtual environment first.
 # `make screenshots` redraws docs/screenshot-*.png (needs Debian's chromium at /usr/bin/chromium).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: run test lint bench screenshots clean
+.PHONY: run test test-fast lint bench screenshots clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +21,11 @@ run: $(BIN)/.installed
 # (scheduler_core's layers, app above the core, no import cycles), then the whole suite.
 test: lint
 	$(BIN)/python -m pytest -q
+
+# The core and the app without a browser or anything slow (markers in pyproject.toml): under a
+# minute, for the edit-test loop; `make test` still runs everything.
+test-fast: $(BIN)/.installed
+	$(BIN)/python -m pytest -q -m "not browser and not slow"
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check scheduler_core app tests benchmarks tools

@@ -1,0 +1,112 @@
+"""What the browser tests share besides their fixtures (tests/browser/conftest.py): the live
+server they load pages from, Chromium's path, and the helpers that wait on a page or check how it
+reads (layout, fonts, accessibility)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import uvicorn
+from playwright.sync_api import Page
+
+from app.main import uvicorn_options
+from tests.paths import TESTS
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+WAIT_MS = 5_000
+# A lesson's seek replays its run: a shared machine may take long.
+SEEK_MS = 90_000
+PROJECTOR = {"width": 1280, "height": 720}
+NORMAL = {"width": 1920, "height": 1080}
+LAYOUT_CHECK = (TESTS / "js" / "layout_check.js").read_text()
+AXE = TESTS / "vendor" / "axe-core" / "axe.min.js"
+
+
+# -- the server ----------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class LiveServer:
+    """uvicorn serving `app` on a loopback port from a thread; it can stop and start again."""
+
+    def __init__(self, app, port: int, lifespan: str = "on"):
+        self.app, self.port, self.lifespan = app, port, lifespan
+        self.url = f"http://127.0.0.1:{port}"
+        self.server: uvicorn.Server | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan=self.lifespan,
+                                **uvicorn_options(self.app.state.settings))
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"uvicorn did not start on port {self.port}")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        assert not self.thread.is_alive(), "uvicorn did not stop"
+
+
+# -- waiting on the dashboard --------------------------------------------------------------
+def wait_for_dashboard(page: Page) -> None:
+    """Until the first snapshot has arrived."""
+    page.wait_for_function("window.servescope && window.servescope.store.session !== null")
+
+
+def open_dashboard(page: Page, url: str) -> Page:
+    page.goto(url)
+    wait_for_dashboard(page)
+    return page
+
+
+def wait_for_step(page: Page, step: int) -> None:
+    page.wait_for_function("n => document.getElementById('step-counter').value.replace(/,/g, '') === String(n)",
+                           arg=step)
+
+
+# -- how a page reads ----------------------------------------------------------------------
+def open_page(new_page, url: str, theme: str, viewport: dict) -> Page:
+    """A page of `new_page` at `url`, in `theme` from its first frame."""
+    page = new_page(viewport["width"], viewport["height"])
+    page.context.add_init_script(f"localStorage.setItem('servescope-theme', '{theme}')")
+    page.goto(url, timeout=SEEK_MS)  # a shared machine may be slow to build the session
+    return page
+
+
+def set_theme(page: Page, theme: str, viewport: dict) -> None:
+    page.set_viewport_size(viewport)
+    if page.evaluate("document.documentElement.dataset.theme") != theme:
+        page.keyboard.press("t")
+        page.wait_for_function("t => document.documentElement.dataset.theme === t", arg=theme)
+    page.wait_for_timeout(400)  # the resize observers' and the next animation frames
+
+
+def check_layout(page: Page, where: str, projector: bool) -> None:
+    """No text spills out of its panel or overlaps other text; projector text is at least 16 px."""
+    result = page.evaluate(LAYOUT_CHECK)
+    assert result["count"] > 20, where
+    assert result["problems"] == [], f"{where}: {result['problems'][:8]}"
+    if projector:
+        assert result["smallest"] >= 16, f"{where}: smallest font {result['smallest']} px"
+
+
+def axe_violations(page: Page) -> list[str]:
+    """axe-core's critical and serious violations on the page, one line each."""
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    return [f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:3]]}"
+            for v in result["violations"] if v["impact"] in ("critical", "serious")]

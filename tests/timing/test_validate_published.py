@@ -1,0 +1,47 @@
+"""The validation table's rows (benchmarks/validate_published.py) are checkable: each cites where its
+figure was published and which vLLM ran it, reads a metric the simulation reports, and describes a
+scenario the simulation accepts. Nothing here simulates; the script itself does that."""
+
+import importlib.util
+import re
+import sys
+
+import pytest
+
+from scheduler_core.scenario.scenario import Scenario
+from scheduler_core.sim.metrics import MetricsCollector
+from tests.paths import REPO
+
+SCRIPT = REPO / "benchmarks" / "validate_published.py"
+spec = importlib.util.spec_from_file_location("validate_published", SCRIPT)
+validate_published = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = validate_published  # its dataclasses look their module up there
+spec.loader.exec_module(validate_published)
+ROWS = validate_published.ROWS
+URL = re.compile(r"\b[a-z0-9-]+(\.[a-z0-9-]+)+/\S+")
+VERSION = re.compile(r"\d+\.\d+(\.\d+)*")
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row.label for row in ROWS])
+def test_row_cites_a_url_and_a_vllm_version(row):
+    assert URL.search(row.source), f"{row.label}: the source names no address"
+    # "n/a" only where the source itself never says which vLLM ran (the A100 gist).
+    assert VERSION.fullmatch(row.vllm_version) or row.vllm_version == "n/a"
+    assert row.assumptions
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row.label for row in ROWS])
+def test_row_reads_a_reported_metric_of_a_valid_scenario(row):
+    report = MetricsCollector(block_size=16).report()
+    name, _, stat = row.metric.partition(".")
+    assert name in report
+    if stat:
+        assert stat in report[name]
+    assert row.unit in ("ms", "tok/s")
+    assert (row.unit == "tok/s") == (not stat), "latencies are in ms, throughputs in tok/s"
+    Scenario.from_dict(row.scenario)  # raises ConfigError naming the field if the setup is not one servescope runs
+
+
+def test_rows_are_distinct_figures():
+    labels = [row.label for row in ROWS]
+    assert len(labels) == len(set(labels))
