@@ -6,7 +6,7 @@ request sent to a replica that does not hold its system prompt while another doe
 prefix-cache hit, the first eviction, the imbalance at its worst, the first KV transfer, the first
 token, a decode step slowed by a prompt chunk, the slowest step with decodes in it. Most are first
 occurrences; the worst imbalance and the slowest step are the first time the run reaches its
-extreme. tests/test_fleet_beats.py finds every moment again in the fleet's events, number for number.
+extreme. tests/lessons/test_fleet_beats.py finds every moment again in the fleet's events, number for number.
 """
 
 from __future__ import annotations

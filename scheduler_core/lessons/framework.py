@@ -3,7 +3,7 @@
 A lesson runs one workload through two or more configurations (its arms), measures what the
 claim is about, and states the claim as a check on those numbers. The narration shown in the
 dashboard is filled in from the same numbers, so it cannot drift from what the simulation does;
-tests/test_lessons.py asserts every claim.
+tests/lessons/test_lessons.py asserts every claim.
 """
 
 from __future__ import annotations

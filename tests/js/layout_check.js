@@ -1,6 +1,6 @@
 // Layout problems on the page as it is drawn (the transient key toast aside): text that spills out of the box that holds it
 // (its panel, or the scroll area it scrolls in: sideways only), text boxes that overlap, and the
-// smallest font in use. Read by tests/test_lecture_e2e.py through page.evaluate.
+// smallest font in use. Read by tests/browser/test_lecture_e2e.py through page.evaluate.
 (() => {
   const HOLDERS = ".panel, .topbar, .narration, dialog[open], .chart";
   const scrolls = (el) => { const s = getComputedStyle(el); return /(auto|scroll)/.test(s.overflowY + s.overflowX); };
