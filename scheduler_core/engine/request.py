@@ -128,10 +128,10 @@ class Request:
         for index in range(len(hashes), num_full_blocks):
             start = index * block_size
             end = start + block_size
-            if end <= self.num_prompt_tokens:
-                tokens = tuple(self.prompt_token_ids[start:end])
-            else:
-                tokens = tuple(self.token_id(p) for p in range(start, end))
+            tokens = tuple(self.prompt_token_ids[start:end])
+            if end > self.num_prompt_tokens:
+                # Past the prompt every token is the sampled one (see `token_id`).
+                tokens += (SAMPLED_TOKEN_ID,) * (end - start - len(tokens))
             parent = hash((parent, tokens))
             hashes.append(parent)
         return hashes
