@@ -39,6 +39,7 @@ class VllmV1Scheduler(Scheduler):
         req_index = 0
         spec = config.speculative_config
         lookahead = spec.num_lookahead_tokens if spec else 0
+        max_num_new_tokens = config.max_model_len - 1  # the last position never needs computing
         while req_index < len(running) and token_budget > 0:
             request = running[req_index]
             if request.num_output_placeholders > 0 and self._last_token_in_flight(request):
@@ -50,7 +51,11 @@ class VllmV1Scheduler(Scheduler):
                                       - request.num_computed_tokens)
             if 0 < long_prefill_threshold < num_new_tokens:
                 num_new_tokens = long_prefill_threshold
-            num_new_tokens = min(num_new_tokens, token_budget, config.max_model_len - 1 - request.num_computed_tokens)
+            # (Comparisons, not min(): this line runs for every running request of every step.)
+            if num_new_tokens > token_budget:
+                num_new_tokens = token_budget
+            if num_new_tokens > max_num_new_tokens - request.num_computed_tokens:
+                num_new_tokens = max_num_new_tokens - request.num_computed_tokens
             if trace is not None:
                 trace.running_examined(request, asked, num_new_tokens, token_budget, long_prefill_threshold)
             if num_new_tokens <= 0:
