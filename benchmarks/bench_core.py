@@ -154,7 +154,7 @@ def main() -> None:
     if args.smoke:
         scaling((4_096,), (100,), steps=50)
     else:
-        scaling((4_096, 65_536, 1_048_576), (1_000, 20_000), steps=2000)
+        scaling((4_096, 65_536, 1_048_576), (1_000, 10_000), steps=2000)
 
 
 if __name__ == "__main__":
