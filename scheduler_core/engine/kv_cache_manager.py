@@ -145,7 +145,7 @@ class KVCacheManager:
             # and a block to cache only when these tokens fill one.
             if self.enable_caching:
                 num_tokens = request.num_computed_tokens + num_new_tokens
-                if num_tokens >= (self.num_cached_block.get(request_id, 0) + 1) * self.block_size:
+                if num_tokens >= (self.num_cached_block[request_id] + 1) * self.block_size:
                     self.cache_blocks(request, min(num_tokens, request.num_tokens))
             return []
         num_computed_tokens = min(request.num_computed_tokens + num_new_computed_tokens, self.max_model_len)
@@ -160,6 +160,7 @@ class KVCacheManager:
 
         if req_blocks is None:
             req_blocks = self.req_to_blocks[request_id] = []
+            self.num_cached_block[request_id] = 0
         if new_computed_blocks:
             self.block_pool.touch(new_computed_blocks)
             req_blocks.extend(new_computed_blocks)
@@ -186,8 +187,9 @@ class KVCacheManager:
             return
         block_hashes = request.update_block_hashes(self.block_size, num_tokens)
         req_blocks = self.req_to_blocks[request_id]
+        cache_full_block = self.block_pool.cache_full_block
         for index in range(num_cached, num_full):
-            self.block_pool.cache_full_block(req_blocks[index], block_hashes[index])
+            cache_full_block(req_blocks[index], block_hashes[index])
         self.num_cached_block[request_id] = num_full
 
     def free(self, request: Request) -> None:
