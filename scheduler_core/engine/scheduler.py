@@ -232,8 +232,10 @@ class Scheduler:
                 num_new_tokens = 1
                 request.num_output_tokens += 1
                 request.token_times.append(now)
-                # vLLM's finish reason "length"; the simulated model never samples EOS.
-                stopped = request.num_output_tokens >= request.max_tokens or request.num_tokens >= max_model_len
+                # vLLM's finish reason "length"; the simulated model never samples EOS. (num_tokens
+                # spelled out, not the property: this runs for every decode of every step.)
+                stopped = (request.num_output_tokens >= request.max_tokens
+                           or request.num_prompt_tokens + request.num_output_tokens >= max_model_len)
             if had_placeholders and not is_stale:
                 request.num_output_placeholders -= num_new_tokens
             if cache_known_blocks and not is_stale and request.status == RequestStatus.RUNNING \

@@ -47,8 +47,9 @@ class VllmV1Scheduler(Scheduler):
                 continue
             # Under async scheduling, placeholders count as known tokens: a decode is scheduled
             # before the previous step's token is back.
-            num_new_tokens = asked = (request.num_tokens + request.num_spec_tokens + request.num_output_placeholders
-                                      - request.num_computed_tokens)
+            # (num_tokens spelled out, not the property: this runs for every running request of every step.)
+            num_new_tokens = asked = (request.num_prompt_tokens + request.num_output_tokens + request.num_spec_tokens
+                                      + request.num_output_placeholders - request.num_computed_tokens)
             if 0 < long_prefill_threshold < num_new_tokens:
                 num_new_tokens = long_prefill_threshold
             # (Comparisons, not min(): this line runs for every running request of every step.)
