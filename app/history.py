@@ -7,6 +7,8 @@ simulation's checkpoints, not on these.
 
 from __future__ import annotations
 
+from scheduler_core.engine.kv_cache_manager import cdiv
+
 MAX_TIMELINE_ENTRIES = 64
 
 
@@ -35,7 +37,7 @@ class ChartHistory:
     def truncate(self, num_steps: int, latest: list | None) -> None:
         """Forget the steps from `num_steps` on (stepping back); `latest` is the point of step
         `num_steps - 1`, which the caller knows from its checkpoint."""
-        del self.kept[-(-num_steps // self.stride):]
+        del self.kept[cdiv(num_steps, self.stride):]
         self.num_steps = num_steps
         self.latest = latest
 

@@ -8,7 +8,7 @@ Three checks, each fitting the efficiencies without the steps it then predicts:
 - held-out grid: decodes at the largest context and the largest prefills held aside.
 Also prints the in-sample error of the shipped defaults and a refit of them.
 
-    python benchmarks/bench_cost_model.py [--quick]
+    python benchmarks/bench_cost_model.py [--quick | --smoke]
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ def mixed(steps):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer optimiser iterations (rougher figures)")
+    parser.add_argument("--smoke", action="store_true", help="a handful of iterations (figures meaningless): does it run")
     args = parser.parse_args()
-    iterations = 400 if args.quick else 1500
+    iterations = 8 if args.smoke else 400 if args.quick else 1500
     steps = measured_steps()
     start = time.perf_counter()
 

@@ -52,14 +52,16 @@ def main() -> None:
     for _ in sim.records():
         num_steps += 1
         if marks and sim.metrics.num_finished >= marks[0]:
-            print(f"  {sim.metrics.num_finished:>9,} finished ({time.perf_counter() - start:7.1f} s wall): RSS {rss_mib():.0f} MiB", flush=True)
+            print(f"  {sim.metrics.num_finished:>9,} finished ({time.perf_counter() - start:7.1f} s wall): "
+                  f"RSS {rss_mib():.0f} MiB", flush=True)
             marks.pop(0)
     wall_s = time.perf_counter() - start
     report = sim.metrics.report(wall_s)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"  {num_steps:,} steps, {report['simulated_s']:,.0f} s simulated; wall {wall_s:.1f} s "
           f"({args.requests / wall_s:,.0f} requests/s, {num_steps / wall_s:,.0f} steps/s)")
-    print(f"  peak RSS {peak_mib:.0f} MiB ({(peak_mib - rss_before) * 2**20 / args.requests:,.0f} bytes per request above the start)")
+    print(f"  peak RSS {peak_mib:.0f} MiB "
+          f"({(peak_mib - rss_before) * 2**20 / args.requests:,.0f} bytes per request above the start)")
     print(f"  TTFT p99 {report['ttft_s']['p99'] * 1e3:.0f} ms, ITL p99 {report['itl_s']['p99'] * 1e3:.1f} ms, "
           f"{report['preemptions']} preemptions, prefix cache hit rate {report['prefix_cache_hit_rate']:.0%}")
 

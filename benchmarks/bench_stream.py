@@ -7,7 +7,7 @@ permessage-deflate (what browsers negotiate) and once without. Also measured in 
 time to build one delta (for 1 step and for one frame's worth of steps at the play speed) and one
 snapshot, and their sizes. About a minute in all.
 
-    python benchmarks/bench_stream.py [--seconds 6] [--steps-per-s 150]
+    python benchmarks/bench_stream.py [--seconds 6] [--steps-per-s 150] [--smoke]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from websockets.asyncio.client import connect
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from app import wire  # noqa: E402
 from app.session import Session  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from scheduler_core.scenario.scenario import Scenario  # noqa: E402
@@ -76,7 +77,7 @@ def frame_costs(steps_per_frame: int, samples: int = 30) -> list[tuple[str, list
     for _ in range(samples):
         for name, n in (("delta, 1 step", 1), (f"delta, {steps_per_frame} steps", steps_per_frame)):
             records, _ = session.advance(n)
-            seconds, data = timed(lambda: session.delta_frame(records).encode())
+            seconds, data = timed(lambda records=records: session.delta_frame(records).encode())
             rows[name][0].append(seconds)
             rows[name][1].append(len(data))
         seconds, data = timed(session.snapshot_frame)  # the delta just built invalidated the cache
@@ -133,7 +134,8 @@ class Presenter:
 
     async def _read(self) -> None:
         async for message in self.ws:
-            await self.frames.put(json.loads(message))
+            # State frames are binary (app/wire.py); status, pong and error messages are text.
+            await self.frames.put(wire.decode(message) if isinstance(message, bytes) else json.loads(message))
 
     async def command(self, message: dict, until) -> dict:
         await self.ws.send(json.dumps(message))
@@ -199,12 +201,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=6.0, help="measurement window per viewer count")
     parser.add_argument("--steps-per-s", type=float, default=150.0, help="play speed")
+    parser.add_argument("--smoke", action="store_true", help="one viewer, one compression, a short window: does it run")
     args = parser.parse_args()
+    viewer_counts, compressions, samples = ((1,), ("deflate",), 3) if args.smoke else (VIEWER_COUNTS, ("deflate", None), 30)
+    if args.smoke:
+        args.seconds = min(args.seconds, 0.3)
     steps_per_frame = max(1, round(args.steps_per_s / Settings().max_frames_per_s))
 
     print("frame build time (Session.delta_frame / Session.snapshot_frame) and size")
     print(f"{'frame':<18}{'median ms':>10}{'max ms':>10}{'median KB':>11}{'max KB':>9}")
-    for name, times, sizes in frame_costs(steps_per_frame):
+    for name, times, sizes in frame_costs(steps_per_frame, samples):
         print(f"{name:<18}{statistics.median(times) * 1e3:>10.2f}{max(times) * 1e3:>10.2f}"
               f"{statistics.median(sizes) / 1e3:>11.1f}{max(sizes) / 1e3:>9.1f}")
 
@@ -219,8 +225,8 @@ def main() -> None:
               f"frames capped at {Settings().max_frames_per_s:g}/s per viewer, {args.seconds:g} s per row")
         print(f"{'compression':<13}{'viewers':>7}{'steps/s':>9}{'frames/s/viewer (median)':>26}{'(min)':>7}"
               f"{'snapshots':>11}{'JSON MB/s':>11}")
-        for compression in ("deflate", None):
-            for num_viewers in VIEWER_COUNTS:
+        for compression in compressions:
+            for num_viewers in viewer_counts:
                 row = asyncio.run(measure(base, created, num_viewers, args.seconds, args.steps_per_s, compression))
                 print(f"{compression or 'none':<13}{row['viewers']:>7}{row['steps_per_s']:>9.1f}"
                       f"{row['fps_median']:>26.1f}{row['fps_min']:>7.1f}{row['snapshot_share']:>11.0%}"

@@ -300,7 +300,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per configuration (the table shows medians)")
     parser.add_argument("--speeds", type=float, nargs="+", default=[250.0, 1000.0], help="steps per second asked for")
     parser.add_argument("--soak", type=float, default=0.0, help="instead: play this many seconds and print the heap")
+    parser.add_argument("--smoke", action="store_true", help="one run of one second, one viewport, one speed: does it run")
     args = parser.parse_args()
+    viewports = VIEWPORTS[:1] if args.smoke else VIEWPORTS
+    if args.smoke:
+        args.seconds, args.runs, args.speeds = 1.0, 1, args.speeds[:1]
 
     with serving() as base_url, chromium() as browser:
         if args.soak:
@@ -308,7 +312,7 @@ def main() -> None:
             return
         results: dict = {}
         for run in range(args.runs):
-            for width, height in VIEWPORTS:
+            for width, height in viewports:
                 for speed in args.speeds:
                     figures = measure(browser, base_url, width, height, speed, args.seconds)
                     results.setdefault((width, height, speed), []).append(figures)

@@ -133,6 +133,16 @@ class KVCacheManager:
         the new tokens that a speculative drafter writes KV into.
         """
         request_id = request.request_id
+        req_blocks = self.req_to_blocks.get(request_id)
+        if (req_blocks is not None and not new_computed_blocks and not num_new_computed_tokens and not full_sequence_must_fit
+                and request.num_computed_tokens + num_new_tokens + num_lookahead_tokens <= len(req_blocks) * self.block_size):
+            # The table's last block still has room (most decode steps): nothing to take from the pool,
+            # and a block to cache only when these tokens fill one.
+            if self.enable_caching:
+                num_tokens = request.num_computed_tokens + num_new_tokens
+                if num_tokens >= (self.num_cached_block[request_id] + 1) * self.block_size:
+                    self.cache_blocks(request, min(num_tokens, request.num_tokens))
+            return []
         num_computed_tokens = min(request.num_computed_tokens + num_new_computed_tokens, self.max_model_len)
         free = self.block_pool.num_free_blocks
         if full_sequence_must_fit:
@@ -143,7 +153,9 @@ class KVCacheManager:
         if self.num_blocks_to_allocate(request_id, num_tokens_need_slot, new_computed_blocks) > free:
             return None
 
-        req_blocks = self.req_to_blocks.setdefault(request_id, [])
+        if req_blocks is None:
+            req_blocks = self.req_to_blocks[request_id] = []
+            self.num_cached_block[request_id] = 0
         if new_computed_blocks:
             self.block_pool.touch(new_computed_blocks)
             req_blocks.extend(new_computed_blocks)
@@ -171,8 +183,9 @@ class KVCacheManager:
             return
         block_hashes = request.update_block_hashes(self.block_size, num_tokens)
         req_blocks = self.req_to_blocks[request_id]
+        cache_full_block = self.block_pool.cache_full_block
         for index in range(num_cached, num_full):
-            self.block_pool.cache_full_block(req_blocks[index], block_hashes[index])
+            cache_full_block(req_blocks[index], block_hashes[index])
         self.num_cached_block[request_id] = num_full
 
     def free(self, request: Request) -> None:

@@ -121,17 +121,16 @@ class Request:
         A block's hash is hash(parent hash, its token ids): equal hashes mean an equal prefix,
         which is what lets a new request reuse another's KV blocks.
         """
-        hashes = self.block_hashes
+        hashes, prompt, num_prompt_tokens = self.block_hashes, self.prompt_token_ids, self.num_prompt_tokens
         num_full_blocks = num_tokens // block_size
         # 0, not None, for the first block: hash(None) differs between processes before Python 3.12.
         parent = hashes[-1] if hashes else 0
-        for index in range(len(hashes), num_full_blocks):
-            start = index * block_size
+        for start in range(len(hashes) * block_size, num_full_blocks * block_size, block_size):
             end = start + block_size
-            if end <= self.num_prompt_tokens:
-                tokens = tuple(self.prompt_token_ids[start:end])
-            else:
-                tokens = tuple(self.token_id(p) for p in range(start, end))
+            tokens = tuple(prompt[start:end])
+            if end > num_prompt_tokens:
+                # Past the prompt every token is the sampled one (see `token_id`).
+                tokens += (SAMPLED_TOKEN_ID,) * (end - start - len(tokens))
             parent = hash((parent, tokens))
             hashes.append(parent)
         return hashes

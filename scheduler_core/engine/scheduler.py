@@ -7,6 +7,7 @@ is the same for all policies, as it is in vLLM where the model runner does not c
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -176,13 +177,16 @@ class Scheduler:
         so the next schedule() already sees this step's chunk as done."""
         requests = self.requests
         placeholders = self.config.async_scheduling
+        num_computed_before, sampling_reqs = output.num_computed_before, output.sampling_reqs
         for rid, num_tokens in output.num_scheduled_tokens.items():
             request = requests[rid]
-            output.num_computed_before[rid] = request.num_computed_tokens
-            request.num_computed_tokens += num_tokens
-            request.num_in_flight_tokens += num_tokens
-            if request.num_computed_tokens >= request.num_tokens + request.num_output_placeholders:
-                output.sampling_reqs.append(rid)
+            num_computed_before[rid] = num_computed = request.num_computed_tokens
+            request.num_computed_tokens = num_computed = num_computed + num_tokens
+            if placeholders:
+                # Only a batch queue has tokens in flight between a schedule() and its update.
+                request.num_in_flight_tokens += num_tokens
+            if num_computed >= request.num_prompt_tokens + request.num_output_tokens + request.num_output_placeholders:
+                sampling_reqs.append(rid)
                 if placeholders:
                     # The next schedule() may already count on this token and the drafts being
                     # verified (vLLM's AsyncScheduler); the next drafts are placeholders too.
@@ -207,46 +211,43 @@ class Scheduler:
         max_model_len = self.config.max_model_len
         requests = self.requests
         kv = self.kv_cache_manager
-        samplers = set(output.sampling_reqs)
+        stale = self._settle_in_flight(output) if self.config.async_scheduling else ()
+        drafts = output.scheduled_spec_decode_tokens
+        # Blocks become cacheable here only once placeholders or drafts resolve into known tokens.
+        cache_known_blocks = kv.enable_caching and (self.config.async_scheduling or self.acceptance is not None)
         num_accepted: dict[str, int] = {}
-        for rid, num_tokens in output.num_scheduled_tokens.items():
+        # Prefill chunks that have not reached the end of the prompt sample nothing.
+        for rid in output.sampling_reqs:
             request = requests.get(rid)
             if request is None:
                 continue  # finished by an earlier batch's update
-            request.num_in_flight_tokens -= num_tokens
-            stale = request.num_stale_output_tokens > 0
-            if stale:
-                request.num_stale_output_tokens -= num_tokens
-            if rid not in samplers:
-                continue  # a prefill chunk that has not reached the end of the prompt
-            was_running = request.status == RequestStatus.RUNNING
+            is_stale = rid in stale
             had_placeholders = request.num_output_placeholders > 0
-            num_new_tokens = 1 + self._verify_drafts(output, request, stale, num_accepted)
             sampled.append(rid)
-            stopped = False
-            for num_appended in range(1, num_new_tokens + 1):
+            if rid in drafts:
+                num_new_tokens = 1 + self._verify_drafts(output, request, is_stale, num_accepted)
+                stopped = self._append_tokens(request, num_new_tokens, now, is_stale)
+            else:
+                num_new_tokens = 1
                 request.num_output_tokens += 1
                 request.token_times.append(now)
-                if request.num_output_tokens >= request.max_tokens or request.num_tokens >= max_model_len:
-                    # vLLM's finish reason "length"; the simulated model never samples EOS. Tokens
-                    # after it are dropped, and were never computed.
-                    stopped = True
-                    if not stale:
-                        request.num_computed_tokens -= num_new_tokens - num_appended
-                    break
-            if not stale and had_placeholders:
+                # vLLM's finish reason "length"; the simulated model never samples EOS. (num_tokens
+                # spelled out, not the property: this runs for every decode of every step.)
+                stopped = (request.num_output_tokens >= request.max_tokens
+                           or request.num_prompt_tokens + request.num_output_tokens >= max_model_len)
+            if had_placeholders and not is_stale:
                 request.num_output_placeholders -= num_new_tokens
-            if not stale and was_running and kv.enable_caching and (had_placeholders or self.acceptance):
+            if cache_known_blocks and not is_stale and request.status == RequestStatus.RUNNING \
+                    and (had_placeholders or self.acceptance):
                 # Full blocks of tokens now known can enter the prefix cache.
                 kv.cache_blocks(request, request.num_computed_tokens - request.num_in_flight_tokens)
-            if stopped:
-                request.status = RequestStatus.FINISHED_LENGTH_CAPPED
-            else:
+            if not stopped:
                 continue
+            if request.status != RequestStatus.RUNNING:
+                self.waiting.remove_request(request)
+            request.status = RequestStatus.FINISHED_LENGTH_CAPPED
             request.finish_time = now
             finished.append(request)
-            if not was_running:
-                self.waiting.remove_request(request)
         if finished:
             for request in finished:
                 kv.free(request)
@@ -262,6 +263,35 @@ class Scheduler:
                 if rid in requests:
                     requests[rid].num_spec_tokens = self.config.speculative_config.num_speculative_tokens
         return UpdateResult(sampled, finished, num_accepted)
+
+    def _settle_in_flight(self, output: SchedulerOutput) -> set[str]:
+        """Async scheduling: the batch's tokens are no longer in flight. Returns the requests whose
+        tokens belong to a computation discarded by a preemption since (stale: they must not touch
+        the reset counters)."""
+        stale = set()
+        for rid, num_tokens in output.num_scheduled_tokens.items():
+            request = self.requests.get(rid)
+            if request is None:
+                continue
+            request.num_in_flight_tokens -= num_tokens
+            if request.num_stale_output_tokens > 0:
+                stale.add(rid)
+                request.num_stale_output_tokens -= num_tokens
+        return stale
+
+    def _append_tokens(self, request: Request, num_new_tokens: int, now: float, stale: bool) -> bool:
+        """The sampled token and the accepted drafts join the output, up to `max_tokens` or
+        `max_model_len` (the sampled token at least); reaching either finishes the request (vLLM's
+        finish reason "length"; the simulated model never samples EOS). Tokens past it are
+        dropped, and were never computed. Returns whether it finished."""
+        room = min(request.max_tokens - request.num_output_tokens, self.config.max_model_len - request.num_tokens)
+        stopped = room <= num_new_tokens
+        num_appended = max(room, 1) if stopped else num_new_tokens
+        request.num_output_tokens += num_appended
+        request.token_times.extend(array("d", [now]) * num_appended)
+        if stopped and not stale:
+            request.num_computed_tokens -= num_new_tokens - num_appended
+        return stopped
 
     def _verify_drafts(self, output: SchedulerOutput, request: Request, stale: bool, num_accepted: dict) -> int:
         """The target model checks the request's drafts: rejected ones are rolled back (they were

@@ -12,6 +12,7 @@ iterations, so the record of iteration k (0-based) is shown at step k + 1.
 
 from __future__ import annotations
 
+from ..engine.kv_cache_manager import cdiv
 from ..engine.step_record import StepRecord
 
 # Kinds of moment a beat can be bound to, in no particular order.
@@ -59,7 +60,7 @@ class StoryEvents:
         for rid in record.admitted:
             held = chunks[rid].num_computed_before + chunks[rid].num_tokens if rid in chunks else 0
             self._first("first_admit", record, request=rid, prompt=sim.request(rid).num_prompt_tokens,
-                        hit=record.cached_tokens.get(rid, 0), blocks=-(-held // config.block_size))
+                        hit=record.cached_tokens.get(rid, 0), blocks=cdiv(held, config.block_size))
         for chunk in prefill:
             prompt = sim.request(chunk.request_id).num_prompt_tokens
             partial = chunk.num_computed_before + chunk.num_tokens < prompt
@@ -83,7 +84,7 @@ class StoryEvents:
         for rid in record.finished:
             request = sim.request(rid)
             self._first("first_finish", record, request=rid, output=request.num_output_tokens,
-                        blocks=-(-(request.num_prompt_tokens + request.num_output_tokens) // config.block_size))
+                        blocks=cdiv(request.num_prompt_tokens + request.num_output_tokens, config.block_size))
         if record.finished and record.num_running and record.num_waiting and not (record.admitted or record.resumed):
             self._first("seat_left_empty", record, request=record.finished[0],
                         output=sim.request(record.finished[0]).num_output_tokens)

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..engine.kv_cache_manager import cdiv
 from ..scenario.scenario import Scenario
 from ..sim.simulation import Simulation
 from .events import EVENT_KINDS, StoryEvents
@@ -128,7 +129,7 @@ def run_arm(label: str, sim: Simulation) -> ArmResult:
             admitted_order.remove(rid)
             if all(c.request_id != rid for c in record.scheduled):
                 result.late_releases += 1
-                result.late_release_blocks += -(-sim.request(rid).num_computed_tokens // sim.config.block_size)
+                result.late_release_blocks += cdiv(sim.request(rid).num_computed_tokens, sim.config.block_size)
         if record.num_waiting and record.num_running < max_num_seqs and not (record.admitted or record.resumed):
             result.drained_steps += 1
         result.peak_shared_blocks = max(result.peak_shared_blocks, sim.kv_view().num_shared_blocks())
@@ -219,7 +220,7 @@ def story(lesson: Lesson, arm: str, results: dict[str, ArmResult]) -> list[dict]
     opening = {**{k: getattr(engine, k) for k in ("num_gpu_blocks", "block_size", "max_num_batched_tokens", "max_num_seqs",
                                                    "max_model_len")},
                "num_requests": results[arm].report["num_requests"],
-               "reserve_fit": (engine.num_gpu_blocks - 1) // -(-engine.max_model_len // engine.block_size),
+               "reserve_fit": (engine.num_gpu_blocks - 1) // cdiv(engine.max_model_len, engine.block_size),
                "step": 0}
     beats = []
     for beat in lesson.beats:

@@ -20,6 +20,7 @@ import io
 import operator
 import pickle
 from array import array
+from dataclasses import dataclass
 
 from ..engine.request import Request
 
@@ -84,3 +85,19 @@ class _Thawer(pickle.Unpickler):
 def _thawed_request(index: int) -> Request:
     """Stands for a request in the pickle; `_Thawer` resolves it to the request's shell."""
     raise AssertionError("resolved by _Thawer.find_class")
+
+
+@dataclass(frozen=True)
+class SimulationState:
+    """An opaque copy of everything that changes as the simulation steps."""
+
+    step_index: int
+    clock_s: float
+    next_arrival: int
+    pending: list
+    next_release: int
+    # The scheduler, the engine loop and the metrics, frozen together so the copies share what
+    # the originals share (the loop drives its scheduler, the metrics read its draft counters).
+    frozen: FrozenState
+    finished_requests: dict
+    gpu_free_at: float = 0.0

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..engine.kv_cache_manager import cdiv
 from ..engine.request import Request
 from ..engine.step_record import StepRecord
 
@@ -97,7 +98,7 @@ class StreamingHistogram:
     def bins(self, max_bins: int = 60) -> list[list[float]]:
         """[[lower bound, count], ...] ascending, adjacent buckets merged to at most `max_bins`."""
         items = sorted(self.buckets.items())
-        merge = max(1, -(-len(items) // max_bins))
+        merge = max(1, cdiv(len(items), max_bins))
         return [
             [self._smallest * math.exp(items[start][0] * self._log_base), sum(c for _, c in items[start : start + merge])]
             for start in range(0, len(items), merge)

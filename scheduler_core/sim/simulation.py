@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..engine.config import EngineConfig
-from ..engine.engine_loop import BatchQueueLoop
+from ..engine.engine_loop import BatchQueueLoop, EnginePass
 from ..engine.kv_cache import KVCacheView
 from ..engine.kv_cache_manager import cdiv
 from ..engine.policies import make_scheduler
@@ -26,7 +26,7 @@ from ..timing.cost_model import CostModel
 from ..timing.host_time import NO_HOST_TIME, HostTime
 from ..timing.presets import GPUS, MODELS
 from ..workload.workload import RequestSpec, RequestTable, Workload
-from .frozen_state import FrozenState
+from .frozen_state import FrozenState, SimulationState
 from .metrics import SLO, MetricsCollector
 
 
@@ -47,19 +47,13 @@ class SimulationStalled(RuntimeError):
 
 
 @dataclass(frozen=True)
-class SimulationState:
-    """An opaque copy of everything that changes as the simulation steps."""
+class _Batch:
+    """What one step scheduled: the scheduler's output, its chunks as the record shows them, and
+    under async scheduling the engine-loop pass that produced it."""
 
-    step_index: int
-    clock_s: float
-    next_arrival: int
-    pending: list
-    next_release: int
-    # The scheduler, the engine loop and the metrics, frozen together so the copies share what
-    # the originals share (the loop drives its scheduler, the metrics read its draft counters).
-    frozen: FrozenState
-    finished_requests: dict
-    gpu_free_at: float = 0.0
+    output: SchedulerOutput
+    scheduled: list[ScheduledChunk]
+    engine_pass: EnginePass | None
 
 
 class Simulation:
@@ -69,7 +63,7 @@ class Simulation:
         workload: Workload | Sequence[RequestSpec],
         cost_model: CostModel | None = None,
         keep_finished: bool = True,
-        slo: SLO = SLO(),
+        slo: SLO | None = None,
     ):
         if not isinstance(workload, Workload):
             workload = Workload(list(workload))
@@ -85,7 +79,7 @@ class Simulation:
         # Async scheduling: vLLM's engine loop with a batch queue, and when the GPU is next free.
         self.engine_loop = BatchQueueLoop(self.scheduler) if config.async_scheduling else None
         self._gpu_free_at = 0.0
-        self.metrics = MetricsCollector(config.block_size, slo)
+        self.metrics = MetricsCollector(config.block_size, SLO() if slo is None else slo)
         if config.speculative_config:
             self.metrics.spec_decode = self.scheduler.spec_stats
         self.step_index = 0
@@ -148,8 +142,9 @@ class Simulation:
 
     @property
     def num_pending(self) -> int:
-        """Requests handed to this engine that have not arrived yet."""
-        return len(self._pending)
+        """Requests of the workload that have not reached the engine yet."""
+        unreleased = len(self.workload.requests) - self._next_release if self.workload.concurrency else 0
+        return len(self._arrival_order) - self._next_arrival + len(self._pending) + unreleased
 
     def next_step_time(self) -> float | None:
         """When the next step would start, or None while there is nothing to do or to wait for."""
@@ -158,18 +153,6 @@ class Simulation:
         return max(self.clock_s, self._pending[0][0]) if self._pending else None
 
     # -- stepping ---------------------------------------------------------------------------
-    def receive_external_kv(self, request_id: str, num_tokens: int) -> None:
-        """`num_tokens` of this request's KV came from another engine (a prefill replica's, through a
-        KV connector). vLLM counts them in its external prefix-cache stats
-        (`vllm:external_prefix_cache_hits`), not as hits of this engine's prefix cache."""
-        self._external_computed[request_id] = num_tokens
-
-    @property
-    def num_pending(self) -> int:
-        """Requests of the workload that have not reached the engine yet."""
-        unreleased = len(self.workload.requests) - self._next_release if self.workload.concurrency else 0
-        return len(self._arrival_order) - self._next_arrival + len(self._pending) + unreleased
-
     def _next_arrival_time(self) -> float | None:
         if self._pending:
             return self._pending[0][0]
@@ -219,79 +202,100 @@ class Simulation:
             self._next_release += 1
 
     def step(self) -> StepRecord:
-        """Run one engine iteration and return what it did."""
+        """Run one engine iteration and return what it did: schedule, time, update, record."""
         if self.done:
             raise StopIteration("the simulation has finished every request")
-        scheduler, kv = self.scheduler, self.scheduler.kv_cache_manager
-        if not scheduler.has_unfinished_requests() and not self.workload.arrivals_by_step:
-            # An idle engine waits for the next request; the clock jumps to its arrival.
+        clock_before, arrived = self._admit_arrivals()
+        counters_before = self.scheduler.kv_cache_manager.counters()
+        batch = self._schedule(clock_before)
+        clock_after, breakdown = self._time(batch, clock_before)
+        result = self._update(batch, clock_after)
+        record = self._record(batch, result, arrived, clock_before, clock_after, breakdown, counters_before)
+        self._observe(batch.output, result, record)
+        self.step_index += 1
+        self.clock_s = clock_after
+        return record
+
+    def _admit_arrivals(self) -> tuple[float, list[str]]:
+        """The step's start (an idle engine waits for the next request: the clock jumps to its
+        arrival) and the requests that reached the engine by then."""
+        if not self.scheduler.has_unfinished_requests() and not self.workload.arrivals_by_step:
             self.clock_s = max(self.clock_s, self._next_arrival_time())
         clock_before = self.clock_s
         arrived = self._add_arrivals()
-        allocated, freed, evicted, hit = kv.counters()
-        trace = scheduler.decision_trace
-        if trace is not None:
-            trace.start_step(scheduler)
+        if self.scheduler.decision_trace is not None:
+            self.scheduler.decision_trace.start_step(self.scheduler)
+        return clock_before, arrived
 
-        requests = scheduler.requests
+    def _schedule(self, now: float) -> _Batch:
+        """This step's batch: schedule() itself, or one pass of the async engine loop (which may
+        also complete the oldest batch in flight)."""
         if self.engine_loop is None:
-            output = scheduler.schedule(now=clock_before)
-            scheduled = self._chunks(output)
+            output = self.scheduler.schedule(now=now)
+            engine_pass = None
         else:
-            engine_pass = self.engine_loop.step(clock_before, self._async_batch_done_at)
+            engine_pass = self.engine_loop.step(now, self._async_batch_done_at)
             output = engine_pass.scheduled or SchedulerOutput()
-            scheduled = self._chunks(output)
-        if not scheduled and not scheduler.running and not output.preempted_reqs and not self._batches_in_flight:
-            if self._next_arrival_time() is None:
-                raise SimulationStalled(
-                    f"step {self.step_index}: nothing can be scheduled and no request will arrive "
-                    f"({len(scheduler.waiting)} waiting, {kv.num_free_blocks} free blocks)"
-                )
-            # Blocked until the next arrival changes something.
-            if not self.workload.arrivals_by_step:
-                self.clock_s = max(self.clock_s, self._next_arrival_time())
+        batch = _Batch(output, self._chunks(output), engine_pass)
+        self._wait_if_blocked(batch)
+        return batch
 
-        if self.engine_loop is None:
-            step_s, breakdown = self._gpu_time(output)
-            host_s = self.host_time.seconds(len(scheduled))
+    def _wait_if_blocked(self, batch: _Batch) -> None:
+        """Nothing ran and nothing changed: wait for the next arrival, or stop if none will come."""
+        scheduler = self.scheduler
+        if batch.scheduled or scheduler.running or batch.output.preempted_reqs or self._batches_in_flight:
+            return
+        if self._next_arrival_time() is None:
+            raise SimulationStalled(
+                f"step {self.step_index}: nothing can be scheduled and no request will arrive "
+                f"({len(scheduler.waiting)} waiting, {scheduler.kv_cache_manager.num_free_blocks} free blocks)"
+            )
+        if not self.workload.arrivals_by_step:
+            self.clock_s = max(self.clock_s, self._next_arrival_time())
+
+    def _time(self, batch: _Batch, clock_before: float) -> tuple[float, dict[str, float]]:
+        """When the step ends, and what its time was made of."""
+        num_scheduled = len(batch.scheduled)
+        if batch.engine_pass is None:
+            step_s, breakdown = self._gpu_time(batch.output)
+            host_s = self.host_time.seconds(num_scheduled)
             if host_s:
                 # Synchronous scheduling: the GPU waits for the host's work on every step.
                 breakdown["host"] = host_s
                 step_s += host_s
-            clock_after = max(self.clock_s, clock_before + step_s)
-            result = scheduler.update_from_output(output, now=clock_after)
-        else:
-            # The pass returns at once while the GPU runs (only its CPU scheduling time), or waits
-            # for the oldest batch in flight to come back.
-            breakdown = self._gpu_time(output)[1] if scheduled else {}
-            if engine_pass.completed is None:
-                clock_after = max(self.clock_s, clock_before + self.host_time.seconds(len(scheduled)))
-            else:
-                clock_after = max(self.clock_s, engine_pass.completed_at)
-            result = engine_pass.update or UpdateResult([], [])
-        allocated_after, freed_after, evicted_after, hit_after = kv.counters()
-        kv_events = kv.take_events()
+            return max(self.clock_s, clock_before + step_s), breakdown
+        # The pass returns at once while the GPU runs (only its CPU scheduling time), or waits
+        # for the oldest batch in flight to come back.
+        breakdown = self._gpu_time(batch.output)[1] if num_scheduled else {}
+        if batch.engine_pass.completed is None:
+            return max(self.clock_s, clock_before + self.host_time.seconds(num_scheduled)), breakdown
+        return max(self.clock_s, batch.engine_pass.completed_at), breakdown
 
-        metrics = self.metrics
-        external = ({rid: self._external_computed.pop(rid) for rid in output.num_cached_tokens
-                     if rid in self._external_computed} if self._external_computed else {})
-        if kv.enable_caching:
-            for rid, num_cached in output.num_cached_tokens.items():
-                request = requests.get(rid) or next(r for r in result.finished if r.request_id == rid)
-                metrics.observe_admission(request.num_tokens - (rid in result.sampled and self.engine_loop is None),
-                                          num_cached - external.get(rid, 0))
+    def _update(self, batch: _Batch, clock_after: float) -> UpdateResult:
+        """The model's output: tokens sampled, requests finished (kept if asked, and in a closed
+        loop each finish releases the client's next request)."""
+        if batch.engine_pass is None:
+            result = self.scheduler.update_from_output(batch.output, now=clock_after)
+        else:
+            result = batch.engine_pass.update or UpdateResult([], [])
         for request in result.finished:
-            metrics.observe_finished(request)
             if self.keep_finished:
                 self.finished_requests[request.request_id] = request
             self._release_next(clock_after)
+        return result
 
-        record = StepRecord(
+    def _record(self, batch: _Batch, result: UpdateResult, arrived: list[str], clock_before: float,
+                clock_after: float, breakdown: dict[str, float], counters_before: tuple[int, int, int, int]) -> StepRecord:
+        scheduler, kv, output = self.scheduler, self.scheduler.kv_cache_manager, batch.output
+        allocated, freed, evicted, hit = (after - before for after, before in zip(kv.counters(), counters_before))
+        kv_events = kv.take_events()
+        trace = scheduler.decision_trace
+        return StepRecord(
             step=self.step_index,
             clock_s_before=clock_before,
             clock_s_after=clock_after,
             step_s=clock_after - clock_before,
-            scheduled=scheduled,
+            scheduled=batch.scheduled,
             arrived=arrived,
             admitted=output.scheduled_new_reqs,
             resumed=output.scheduled_resumed_reqs,
@@ -301,10 +305,10 @@ class Simulation:
             cached_tokens=output.num_cached_tokens,
             swapped_out=output.swapped_out,
             swapped_in=output.swapped_in,
-            num_blocks_allocated=allocated_after - allocated,
-            num_blocks_freed=freed_after - freed,
-            num_blocks_evicted=evicted_after - evicted,
-            num_blocks_hit=hit_after - hit,
+            num_blocks_allocated=allocated,
+            num_blocks_freed=freed,
+            num_blocks_evicted=evicted,
+            num_blocks_hit=hit,
             num_running=len(scheduler.running),
             num_waiting=len(scheduler.waiting),
             num_swapped=len(scheduler.swapped),
@@ -316,11 +320,27 @@ class Simulation:
             num_accepted_tokens=result.num_accepted,
             kv_events=kv_events,
         )
-        tokens_in_cache = sum(r.num_computed_tokens for r in scheduler.running) - kv.num_shared_slots
+
+    def _observe(self, output: SchedulerOutput, result: UpdateResult, record: StepRecord) -> None:
+        """The step's admissions (their prefix-cache hits), finishes and gauges into the metrics."""
+        metrics, kv = self.metrics, self.scheduler.kv_cache_manager
+        # KV that came from another engine is not a hit of this engine's prefix cache.
+        external = ({rid: self._external_computed.pop(rid) for rid in output.num_cached_tokens
+                     if rid in self._external_computed} if self._external_computed else {})
+        if kv.enable_caching:
+            for rid, num_cached in output.num_cached_tokens.items():
+                metrics.observe_admission(self._num_tokens_at_admission(rid, result), num_cached - external.get(rid, 0))
+        for request in result.finished:
+            metrics.observe_finished(request)
+        tokens_in_cache = sum(r.num_computed_tokens for r in self.scheduler.running) - kv.num_shared_slots
         metrics.observe_step(record, kv.num_used_blocks, tokens_in_cache)
-        self.step_index += 1
-        self.clock_s = clock_after
-        return record
+
+    def _num_tokens_at_admission(self, rid: str, result: UpdateResult) -> int:
+        """The request's tokens when it was admitted (the prompt, or the context it resumed with)."""
+        request = self.scheduler.requests.get(rid) or next(r for r in result.finished if r.request_id == rid)
+        if self.engine_loop is None and rid in result.sampled:
+            return request.num_tokens - 1  # its token sampled in this very step came after
+        return request.num_tokens
 
     def _chunks(self, output: SchedulerOutput) -> list[ScheduledChunk]:
         requests = self.scheduler.requests

@@ -115,10 +115,12 @@ def nelder_mead(f: Callable[[list[float]], float], x0: list[float], iterations: 
     return simplex[min(range(n + 1), key=values.__getitem__)]
 
 
-def fit(steps: list[MeasuredStep], start: Efficiency = Efficiency(), restarts: int = 4, iterations: int = 1500,
+def fit(steps: list[MeasuredStep], start: Efficiency | None = None, restarts: int = 4, iterations: int = 1500,
         fit_mixed_term: bool = True) -> Efficiency:
-    """Restarted Nelder-Mead: each restart rebuilds the simplex around the best point so far.
-    Without `fit_mixed_term` the mixed-step term stays at the start's value (1 row: no term)."""
+    """Restarted Nelder-Mead from `start` (default: the shipped efficiencies): each restart rebuilds
+    the simplex around the best point so far. Without `fit_mixed_term` the mixed-step term stays at
+    the start's value (1 row: no term)."""
+    start = Efficiency() if start is None else start
     vector, fixed_rows = start.to_vector(), start.to_vector()[8:]
     if not fit_mixed_term:
         loss = lambda v: _loss(v + fixed_rows, steps)  # noqa: E731

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from ..engine.kv_cache_manager import cdiv
 from ..errors import ConfigError
 from .cost_model import DTYPE_BYTES, GpuSpec, ModelSpec
 
@@ -33,10 +34,6 @@ NON_TORCH_BYTES = {False: 0.15 * GIB, True: 0.6 * GIB}
 # The sampler's dummy pass over max_num_seqs rows: FlashInfer's top-k/top-p sampling (vLLM's default
 # on CUDA, no vocabulary sort) holds fp32 logits and probabilities, 8 bytes per (row, vocabulary entry).
 SAMPLER_BYTES_PER_LOGIT = 8
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def kv_heads_per_gpu(model: ModelSpec, tp: int) -> int:

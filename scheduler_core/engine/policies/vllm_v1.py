@@ -39,18 +39,24 @@ class VllmV1Scheduler(Scheduler):
         req_index = 0
         spec = config.speculative_config
         lookahead = spec.num_lookahead_tokens if spec else 0
+        max_num_new_tokens = config.max_model_len - 1  # the last position never needs computing
         while req_index < len(running) and token_budget > 0:
             request = running[req_index]
-            if self._last_token_in_flight(request):
+            if request.num_output_placeholders > 0 and self._last_token_in_flight(request):
                 req_index += 1
                 continue
             # Under async scheduling, placeholders count as known tokens: a decode is scheduled
             # before the previous step's token is back.
-            num_new_tokens = asked = (request.num_tokens + request.num_spec_tokens + request.num_output_placeholders
-                                      - request.num_computed_tokens)
+            # (num_tokens spelled out, not the property: this runs for every running request of every step.)
+            num_new_tokens = asked = (request.num_prompt_tokens + request.num_output_tokens + request.num_spec_tokens
+                                      + request.num_output_placeholders - request.num_computed_tokens)
             if 0 < long_prefill_threshold < num_new_tokens:
                 num_new_tokens = long_prefill_threshold
-            num_new_tokens = min(num_new_tokens, token_budget, config.max_model_len - 1 - request.num_computed_tokens)
+            # (Comparisons, not min(): this line runs for every running request of every step.)
+            if num_new_tokens > token_budget:
+                num_new_tokens = token_budget
+            if num_new_tokens > max_num_new_tokens - request.num_computed_tokens:
+                num_new_tokens = max_num_new_tokens - request.num_computed_tokens
             if trace is not None:
                 trace.running_examined(request, asked, num_new_tokens, token_budget, long_prefill_threshold)
             if num_new_tokens <= 0:
@@ -89,7 +95,8 @@ class VllmV1Scheduler(Scheduler):
             num_scheduled[request.request_id] = num_new_tokens
             token_budget -= num_new_tokens
             req_index += 1
-            self._schedule_drafts(request, num_new_tokens, output)
+            if request.num_spec_tokens:
+                self._schedule_drafts(request, num_new_tokens, output)
             if trace is not None:
                 trace.running_scheduled(request.request_id)
         if trace is not None and req_index < len(running):
@@ -120,10 +127,8 @@ class VllmV1Scheduler(Scheduler):
 
     @staticmethod
     def _schedule_drafts(request: Request, num_new_tokens: int, output: SchedulerOutput) -> None:
-        """Speculative decoding: the tokens scheduled past the known ones are drafts to verify
-        (fewer than proposed when the budget or max_model_len cut the chunk)."""
-        if not request.num_spec_tokens:
-            return
+        """Speculative decoding, a request with drafts: the tokens scheduled past the known ones are
+        drafts to verify (fewer than proposed when the budget or max_model_len cut the chunk)."""
         num_drafts = num_new_tokens + request.num_computed_tokens - request.num_tokens - request.num_output_placeholders
         if num_drafts > 0:
             output.scheduled_spec_decode_tokens[request.request_id] = min(num_drafts, request.num_spec_tokens)
@@ -131,10 +136,9 @@ class VllmV1Scheduler(Scheduler):
 
     @staticmethod
     def _last_token_in_flight(request: Request) -> bool:
-        """Async scheduling: the step in flight already produces the request's last token (even if
-        every draft were rejected), so scheduling it again would be wasted."""
-        return (request.num_output_placeholders > 0
-                and request.num_computed_tokens + 2 - request.num_output_placeholders
+        """Async scheduling, a request with placeholders: the step in flight already produces its last
+        token (even if every draft were rejected), so scheduling it again would be wasted."""
+        return (request.num_computed_tokens + 2 - request.num_output_placeholders
                 >= request.num_prompt_tokens + request.max_tokens)
 
     def _check_victims_left_scheduled(self, output: SchedulerOutput) -> None:
