@@ -7,7 +7,7 @@ simulation's checkpoints, not on these.
 
 from __future__ import annotations
 
-from scheduler_core.engine.kv_cache_manager import cdiv
+from scheduler_core.utils import cdiv
 
 MAX_TIMELINE_ENTRIES = 64
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine.kv_cache_manager import cdiv
 from ..errors import ConfigError
 from ..timing.cost_model import ModelSpec
+from ..utils import cdiv
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from .kv_cache_manager import cdiv
+from ..utils import cdiv
 from .kv_events import KVEvent, RegionReleased, RegionReserved, take_events
 from .request import Request
 

@@ -10,13 +10,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
+from ..utils import cdiv
 from .block_pool import BlockPool
 from .kv_events import BlocksAllocated, BlocksFreed, KVEvent, take_events
 from .request import Request
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 class KVCacheManager:

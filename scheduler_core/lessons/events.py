@@ -12,8 +12,8 @@ iterations, so the record of iteration k (0-based) is shown at step k + 1.
 
 from __future__ import annotations
 
-from ..engine.kv_cache_manager import cdiv
 from ..engine.step_record import StepRecord
+from ..utils import cdiv
 
 # Kinds of moment a beat can be bound to, in no particular order.
 EVENT_KINDS = (

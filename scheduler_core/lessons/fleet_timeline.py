@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..cluster.cluster import Cluster
 from ..cluster.fleet_metrics import fleet_report
 from ..cluster.replica import Replica
-from ..engine.kv_cache_manager import cdiv
+from ..utils import cdiv
 from .fleet_moments import FleetMoments
 
 # A small grid's cells: free, cached but evictable, and in use by tenths ("1" to "9", "#" full).

@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..engine.kv_cache_manager import cdiv
 from ..scenario.scenario import Scenario
 from ..sim.simulation import Simulation
+from ..utils import cdiv
 from .events import EVENT_KINDS, StoryEvents
 
 # The dashboard's panels a beat can put on stage.

@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..engine.kv_cache_manager import cdiv
 from ..engine.request import Request
 from ..engine.step_record import StepRecord
+from ..utils import cdiv
 
 PERCENTILES = (50, 90, 95, 99)
 

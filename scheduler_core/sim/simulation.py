@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from ..engine.config import EngineConfig
 from ..engine.engine_loop import BatchQueueLoop, EnginePass
 from ..engine.kv_cache import KVCacheView
-from ..engine.kv_cache_manager import cdiv
 from ..engine.policies import make_scheduler
 from ..engine.policies.vllm_v0 import watermark_blocks
 from ..engine.request import Request
@@ -25,6 +24,7 @@ from ..errors import ConfigError
 from ..timing.cost_model import CostModel
 from ..timing.host_time import NO_HOST_TIME, HostTime
 from ..timing.presets import GPUS, MODELS
+from ..utils import cdiv
 from ..workload.workload import RequestSpec, RequestTable, Workload
 from .frozen_state import FrozenState, SimulationState
 from .metrics import SLO, MetricsCollector

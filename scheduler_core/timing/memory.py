@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from ..engine.kv_cache_manager import cdiv
 from ..errors import ConfigError
+from ..utils import cdiv
 from .cost_model import DTYPE_BYTES, GpuSpec, ModelSpec
 
 GIB = 1 << 30

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 
 from scheduler_core.engine.block_pool import NULL_BLOCK_ID, BlockPool
 from scheduler_core.engine.contiguous import ContiguousKVCacheManager
-from scheduler_core.engine.kv_cache_manager import KVCacheManager, cdiv
+from scheduler_core.engine.kv_cache_manager import KVCacheManager
 from scheduler_core.engine.request import Request
+from scheduler_core.utils import cdiv
 
 # Hundreds of random lifecycles per property: most of a second each, half a minute in all.
 pytestmark = pytest.mark.slow

@@ -2,9 +2,9 @@
 and the contiguous (pre-PagedAttention) allocator, each checked through a whole `Simulation`."""
 
 from scheduler_core.engine.config import EngineConfig
-from scheduler_core.engine.kv_cache_manager import cdiv
 from scheduler_core.engine.request import RequestStatus
 from scheduler_core.sim.simulation import Simulation
+from scheduler_core.utils import cdiv
 from scheduler_core.workload.workload import RequestSpec, synthetic_workload, unique_prompt
 
 
