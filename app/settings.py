@@ -45,6 +45,13 @@ class Settings:
     max_concurrent_exports: int = 2
     export_timeout_s: float = 120.0
     max_export_bytes: int = 256 * 2**20
+    # Endpoints that compute (validate, why, session creation, fleet, sweep, exports; app.rate_limits):
+    # requests a second each client may make of each kind, and the whole server, with a burst
+    # on top. A request at the largest size a session may have costs half a burst. Generous on a
+    # loopback server (one presenter); a classroom's are in PUBLIC_DEFAULTS.
+    compute_per_client_per_s: float = 10.0
+    compute_per_server_per_s: float = 40.0
+    compute_burst: float = 50.0
 
     @classmethod
     def from_env(cls, **overrides) -> "Settings":
@@ -67,4 +74,5 @@ class Settings:
 
 
 # What `serve --public` changes: room for a class, a quota per student, idle sessions gone sooner.
-PUBLIC_DEFAULTS = {"max_sessions": 128, "max_sessions_per_client": 3, "idle_timeout_s": 600.0}
+PUBLIC_DEFAULTS = {"max_sessions": 128, "max_sessions_per_client": 3, "idle_timeout_s": 600.0,
+                   "compute_per_client_per_s": 2.0, "compute_per_server_per_s": 8.0, "compute_burst": 10.0}

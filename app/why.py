@@ -28,11 +28,17 @@ class StepReasons:
     def __init__(self) -> None:
         self._cache: OrderedDict[int, dict] = OrderedDict()
 
-    async def of_step(self, live, step: int) -> dict | None:
-        """{"step", "record", "decisions"} for a step already taken, or None if it was not."""
+    def cached(self, step: int) -> dict | None:
+        """The answer for `step` if it was computed already (no work), else None."""
         if step in self._cache:
             self._cache.move_to_end(step)
             return self._cache[step]
+        return None
+
+    async def of_step(self, live, step: int) -> dict | None:
+        """{"step", "record", "decisions"} for a step already taken, or None if it was not."""
+        if (answer := self.cached(step)) is not None:
+            return answer
         async with live.lock:
             session = live.session
             if not 0 <= step < session.step:

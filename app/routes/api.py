@@ -13,6 +13,7 @@ from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vl
 
 from ..frames import finite
 from ..live import LiveSession, SessionManager
+from ..rate_limits import limit, scenario_cost
 from ..schemas import ScenarioModel, SessionCreate, SessionCreated, SessionInfo
 
 router = APIRouter(prefix="/api")
@@ -125,6 +126,7 @@ def validate_scenario(body: SessionCreate, request: Request) -> dict:
     """Check a configuration the way creating a session would, without creating one."""
     scenario = scenario_from(body)
     manager_of(request).check_limits(scenario)
+    limit(request, "validate", scenario_cost(scenario, request.app.state.settings))
     scenario.build(keep_finished=False)
     # vLLM's startup numbers for this configuration, which the configuration form shows.
     return {"ok": True, "num_gpu_blocks": scenario.engine.num_gpu_blocks, "memory": scenario.memory_plan().to_dict()}
@@ -132,7 +134,10 @@ def validate_scenario(body: SessionCreate, request: Request) -> dict:
 
 @router.post("/sessions", status_code=201)
 def create_session(body: SessionCreate, request: Request) -> SessionCreated:
-    live = manager_of(request).create(scenario_from(body), lesson_arm(body), body.origin_query(), client_of(request))
+    scenario = scenario_from(body)
+    manager_of(request).check_limits(scenario)  # too large is a 422, before it costs anything
+    limit(request, "session", scenario_cost(scenario, request.app.state.settings))
+    live = manager_of(request).create(scenario, lesson_arm(body), body.origin_query(), client_of(request))
     return session_urls(request, live)
 
 
@@ -183,7 +188,12 @@ def get_request(session_id: str, request_id: str, request: Request, history: boo
 async def get_step_reasons(session_id: str, step: int, request: Request) -> dict:
     """The decision trace of one step already taken: its record and the reasons behind it."""
     live = live_session(request, session_id)
-    answer = await live.session.reasons.of_step(live, step)
+    reasons = live.session.reasons
+    answer = reasons.cached(step)
+    if answer is None:  # a replay: counted against the limits, and one at a time server-wide
+        limit(request, "why")
+        async with request.app.state.rate_limits.in_process:
+            answer = await reasons.of_step(live, step)
     if answer is None:
         raise HTTPException(404, f"step {step} has not been taken (the session is at step {live.session.step})")
     return answer
