@@ -16,6 +16,7 @@ import uuid
 from scheduler_core.errors import ConfigError
 from scheduler_core.scenario.scenario import Scenario
 
+from .checkpoints import MemoryBudget
 from .frames import PROTOCOL_VERSION
 from .session import Breakpoint, Session
 from .settings import Settings
@@ -33,10 +34,8 @@ STEPPING_SHARE = 0.25
 # Play ticks a busy event loop or machine may owe and still make up (sent as frames in quick
 # succession), before play lets them go and slows down instead.
 CATCH_UP_TICKS = 5
-
 # Joins and leaves within this long reach the viewers as one status frame.
 VIEWER_STATUS_DELAY_S = 0.25
-
 class CommandError(Exception):
     def __init__(self, code: str, message: str):
         super().__init__(message)
@@ -353,6 +352,7 @@ class SessionManager:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.sessions: dict[str, LiveSession] = {}
+        self.memory = MemoryBudget.of(settings)  # all sessions' checkpoints together
 
     def check_limits(self, scenario: Scenario) -> None:
         limits = self.settings
@@ -372,8 +372,9 @@ class SessionManager:
             raise ConfigError("session", f"each client may hold {sessions} at once on this server; end one first")
         self.check_limits(scenario)
         session_id = uuid.uuid4().hex[:12]
-        live = LiveSession(Session(session_id, scenario, limits, lesson, origin), limits, owner)
-        self.sessions[session_id] = live
+        session = Session(session_id, scenario, limits, lesson, origin, self.memory)
+        self.memory.admit(session.checkpoints)  # MemoryBudgetSpent when there is no room
+        self.sessions[session_id] = live = LiveSession(session, limits, owner)
         return live
 
     def get(self, session_id: str) -> LiveSession | None:
@@ -383,6 +384,7 @@ class SessionManager:
         live = self.sessions.pop(session_id, None)
         if live is None:
             return False
+        self.memory.leave(live.session.checkpoints)
         await live.close()
         for viewer in list(live.viewers):
             with contextlib.suppress(Exception):

@@ -30,6 +30,12 @@ class Settings:
     # Step back: a snapshot every `checkpoint_interval` steps, thinned to at most `max_checkpoints`.
     checkpoint_interval: int = 64
     max_checkpoints: int = 96
+    # ... and within a budget of bytes (app.checkpoints, measured as each is taken): each session's
+    # checkpoints at most `max_session_bytes`, all sessions' together at most `max_server_bytes`
+    # (each then gets an equal share); a session whose first checkpoint finds no room is a 503.
+    # A session at the largest size the web accepts takes about 12 MB a checkpoint.
+    max_session_bytes: int = 160 * 2**20
+    max_server_bytes: int = 1024 * 2**20
     default_scenario: str = "default"
     # Host names the server answers to besides loopback ones (`serve --allowed-host NAME`).
     allowed_hosts: tuple[str, ...] = ()

@@ -43,7 +43,7 @@ class StepReasons:
             session = live.session
             if not 0 <= step < session.step:
                 return None
-            checkpoint = max((c for c in session.checkpoints if c.step_index <= step), key=lambda c: c.step_index)
+            checkpoint = session.checkpoints.at_or_before(step)
             sim = copy.copy(session.sim)
         # Outside the lock: the checkpoint is immutable and the scratch copy shares nothing mutable.
         record = await asyncio.to_thread(traced_record, sim, checkpoint.state, step)

@@ -11,6 +11,7 @@ from scheduler_core.lessons.catalog import LESSONS, LESSONS_BY_NAME
 from scheduler_core.lessons.framework import claims_slide, story
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 
+from ..checkpoints import MemoryBudgetSpent
 from ..frames import finite
 from ..live import LiveSession, SessionManager
 from ..rate_limits import limit, scenario_cost
@@ -137,8 +138,15 @@ def create_session(body: SessionCreate, request: Request) -> SessionCreated:
     scenario = scenario_from(body)
     manager_of(request).check_limits(scenario)  # too large is a 422, before it costs anything
     limit(request, "session", scenario_cost(scenario, request.app.state.settings))
-    live = manager_of(request).create(scenario, lesson_arm(body), body.origin_query(), client_of(request))
-    return session_urls(request, live)
+    return session_urls(request, new_session(request, scenario, lesson_arm(body), body.origin_query()))
+
+
+def new_session(request: Request, scenario: Scenario, lesson: tuple[str, str] | None = None, origin: str = "") -> LiveSession:
+    """A session owned by the caller, or 503 when the server's memory budget has no room for it."""
+    try:
+        return manager_of(request).create(scenario, lesson, origin, client_of(request))
+    except MemoryBudgetSpent as spent:
+        raise HTTPException(503, str(spent), headers={"Retry-After": "60"}) from None
 
 
 @router.get("/sessions")

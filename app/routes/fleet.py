@@ -38,7 +38,7 @@ from ..schemas import (
     SweepCreate,
 )
 from ..workers import worker_result
-from .api import client_of, manager_of, named_lesson, scenario_from, session_urls
+from .api import manager_of, named_lesson, new_session, scenario_from, session_urls
 
 router = APIRouter()
 
@@ -104,7 +104,7 @@ def replica_session(body: ReplicaSessionCreate, request: Request):
     """A single-engine session of one replica: the requests the router sent it, through a lone engine."""
     limit(request, "session")
     scenario = ReplicaScenario.of(check_pools(fleet_of(body), request), body.replica)
-    return session_urls(request, manager_of(request).create(scenario, owner=client_of(request)))
+    return session_urls(request, new_session(request, scenario))
 
 
 @router.get("/sweep", include_in_schema=False)
