@@ -43,6 +43,10 @@ class Settings:
     public: bool = False
     # Sessions one client address may hold at once (0: no limit).
     max_sessions_per_client: int = 0
+    # Websockets a session takes, and one client address may hold across the server (0: no limit);
+    # each can hold a snapshot (megabytes for a large pool) in its send buffer until it reads.
+    max_viewers_per_session: int = 500
+    max_viewers_per_client: int = 0
     # A viewer whose frames could not be sent for this long is dropped.
     viewer_stall_s: float = 10.0
     max_body_bytes: int = 256 * 1024
@@ -81,4 +85,5 @@ class Settings:
 
 # What `serve --public` changes: room for a class, a quota per student, idle sessions gone sooner.
 PUBLIC_DEFAULTS = {"max_sessions": 128, "max_sessions_per_client": 3, "idle_timeout_s": 600.0,
-                   "compute_per_client_per_s": 2.0, "compute_per_server_per_s": 8.0, "compute_burst": 10.0}
+                   "compute_per_client_per_s": 2.0, "compute_per_server_per_s": 8.0, "compute_burst": 10.0,
+                   "max_viewers_per_client": 16}

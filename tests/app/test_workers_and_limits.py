@@ -190,3 +190,44 @@ def test_why_answers_from_the_cache_cost_nothing_and_uncached_ones_are_limited()
             assert stranger.get(f"/api/sessions/{sid}/steps/5/why").status_code == 200
         refused = stranger.get(f"/api/sessions/{sid}/steps/6/why")
         assert refused.status_code == 429 and "uncached step reasons" in refused.json()["detail"]
+
+
+def refused_viewer(client: TestClient, session_id: str) -> dict:
+    with client.websocket_connect(f"/ws/{session_id}") as ws:
+        frame = ws.receive_json()
+        closed = ws.receive()
+    assert closed["type"] == "websocket.close" and closed["code"] == 4429
+    return frame
+
+
+def first_frame(ws) -> None:
+    ws.receive_bytes()  # the snapshot: this viewer is in
+
+
+def test_a_session_takes_at_most_its_cap_of_viewers():
+    app = create_app(Settings(allowed_hosts=TEST_HOST, max_viewers_per_session=2))
+    with public_client("127.0.0.2", app) as client:
+        sid = client.post("/api/sessions", json={"preset": "default"}).json()["session_id"]
+        with client.websocket_connect(f"/ws/{sid}") as one, client.websocket_connect(f"/ws/{sid}") as two:
+            first_frame(one), first_frame(two)
+            frame = refused_viewer(client, sid)
+            assert frame["code"] == "too_many_viewers" and "2 viewers" in frame["message"]
+        with client.websocket_connect(f"/ws/{sid}") as again:  # the two left: room again
+            first_frame(again)
+
+
+def test_each_client_holds_at_most_its_cap_of_viewers_across_sessions():
+    app = create_app(Settings(allowed_hosts=TEST_HOST, max_viewers_per_client=2))
+    with public_client("127.0.0.2", app) as attacker, public_client("127.0.0.3", app) as student:
+        first = attacker.post("/api/sessions", json={"preset": "default"}).json()["session_id"]
+        second = attacker.post("/api/sessions", json={"preset": "default"}).json()["session_id"]
+        with attacker.websocket_connect(f"/ws/{first}") as one, attacker.websocket_connect(f"/ws/{second}") as two:
+            first_frame(one), first_frame(two)
+            assert "each client may have 2 viewers" in refused_viewer(attacker, first)["message"]
+            with student.websocket_connect(f"/ws/{first}") as theirs:
+                first_frame(theirs)
+
+
+def test_a_public_server_caps_each_clients_viewers():
+    assert Settings.from_env(public=True).max_viewers_per_client == 16
+    assert Settings().max_viewers_per_client == 0
