@@ -16,27 +16,22 @@ import uuid
 from scheduler_core.errors import ConfigError
 from scheduler_core.scenario.scenario import Scenario
 
+from .checkpoints import MemoryBudget
 from .frames import PROTOCOL_VERSION
 from .session import Breakpoint, Session
 from .settings import Settings
+from .stepping import SteppingShare
 from .viewer import MAX_DELTA_STEPS, Viewer, error_frame
 
 # Stepping time between turns of the event loop during a long step, seek or run to breakpoint:
 # short, so viewers keep their frames and a cancel (DELETE, presenter gone, SIGTERM) lands at once
 # however slow a step is. `Session.advance`'s deadline is the one mechanism, for these and for play.
 ADVANCE_SLICE_S = 0.005
-# The share of each playback tick spent stepping; the rest is the viewers' senders' (and, on a
-# small machine, the browser's). A quarter: a big engine (steps of 5-10 ms) then takes one step a
-# tick and sends it, faster than a page draws, so a page has its next frame in hand when the server
-# stalls; at half, two steps a tick, frames came at the server's pace and each stall reached the page.
-STEPPING_SHARE = 0.25
 # Play ticks a busy event loop or machine may owe and still make up (sent as frames in quick
 # succession), before play lets them go and slows down instead.
 CATCH_UP_TICKS = 5
-
 # Joins and leaves within this long reach the viewers as one status frame.
 VIEWER_STATUS_DELAY_S = 0.25
-
 class CommandError(Exception):
     def __init__(self, code: str, message: str):
         super().__init__(message)
@@ -46,8 +41,9 @@ class CommandError(Exception):
 class LiveSession:
     """A session with its viewers and playback task."""
 
-    def __init__(self, session: Session, settings: Settings, owner: str = ""):
+    def __init__(self, session: Session, settings: Settings, owner: str = "", stepping: SteppingShare | None = None):
         self.session = session
+        self.stepping = stepping or SteppingShare()  # the server's, shared with its other sessions
         self.settings = settings
         # The client address that created it, for per-client quotas on a public server.
         self.owner = owner
@@ -180,7 +176,9 @@ class LiveSession:
             raise CommandError("finished", "the run has finished; step back or reset to play again")
         self.session.playing = True
         if self.playback is None or self.playback.done():
+            self.stepping.start(self)
             self.playback = asyncio.create_task(self._play())
+            self.playback.add_done_callback(lambda _: self.stepping.stop(self))
         self.publish_status()
 
     async def cmd_pause(self, message: dict) -> None:
@@ -285,7 +283,7 @@ class LiveSession:
             async with self.lock:
                 if not session.playing:
                     break
-                deadline = now + frame_s * STEPPING_SHARE
+                deadline = now + self.stepping.tick_s(self, frame_s)
                 if self.unpublished and self.viewers and all(viewer.drawing_behind for viewer in self.viewers):
                     # Frames before speed: every page is drawing and the next frame's steps are
                     # ready; more would only wait, and on a small machine they would take the CPU
@@ -353,6 +351,8 @@ class SessionManager:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.sessions: dict[str, LiveSession] = {}
+        self.memory = MemoryBudget.of(settings)  # all sessions' checkpoints together
+        self.stepping = SteppingShare()
 
     def check_limits(self, scenario: Scenario) -> None:
         limits = self.settings
@@ -372,8 +372,9 @@ class SessionManager:
             raise ConfigError("session", f"each client may hold {sessions} at once on this server; end one first")
         self.check_limits(scenario)
         session_id = uuid.uuid4().hex[:12]
-        live = LiveSession(Session(session_id, scenario, limits, lesson, origin), limits, owner)
-        self.sessions[session_id] = live
+        session = Session(session_id, scenario, limits, lesson, origin, self.memory)
+        self.memory.admit(session.checkpoints)  # MemoryBudgetSpent when there is no room
+        self.sessions[session_id] = live = LiveSession(session, limits, owner, self.stepping)
         return live
 
     def get(self, session_id: str) -> LiveSession | None:
@@ -383,6 +384,7 @@ class SessionManager:
         live = self.sessions.pop(session_id, None)
         if live is None:
             return False
+        self.memory.leave(live.session.checkpoints)
         await live.close()
         for viewer in list(live.viewers):
             with contextlib.suppress(Exception):

@@ -20,9 +20,10 @@ from scheduler_core.workload.workload import WorkloadConfig
 
 from .guards import HostPolicy, RequestGuard
 from .live import SessionManager
+from .rate_limits import RateLimits
 from .routes import api, exports, fleet, metrics, pages, ws
 from .settings import Settings
-from .workers import stop_worker
+from .workers import WorkerSlots, stop_worker
 
 ROOT = Path(__file__).resolve().parent.parent
 STATIC_DIR = ROOT / "static"
@@ -82,7 +83,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.lesson_cache = {}
     app.state.fleet_lesson_cache = {}  # (lesson, arm) -> its run and story: fixed, deterministic, a few
-    app.state.export_workers = set()
+    app.state.export_workers = WorkerSlots(settings.max_concurrent_exports)
+    app.state.rate_limits = RateLimits(settings)
     app.state.templates = Jinja2Templates(directory=TEMPLATES_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for module in (api, exports, ws, metrics, pages, fleet):

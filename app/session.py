@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from scheduler_core.engine.step_record import StepRecord
 from scheduler_core.scenario.scenario import Scenario
-from scheduler_core.sim.simulation import SimulationState
 
 from . import wire
+from .checkpoints import Checkpoint, Checkpoints, MemoryBudget
 from .frames import (
     PROTOCOL_VERSION,
     Delta,
@@ -105,20 +105,9 @@ def events_of(record: StepRecord, scheduling_order: str) -> list[dict]:
     return events
 
 
-@dataclass(frozen=True)
-class Checkpoint:
-    state: SimulationState
-    events: tuple[dict, ...]
-    last_record: StepRecord | None
-
-    @property
-    def step_index(self) -> int:
-        return self.state.step_index
-
-
 class Session:
     def __init__(self, session_id: str, scenario: Scenario, settings: Settings, lesson: tuple[str, str] | None = None,
-                 origin: str = ""):
+                 origin: str = "", budget: MemoryBudget | None = None):
         self.session_id = session_id
         self.scenario = scenario
         # The URL query that recreates this run (`/?<origin>`), so links outlive the session.
@@ -133,8 +122,8 @@ class Session:
         self.kv_changes = KVChanges()
         # Step back: simulation snapshots with the event log as it was then (the log is bounded, so
         # replaying from a checkpoint alone could not bring back events it had already dropped).
-        self.checkpoints: list[Checkpoint] = [Checkpoint(self.sim.snapshot(), (), None)]
-        self.checkpoint_interval = settings.checkpoint_interval
+        self.checkpoints = Checkpoints(Checkpoint(self.sim.snapshot(), (), None), settings.checkpoint_interval,
+                                       settings.max_checkpoints, budget or MemoryBudget.of(settings))
         self.checkpoint_due = False  # this step's checkpoint, not taken yet (`take_due_checkpoint`)
         # Chart points, thinned as the run grows; truncated on step back.
         self.history = ChartHistory(settings.max_chart_points)
@@ -187,7 +176,7 @@ class Session:
             del self.unpublished_events[:-EVENT_HISTORY]
         self._extend_timelines(record)
         self.last_record = record
-        self.checkpoint_due = self.sim.step_index % self.checkpoint_interval == 0
+        self.checkpoint_due = self.sim.step_index % self.checkpoints.interval == 0
         return record
 
     def _extend_timelines(self, record: StepRecord) -> None:
@@ -258,14 +247,7 @@ class Session:
         step's frame is out, so the pages' acknowledgements are answered meanwhile."""
         if self.checkpoint_due:
             self.checkpoint_due = False
-            self._add_checkpoint()
-
-    def _add_checkpoint(self) -> None:
-        self.checkpoints.append(Checkpoint(self.sim.snapshot(), tuple(self.events), self.last_record))
-        if len(self.checkpoints) > self.settings.max_checkpoints:
-            # Thin out: keep step 0 and every other checkpoint, doubling the interval.
-            self.checkpoints = self.checkpoints[:1] + self.checkpoints[2::2]
-            self.checkpoint_interval *= 2
+            self.checkpoints.add(Checkpoint(self.sim.snapshot(), tuple(self.events), self.last_record))
 
     def advance(self, num_steps: int, stop_at_breakpoints: bool = False, deadline: float | None = None,
                 checkpoint_later: bool = False) -> tuple[list[StepRecord], Breakpoint | None]:
@@ -315,8 +297,8 @@ class Session:
         """Back to the last checkpoint at or before `target_step`, if behind; replaying on from it is exact."""
         target_step = max(0, target_step)
         if target_step < self.sim.step_index:
-            checkpoint = max((c for c in self.checkpoints if c.step_index <= target_step), key=lambda c: c.step_index)
-            self.checkpoints = [c for c in self.checkpoints if c.step_index <= checkpoint.step_index]
+            checkpoint = self.checkpoints.at_or_before(target_step)
+            self.checkpoints.truncate_after(checkpoint.step_index)
             self.sim.restore(checkpoint.state)
             self.checkpoint_due = False
             self.kv_changes.take()

@@ -30,6 +30,12 @@ class Settings:
     # Step back: a snapshot every `checkpoint_interval` steps, thinned to at most `max_checkpoints`.
     checkpoint_interval: int = 64
     max_checkpoints: int = 96
+    # ... and within a budget of bytes (app.checkpoints, measured as each is taken): each session's
+    # checkpoints at most `max_session_bytes`, all sessions' together at most `max_server_bytes`
+    # (each then gets an equal share); a session whose first checkpoint finds no room is a 503.
+    # A session at the largest size the web accepts takes about 12 MB a checkpoint.
+    max_session_bytes: int = 160 * 2**20
+    max_server_bytes: int = 1024 * 2**20
     default_scenario: str = "default"
     # Host names the server answers to besides loopback ones (`serve --allowed-host NAME`).
     allowed_hosts: tuple[str, ...] = ()
@@ -37,6 +43,10 @@ class Settings:
     public: bool = False
     # Sessions one client address may hold at once (0: no limit).
     max_sessions_per_client: int = 0
+    # Websockets a session takes, and one client address may hold across the server (0: no limit);
+    # each can hold a snapshot (megabytes for a large pool) in its send buffer until it reads.
+    max_viewers_per_session: int = 500
+    max_viewers_per_client: int = 0
     # A viewer whose frames could not be sent for this long is dropped.
     viewer_stall_s: float = 10.0
     max_body_bytes: int = 256 * 1024
@@ -45,6 +55,13 @@ class Settings:
     max_concurrent_exports: int = 2
     export_timeout_s: float = 120.0
     max_export_bytes: int = 256 * 2**20
+    # Endpoints that compute (validate, why, session creation, fleet, sweep, exports; app.rate_limits):
+    # requests a second each client may make of each kind, and the whole server, with a burst
+    # on top. A request at the largest size a session may have costs half a burst. Generous on a
+    # loopback server (one presenter); a classroom's are in PUBLIC_DEFAULTS.
+    compute_per_client_per_s: float = 10.0
+    compute_per_server_per_s: float = 40.0
+    compute_burst: float = 50.0
 
     @classmethod
     def from_env(cls, **overrides) -> "Settings":
@@ -67,4 +84,6 @@ class Settings:
 
 
 # What `serve --public` changes: room for a class, a quota per student, idle sessions gone sooner.
-PUBLIC_DEFAULTS = {"max_sessions": 128, "max_sessions_per_client": 3, "idle_timeout_s": 600.0}
+PUBLIC_DEFAULTS = {"max_sessions": 128, "max_sessions_per_client": 3, "idle_timeout_s": 600.0,
+                   "compute_per_client_per_s": 2.0, "compute_per_server_per_s": 8.0, "compute_burst": 10.0,
+                   "max_viewers_per_client": 16}

@@ -50,6 +50,8 @@ class Viewer:
 
     def __init__(self, websocket: WebSocket, can_control: bool, event_backlog: int):
         self.websocket = websocket
+        # The client address, for the per-client cap on viewers.
+        self.client = websocket.client.host if websocket.client else ""
         self.can_control = can_control
         self.needs_snapshot = True
         self.pending_delta: Delta | None = None

@@ -28,16 +28,22 @@ class StepReasons:
     def __init__(self) -> None:
         self._cache: OrderedDict[int, dict] = OrderedDict()
 
-    async def of_step(self, live, step: int) -> dict | None:
-        """{"step", "record", "decisions"} for a step already taken, or None if it was not."""
+    def cached(self, step: int) -> dict | None:
+        """The answer for `step` if it was computed already (no work), else None."""
         if step in self._cache:
             self._cache.move_to_end(step)
             return self._cache[step]
+        return None
+
+    async def of_step(self, live, step: int) -> dict | None:
+        """{"step", "record", "decisions"} for a step already taken, or None if it was not."""
+        if (answer := self.cached(step)) is not None:
+            return answer
         async with live.lock:
             session = live.session
             if not 0 <= step < session.step:
                 return None
-            checkpoint = max((c for c in session.checkpoints if c.step_index <= step), key=lambda c: c.step_index)
+            checkpoint = session.checkpoints.at_or_before(step)
             sim = copy.copy(session.sim)
         # Outside the lock: the checkpoint is immutable and the scratch copy shares nothing mutable.
         record = await asyncio.to_thread(traced_record, sim, checkpoint.state, step)

@@ -19,24 +19,64 @@ from fastapi import HTTPException, Request
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CHUNK_BYTES = 64 * 1024
+# How often a waiting fleet run or sweep looks whether its client is still there.
+CLIENT_GONE_POLL_S = 0.25
 
 
 class BudgetSpent(Exception):
     """Raised mid-stream, so a download ends incomplete rather than looking whole."""
 
 
+class WorkerSlots:
+    """The server's worker processes, at most `limit` at once. A slot is reserved before the
+    process starts, in the same turn of the event loop as the count is checked, so requests
+    arriving together can never start more than `limit` (checking, then awaiting the start,
+    let twelve simultaneous requests all pass the check)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.num_reserved = 0
+        self.processes: set[asyncio.subprocess.Process] = set()
+
+    def __iter__(self):
+        return iter(list(self.processes))
+
+    def __len__(self) -> int:
+        return self.num_reserved
+
+    def reserve(self) -> None:
+        if self.num_reserved >= self.limit:
+            raise HTTPException(429, f"{self.num_reserved} exports, fleets or sweeps are being computed; try again "
+                                     "when one has finished", headers={"Retry-After": "5"})
+        self.num_reserved += 1
+
+    def started(self, process: asyncio.subprocess.Process) -> None:
+        self.processes.add(process)
+
+    def release(self) -> None:
+        self.num_reserved -= 1
+
+    def discard(self, process: asyncio.subprocess.Process) -> None:
+        """The process is gone (or going): its slot is free. Idempotent."""
+        if process in self.processes:
+            self.processes.discard(process)
+            self.release()
+
+
 async def start_worker(request: Request, job: dict) -> asyncio.subprocess.Process:
     """A worker process running `job`, or 429 when the server already runs as many as it allows."""
     settings = request.app.state.settings
-    workers: set[asyncio.subprocess.Process] = request.app.state.export_workers
-    if len(workers) >= settings.max_concurrent_exports:
-        raise HTTPException(429, f"{len(workers)} exports, fleets or sweeps are being computed; try again when one "
-                                 "has finished")
+    workers: WorkerSlots = request.app.state.export_workers
+    workers.reserve()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "app.export_worker", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL, env=env)
-    workers.add(process)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "app.export_worker", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, env=env)
+    except BaseException:
+        workers.release()
+        raise
+    workers.started(process)
     process.stdin.write(json.dumps({**job, "timeout_s": settings.export_timeout_s}).encode() + b"\n")
     process.stdin.close()
     return process
@@ -62,17 +102,40 @@ async def stream(process: asyncio.subprocess.Process, workers: set, timeout_s: f
 
 
 async def worker_result(request: Request, job: dict) -> dict:
-    """Run `job` in a worker and return the JSON document it writes; 503 when its budget runs out."""
+    """Run `job` in a worker and return the JSON document it writes; 503 when its budget runs out.
+    A client that hangs up takes its worker with it (within CLIENT_GONE_POLL_S), freeing the slot."""
     settings = request.app.state.settings
     process = await start_worker(request, job)
-    parts = []
+    output = stream(process, request.app.state.export_workers, settings.export_timeout_s, settings.max_export_bytes,
+                    what=f"{job['kind']} runs")
+    collecting = asyncio.ensure_future(collect(output))
+    watching = asyncio.ensure_future(client_gone(request))
     try:
-        async for chunk in stream(process, request.app.state.export_workers, settings.export_timeout_s,
-                                  settings.max_export_bytes, what=f"{job['kind']} runs"):
-            parts.append(chunk)
+        await asyncio.wait({collecting, watching}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watching.cancel()
+        if not collecting.done():  # the client left (or this request was cancelled): the worker goes
+            collecting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await collecting
+            await stop_worker(process, request.app.state.export_workers)
+    if not collecting.done() or collecting.cancelled():
+        raise HTTPException(503, "the client went away")
+    try:
+        parts = collecting.result()
     except BudgetSpent as spent:
         raise HTTPException(503, str(spent)) from None
     return json.loads(b"".join(parts))
+
+
+async def collect(output) -> list[bytes]:
+    return [chunk async for chunk in output]
+
+
+async def client_gone(request: Request) -> None:
+    """Returns once the HTTP client has disconnected."""
+    while not await request.is_disconnected():
+        await asyncio.sleep(CLIENT_GONE_POLL_S)
 
 
 async def stop_worker(process: asyncio.subprocess.Process, workers: set) -> None:

@@ -11,8 +11,10 @@ from scheduler_core.lessons.catalog import LESSONS, LESSONS_BY_NAME
 from scheduler_core.lessons.framework import claims_slide, story
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 
+from ..checkpoints import MemoryBudgetSpent
 from ..frames import finite
 from ..live import LiveSession, SessionManager
+from ..rate_limits import limit, scenario_cost
 from ..schemas import ScenarioModel, SessionCreate, SessionCreated, SessionInfo
 
 router = APIRouter(prefix="/api")
@@ -125,6 +127,7 @@ def validate_scenario(body: SessionCreate, request: Request) -> dict:
     """Check a configuration the way creating a session would, without creating one."""
     scenario = scenario_from(body)
     manager_of(request).check_limits(scenario)
+    limit(request, "validate", scenario_cost(scenario, request.app.state.settings))
     scenario.build(keep_finished=False)
     # vLLM's startup numbers for this configuration, which the configuration form shows.
     return {"ok": True, "num_gpu_blocks": scenario.engine.num_gpu_blocks, "memory": scenario.memory_plan().to_dict()}
@@ -132,8 +135,18 @@ def validate_scenario(body: SessionCreate, request: Request) -> dict:
 
 @router.post("/sessions", status_code=201)
 def create_session(body: SessionCreate, request: Request) -> SessionCreated:
-    live = manager_of(request).create(scenario_from(body), lesson_arm(body), body.origin_query(), client_of(request))
-    return session_urls(request, live)
+    scenario = scenario_from(body)
+    manager_of(request).check_limits(scenario)  # too large is a 422, before it costs anything
+    limit(request, "session", scenario_cost(scenario, request.app.state.settings))
+    return session_urls(request, new_session(request, scenario, lesson_arm(body), body.origin_query()))
+
+
+def new_session(request: Request, scenario: Scenario, lesson: tuple[str, str] | None = None, origin: str = "") -> LiveSession:
+    """A session owned by the caller, or 503 when the server's memory budget has no room for it."""
+    try:
+        return manager_of(request).create(scenario, lesson, origin, client_of(request))
+    except MemoryBudgetSpent as spent:
+        raise HTTPException(503, str(spent), headers={"Retry-After": "60"}) from None
 
 
 @router.get("/sessions")
@@ -183,7 +196,12 @@ def get_request(session_id: str, request_id: str, request: Request, history: boo
 async def get_step_reasons(session_id: str, step: int, request: Request) -> dict:
     """The decision trace of one step already taken: its record and the reasons behind it."""
     live = live_session(request, session_id)
-    answer = await live.session.reasons.of_step(live, step)
+    reasons = live.session.reasons
+    answer = reasons.cached(step)
+    if answer is None:  # a replay: counted against the limits, and one at a time server-wide
+        limit(request, "why")
+        async with request.app.state.rate_limits.in_process:
+            answer = await reasons.of_step(live, step)
     if answer is None:
         raise HTTPException(404, f"step {step} has not been taken (the session is at step {live.session.step})")
     return answer

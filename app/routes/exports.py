@@ -16,6 +16,7 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from ..frames import finite
 from ..live import LiveSession
+from ..rate_limits import limit
 from ..workers import start_worker, stream
 from .api import live_session
 
@@ -63,6 +64,7 @@ async def export_trace(session_id: str, request: Request, x_control_token: str =
 
 async def streamed_export(request: Request, live: LiveSession, kind: str, media_type: str, filename: str) -> StreamingResponse:
     settings = request.app.state.settings
+    limit(request, "export")
     job = {"kind": kind, "scenario": live.session.scenario.to_dict(), "steps": live.session.step}
     process = await start_worker(request, job)
     body = stream(process, request.app.state.export_workers, settings.export_timeout_s, settings.max_export_bytes)

@@ -24,6 +24,7 @@ from scheduler_core.sweep import Sweep
 from scheduler_core.sweep.grid import build_run
 
 from ..frames import finite
+from ..rate_limits import limit
 from ..schemas import (
     MAX_FLEET_REPLICAS,
     MAX_FLEET_REQUESTS,
@@ -37,7 +38,7 @@ from ..schemas import (
     SweepCreate,
 )
 from ..workers import worker_result
-from .api import client_of, manager_of, named_lesson, scenario_from, session_urls
+from .api import manager_of, named_lesson, new_session, scenario_from, session_urls
 
 router = APIRouter()
 
@@ -85,12 +86,14 @@ async def run_fleet(body: FleetCreate, request: Request) -> dict:
     grid), the router's and the link's events, and the fleet's metrics; for a lesson's arm, its beats."""
     fleet = await run_in_threadpool(lambda: check_pools(fleet_of(body), request))
     if body.lesson is None:
+        limit(request, "fleet")
         return await worker_result(request, {"kind": "fleet", "fleet": fleet.to_dict()})
     # A lesson's arm also tells its story (every arm runs, for the closing beat); its runs never
     # change, so each is computed once per server.
     lesson, arm = named_lesson(FLEET_LESSONS_BY_NAME, body.lesson, body.arm, kind="fleet lesson")
     cache = request.app.state.fleet_lesson_cache
     if (lesson.name, arm) not in cache:
+        limit(request, "fleet")
         cache[lesson.name, arm] = await worker_result(request, {"kind": "fleet", "fleet": fleet.to_dict(),
                                                                 "lesson": [lesson.name, arm]})
     return cache[lesson.name, arm]
@@ -99,8 +102,9 @@ async def run_fleet(body: FleetCreate, request: Request) -> dict:
 @router.post("/api/fleet/replica", status_code=201)
 def replica_session(body: ReplicaSessionCreate, request: Request):
     """A single-engine session of one replica: the requests the router sent it, through a lone engine."""
+    limit(request, "session")
     scenario = ReplicaScenario.of(check_pools(fleet_of(body), request), body.replica)
-    return session_urls(request, manager_of(request).create(scenario, owner=client_of(request)))
+    return session_urls(request, new_session(request, scenario))
 
 
 @router.get("/sweep", include_in_schema=False)
@@ -114,6 +118,7 @@ def sweep_page(request: Request) -> HTMLResponse:
 @router.post("/api/sweep")
 async def run_web_sweep(body: SweepCreate, request: Request) -> dict:
     """Run a bounded sweep one point after another, in a worker process; its rows in grid order."""
+    limit(request, "sweep")
     base, sweep = await run_in_threadpool(checked_sweep, body, request)
     rows = await worker_result(request, {"kind": "sweep", "sweep": {**base, "sweep": sweep.axes}, "name": sweep.name})
     return {**rows, **finite({"slo_ttft_s": base.get("slo_ttft_s"), "slo_tpot_s": base.get("slo_tpot_s")})}

@@ -14,6 +14,8 @@ from ..frames import PROTOCOL_VERSION
 from ..viewer import Viewer, error_frame
 
 router = APIRouter()
+# Close code of a websocket refused for the viewer caps (4000-4999: the application's own).
+TOO_MANY_VIEWERS = 4429
 
 
 @router.websocket("/ws/{session_id}")
@@ -27,6 +29,11 @@ async def session_socket(websocket: WebSocket, session_id: str) -> None:
         await websocket.close(code=4404)
         return
     settings = manager.settings
+    refusal = viewer_refusal(manager, live, websocket.client.host if websocket.client else "")
+    if refusal is not None:
+        await websocket.send_text(error_frame("too_many_viewers", refusal))
+        await websocket.close(code=TOO_MANY_VIEWERS)
+        return
     viewer = Viewer(websocket, False, settings.event_backlog)
     live.viewers.add(viewer)
     live.viewers_changed()
@@ -62,6 +69,18 @@ async def session_socket(websocket: WebSocket, session_id: str) -> None:
         with contextlib.suppress(BaseException):
             await sender
         live.viewers_changed()
+
+
+def viewer_refusal(manager, live, client: str) -> str | None:
+    """Why one more websocket from `client` to `live` is refused, if it is: each one holds up to
+    a snapshot in its send buffer (megabytes for a large pool) until it reads or is dropped."""
+    settings = manager.settings
+    if len(live.viewers) >= settings.max_viewers_per_session:
+        return f"this session has {len(live.viewers)} viewers, the most it takes"
+    quota = settings.max_viewers_per_client
+    if quota and sum(viewer.client == client for other in manager.sessions.values() for viewer in other.viewers) >= quota:
+        return f"each client may have {quota} viewers open on this server; close one first"
+    return None
 
 
 def gone(receive: asyncio.Task) -> bool:
