@@ -134,6 +134,49 @@ def test_ip_address_hosts_are_served_only_by_a_public_server():
             assert client.get("/healthz").status_code == expected
 
 
+# The Origin is this server's own only with its scheme, name and port: another port on
+# localhost is another program's page, another address of a public server another machine's.
+SAME_ORIGIN = [("127.0.0.1:8000", "http://127.0.0.1:8000"), ("localhost", "http://localhost"),
+               ("localhost", "http://localhost:80"), ("[::1]:8765", "http://[::1]:8765")]
+OTHER_ORIGINS = [("127.0.0.1:8000", "http://127.0.0.1:8001"), ("localhost:8000", "http://localhost"),
+                 ("localhost", "http://localhost:3000"), ("localhost:8000", "https://localhost:8000"),
+                 ("localhost:8000", "http://127.0.0.1:8000"), ("[::1]:8765", "http://[::1]:8766"),
+                 ("localhost:8000", "http://localhost:8000/path"), ("localhost:8000", "http://localhost:99999")]
+
+
+@pytest.mark.parametrize("host, origin", SAME_ORIGIN)
+def test_a_page_of_this_origin_is_served(client, host, origin):
+    assert client.get("/healthz", headers={"host": host, "origin": origin}).status_code == 200
+
+
+@pytest.mark.parametrize("host, origin", OTHER_ORIGINS)
+def test_a_page_on_another_port_or_scheme_is_refused(client, host, origin):
+    assert client.get("/healthz", headers={"host": host, "origin": origin}).status_code == 403
+    assert client.post("/api/sessions", json={"preset": "default"}, headers={"host": host, "origin": origin}).status_code == 403
+    assert client.get("/api/sessions").json() == []
+
+
+@pytest.mark.parametrize("host, origin", OTHER_ORIGINS[:4])
+def test_a_websocket_from_another_port_is_closed_with_the_policy_code(client, host, origin):
+    created = created_session(client)
+    assert websocket_refusal(client, f"/ws/{created['session_id']}", {"host": host, "origin": origin}) == 1008
+
+
+def test_a_websocket_from_this_origin_is_served(client):
+    created = created_session(client)
+    with client.websocket_connect(f"/ws/{created['session_id']}", headers={"origin": "http://testserver"}) as ws:
+        assert ws.receive()["type"] == "websocket.send"  # a frame, not a close
+
+
+def test_a_public_server_refuses_pages_of_other_addresses_and_ports():
+    with TestClient(create_app(Settings(heartbeat_s=0.2, public=True)), base_url="http://10.1.2.3:8000") as client:
+        assert client.get("/healthz", headers={"origin": "http://10.1.2.3:8000"}).status_code == 200
+        for origin in ("http://10.9.9.9:8000", "http://10.1.2.3:8080", "http://10.1.2.3", "http://192.168.0.7"):
+            assert client.get("/healthz", headers={"origin": origin}).status_code == 403, origin
+        created = created_session(client)
+        assert websocket_refusal(client, f"/ws/{created['session_id']}", {"origin": "http://10.9.9.9:8000"}) == 1008
+
+
 # -- bodies and tokens -----------------------------------------------------------------------
 def test_a_body_over_the_limit_is_413_and_creates_nothing(client):
     name = "x" * (300 * 1024)
