@@ -3,6 +3,7 @@ a file on the server, a session it did not make, or a server that stops answerin
 
 import json
 import os
+import time
 
 import pytest
 from fastapi.testclient import TestClient
@@ -289,3 +290,43 @@ def test_an_export_over_its_byte_budget_is_cut_off_and_its_worker_stopped():
             client.get(f"/api/sessions/{created['session_id']}/export/trace.json",
                        headers={"x-control-token": created["control_token"]})
         assert app.state.export_workers == set()
+
+
+# -- a legacy ?token= is never adopted, and nothing token-shaped is logged -------------------
+@pytest.mark.slow
+def test_a_token_pasted_into_any_url_never_reaches_the_servers_log(tmp_path):
+    """uvicorn logs the request line before the app sees it: a real `servescope serve`, whose log
+    must hold no token however it was sent (query, path, websocket URL, a failed auth)."""
+    import asyncio
+
+    from websockets.asyncio.client import connect
+
+    from tests.app.test_serve_process import ServeProcess
+
+    server = ServeProcess(tmp_path / "serve.log", "--log-level", "debug")
+    try:
+        created = server.http.post("/api/sessions", json={"preset": "default"}).json()
+        token, sid = created["control_token"], created["session_id"]
+        for path in (f"/s/{sid}/view?token={token}", f"/s/{sid}?theme=projector&token={token}", f"/?token={token}",
+                     f"/api/sessions/{sid}?token={token}", f"/s/{token}/view", f"/api/sessions/{token}",
+                     f"/static/js/{token}.js"):
+            server.http.get(path)
+
+        async def sockets():
+            async with connect(f"{created['websocket_url']}?token={token}") as ws:
+                await ws.send('{"type": "auth", "token": "' + token[::-1] + '"}')
+                await asyncio.wait_for(ws.recv(), 10)
+
+        asyncio.run(sockets())
+        time.sleep(0.3)
+    finally:
+        server.stop()
+    log = server.log_path.read_text()
+    assert f"/s/{sid}/view" in log and "[redacted]" in log  # the access log is on, and redacts
+    assert token not in log and token[::-1] not in log
+
+
+def test_the_server_answers_a_legacy_query_token_without_echoing_it(client):
+    created = created_session(client)
+    page = client.get(f"/s/{created['session_id']}/view?token={created['control_token']}")
+    assert page.status_code == 200 and created["control_token"] not in page.text
