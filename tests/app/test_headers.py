@@ -80,3 +80,20 @@ def test_no_page_holds_inline_script_or_handler_attributes(client):
         assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", html), url
         assert not re.search(r"\son[a-z]+\s*=", html), url
         assert "javascript:" not in html.lower(), url
+
+
+def test_no_browser_module_but_dom_js_writes_html():
+    """static/js/dom.js is the one place markup is parsed; the why-sentences' escaped markup
+    reaches it through fromEscaped() in the modules that show them, and nowhere else."""
+    import re
+
+    from tests.paths import REPO
+
+    writes_markup = re.compile(r"\.(innerHTML|outerHTML)\s*=|insertAdjacentHTML|document\.write|\beval\(|new Function")
+    allowed_escaped = {"dom.js", "claims.js", "inspector.js", "why.js", "why_words.js"}
+    for path in (REPO / "static" / "js").rglob("*.js"):
+        code = path.read_text()
+        if path.name != "dom.js":
+            assert not writes_markup.search(code), path
+        if path.name not in allowed_escaped:
+            assert "fromEscaped" not in code, path
