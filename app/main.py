@@ -20,6 +20,7 @@ from scheduler_core.workload.workload import WorkloadConfig
 
 from .guards import HostPolicy, RequestGuard
 from .live import SessionManager
+from .log_redaction import log_config
 from .rate_limits import RateLimits
 from .routes import api, exports, fleet, metrics, pages, ws
 from .settings import Settings
@@ -50,7 +51,9 @@ def uvicorn_options(settings: Settings) -> dict:
     # loop, which at a lecture hall's hundred viewers costs more than the simulation.
     return {"ws_max_size": 16 * settings.max_message_bytes, "ws_per_message_deflate": False,
             # SIGTERM: connections get half a second to close before their tasks are cancelled.
-            "timeout_graceful_shutdown": 0.5}
+            "timeout_graceful_shutdown": 0.5,
+            # Access lines and errors with anything token-shaped redacted (log_redaction.py).
+            "log_config": log_config()}
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

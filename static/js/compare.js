@@ -4,6 +4,7 @@
 
 import { fmtSeconds } from "./colors.js";
 import { connect } from "./connection.js";
+import { html, render } from "./dom.js";
 import { mount as mountBatch } from "./panels/batch.js";
 import { mount as mountKv } from "./panels/kvgrid.js";
 import { mount as mountQueues } from "./panels/queues.js";
@@ -114,10 +115,9 @@ function renderDiff() {
     let cls = "";
     // Only a difference the table shows is coloured: equal as printed is equal.
     if (known && lowerIsBetter !== null && fmt(va) !== fmt(vb)) cls = (vb < va) === lowerIsBetter ? "better" : "worse";
-    return `<tr><th>${label}</th><td>${va == null ? "–" : fmt(va)}</td><td class="${cls}">${vb == null ? "–" : fmt(vb)}</td>` +
-      `<td>${ratio == null || !Number.isFinite(ratio) ? "–" : `${ratio.toFixed(2)}×`}</td></tr>`;
-  }).join("");
-  $("diff").innerHTML = `<table><thead><tr><th scope="col">metric</th><th scope="col">A</th><th scope="col">B</th><th scope="col">B / A</th></tr></thead><tbody>${rows}</tbody></table>`;
+    return html`<tr><th>${label}</th><td>${va == null ? "–" : fmt(va)}</td><td class="${cls}">${vb == null ? "–" : fmt(vb)}</td><td>${ratio == null || !Number.isFinite(ratio) ? "–" : `${ratio.toFixed(2)}×`}</td></tr>`;
+  });
+  render($("diff"), html`<table><thead><tr><th scope="col">metric</th><th scope="col">A</th><th scope="col">B</th><th scope="col">B / A</th></tr></thead><tbody>${rows}</tbody></table>`);
 }
 
 function frame() {

@@ -1,6 +1,7 @@
 // The top bar: transport buttons, speed, breakpoints, scenario picker, configuration form
 // (built from the served JSON Schema), share and export links, theme, and the keyboard.
 
+import { html, render } from "./dom.js";
 import { downloadExport } from "./sessions.js";
 import { setAttr, setProp } from "./writes.js";
 
@@ -142,27 +143,27 @@ async function openConfigForm(store, dialog) {
     const title = spec.description || spec.title || name;
     const choices = spec.enum || (spec.anyOf && spec.anyOf.find((s) => s.enum) || {}).enum;
     let input;
-    if (choices) input = `<select id="${id}" data-path="${path}" data-name="${name}">${choices.map((c) => `<option ${c === value ? "selected" : ""}>${c}</option>`).join("")}</select>`;
-    else if (spec.type === "boolean" || (spec.anyOf && spec.anyOf.some((s) => s.type === "boolean"))) input = `<input type="checkbox" id="${id}" data-path="${path}" data-name="${name}" data-type="boolean" ${value ? "checked" : ""}>`;
+    if (choices) input = html`<select id="${id}" data-path="${path}" data-name="${name}">${choices.map((c) => html`<option ${c === value ? "selected" : ""}>${c}</option>`)}</select>`;
+    else if (spec.type === "boolean" || (spec.anyOf && spec.anyOf.some((s) => s.type === "boolean"))) input = html`<input type="checkbox" id="${id}" data-path="${path}" data-name="${name}" data-type="boolean" ${value ? "checked" : ""}>`;
     else if (spec.type === "integer" || spec.type === "number" || (spec.anyOf && spec.anyOf.some((s) => s.type === "integer" || s.type === "number")))
-      input = `<input type="number" step="any" id="${id}" data-path="${path}" data-name="${name}" data-type="number" value="${value ?? ""}">`;
-    else input = `<input type="text" id="${id}" data-path="${path}" data-name="${name}" value="${value ?? ""}">`;
-    return `<label for="${id}" title="${title}"><span>${name}</span>${input}</label>`;
+      input = html`<input type="number" step="any" id="${id}" data-path="${path}" data-name="${name}" data-type="number" value="${value ?? ""}">`;
+    else input = html`<input type="text" id="${id}" data-path="${path}" data-name="${name}" value="${value ?? ""}">`;
+    return html`<label for="${id}" title="${title}"><span>${name}</span>${input}</label>`;
   };
   const section = (path, refName, values) => {
     const props = defs[refName].properties;
-    return `<fieldset><legend>${path}</legend><div class="form-grid">` +
-      // Nested tables (compat, speculative_config) are not form fields: the session's values are kept.
-      Object.entries(props).filter(([, spec]) => !spec.$ref && !(spec.anyOf || []).some((s) => s.$ref)).map(([n, spec]) => field(path, n, spec, values[n])).join("") + "</div></fieldset>";
+    // Nested tables (compat, speculative_config) are not form fields: the session's values are kept.
+    const fields = Object.entries(props).filter(([, spec]) => !spec.$ref && !(spec.anyOf || []).some((s) => s.$ref)).map(([n, spec]) => field(path, n, spec, values[n]));
+    return html`<fieldset><legend>${path}</legend><div class="form-grid">${fields}</div></fieldset>`;
   };
   const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "tensor_parallel_size", "gpu_memory_utilization", "kv_cache_dtype"].includes(n))
-    .map(([n, spec]) => field("top", n, spec, current[n])).join("");
-  dialog.innerHTML = `<h2 id="config-title">Configuration</h2><p class="muted">Starts a new session with these settings; the URL then captures them.</p>
+    .map(([n, spec]) => field("top", n, spec, current[n]));
+  render(dialog, html`<h2 id="config-title">Configuration</h2><p class="muted">Starts a new session with these settings; the URL then captures them.</p>
     <form method="dialog"><fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div>
     <div class="startup-lines" aria-live="polite"><span class="muted">vLLM at startup, per GPU:</span><pre id="cfg-startup"></pre></div></fieldset>
     ${section("engine", "EngineModel", current.engine || {})}${section("workload", "WorkloadModel", current.workload || {})}
     <p class="form-error" role="alert"></p>
-    <button value="cancel">Cancel</button> <button id="cfg-submit" value="ok" class="primary">Start session</button></form>`;
+    <button value="cancel">Cancel</button> <button id="cfg-submit" value="ok" class="primary">Start session</button></form>`);
   const formScenario = () => {
     const scenario = { engine: { ...(current.engine || {}) }, workload: { ...(current.workload || {}) } };
     delete scenario.engine.compat;
@@ -206,7 +207,8 @@ async function openConfigForm(store, dialog) {
 function openBreakpoints(store, dialog, send) {
   const current = store.status.breakpoints || [];
   const has = (kind) => current.find((b) => b.kind === kind);
-  dialog.innerHTML = `<h2 id="bp-title">Breakpoints</h2><p class="muted">Playback stops after a step that matches; B runs to the next one.</p>
+  // The request id shown is data (a scenario's or a trace's id): a hole of html``, so text.
+  render(dialog, html`<h2 id="bp-title">Breakpoints</h2><p class="muted">Playback stops after a step that matches; B runs to the next one.</p>
     <form method="dialog" class="form-grid">
       <label><span>a preemption</span><input type="checkbox" data-kind="preemption" ${has("preemption") ? "checked" : ""}></label>
       <label><span>a request finishes</span><input type="checkbox" data-kind="finish" ${has("finish") ? "checked" : ""}></label>
@@ -215,7 +217,7 @@ function openBreakpoints(store, dialog, send) {
       <label><span>at step</span><input type="number" min="1" data-kind="step" value="${has("step") ? has("step").value : ""}"></label>
       <label><span>request id is scheduled</span><input type="text" data-kind="request" value="${has("request") ? has("request").value : store.selected || ""}" placeholder="req-00012"></label>
       <div><button value="cancel">Cancel</button> <button value="ok" class="primary" id="bp-save">Set</button></div>
-    </form>`;
+    </form>`);
   dialog.querySelector("#bp-save").addEventListener("click", () => {
     const breakpoints = [];
     for (const input of dialog.querySelectorAll("[data-kind]")) {

@@ -4,6 +4,7 @@
 // of the requests the router sent it (a new session, created here from the page). A fleet
 // lesson's arm tells its story in the caption bar, beat by beat (fleet_story.js).
 import { cssVar, fmtInt, fmtSeconds } from "./colors.js";
+import { html, render } from "./dom.js";
 import { mount as mountStory } from "./fleet_story.js";
 import { rememberToken } from "./sessions.js";
 
@@ -90,7 +91,7 @@ async function runFleet() {
 }
 
 function metric(label, value) {
-  return `<div class="metric"><span>${label}</span><strong>${value}</strong></div>`;
+  return html`<div class="metric"><span>${label}</span><strong>${value}</strong></div>`;
 }
 
 function summarise() {
@@ -108,12 +109,12 @@ function summarise() {
     parts.push(metric("KV moved", `${(r.kv_transfer.bytes / 1e9).toFixed(2)} GB over ${LINK_NAMES[r.kv_transfer.link]}`));
     parts.push(metric("per transfer", fmtSeconds(r.kv_transfer.seconds_mean)));
   }
-  $("summary").innerHTML = parts.join("");
+  render($("summary"), html`${parts}`);
 }
 
 function buildCards() {
   const grid = $("replicas-grid");
-  grid.innerHTML = "";
+  grid.replaceChildren();
   const decisions = { ...run.report.router.decisions, ...(run.report.decode_router?.decisions || {}) };
   run.replicas.forEach((replica, index) => {
     const stats = run.report.replicas[index];
@@ -125,7 +126,7 @@ function buildCards() {
     card.setAttribute("aria-disabled", String(!opens));
     card.title = opens ? `Open ${replica.name}'s engine panels: the ${fmtInt(decisions[replica.name] || 0)} requests routed to it`
       : "A decode replica receives transferred KV: its requests cannot be replayed by a lone engine";
-    card.innerHTML = `
+    render(card, html`
       <header><h3>${replica.name}</h3><span class="role ${replica.role}">${replica.role}</span></header>
       <div class="stats">
         <span>routed</span><b class="routed">${fmtInt(decisions[replica.name] || 0)}</b><span>finished</span><b class="finished">0</b>
@@ -137,7 +138,7 @@ function buildCards() {
       <canvas width="200" height="80" aria-label="${replica.name} KV blocks"></canvas>
       <div class="stats"><span>TTFT p99</span><b>${fmtSeconds(stats.ttft_s.p99)}</b>
         <span>hit rate</span><b>${(100 * stats.prefix_cache_hit_rate).toFixed(0)}%</b></div>
-      ${opens ? '<div class="hint">open its engine panels ›</div>' : ""}`;
+      ${opens ? html`<div class="hint">open its engine panels ›</div>` : ""}`);
     if (opens) card.addEventListener("click", () => openReplica(replica.name));
     grid.appendChild(card);
   });
@@ -218,9 +219,8 @@ function show(index) {
 function showEvents(t) {
   const upTo = run.events.filter((e) => e.t <= t);
   const recent = upTo.slice(-60).reverse();
-  $("events").innerHTML = recent.map((e) =>
-    `<li title="${e.detail}"><span class="t">${e.t.toFixed(3)}</span><span class="kind-${e.kind}">${e.kind}</span> ${e.request} → ${e.replica}` +
-    `${e.detail ? ` <span class="t detail">(${e.detail})</span>` : ""}</li>`).join("");
+  render($("events"), html`${recent.map((e) =>
+    html`<li title="${e.detail}"><span class="t">${e.t.toFixed(3)}</span><span class="kind-${e.kind}">${e.kind}</span> ${e.request} → ${e.replica}${e.detail ? html` <span class="t detail">(${e.detail})</span>` : ""}</li>`)}`);
   const shown = run.events.length < run.num_events ? ` (the first ${fmtInt(run.events.length)} kept)` : "";
   $("event-count").textContent = `${fmtInt(upTo.length)} of ${fmtInt(run.num_events)}${shown}`;
 }

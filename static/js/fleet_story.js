@@ -5,10 +5,10 @@
 // "What it proves" (W) opens the lesson's claims and table as a slide of their own.
 
 import { openClaims as openSlide } from "./claims.js";
-import { esc } from "./why_words.js";
+import { html, render } from "./dom.js";
 
 // A request's or a replica's name read from the back of a hall must not break at its hyphen.
-const unbroken = (html) => html.replace(/\b(?:req|replica|prefill|decode)-\d+/g, (id) => `<span class="id">${id}</span>`);
+const unbroken = (text) => String(text).split(/(\b(?:req|replica|prefill|decode)-\d+)/).map((part, i) => (i % 2 ? html`<span class="id">${part}</span>` : part));
 
 export function mount(el, { seek, dialog }) {
   let lesson = null;  // {title, summary} of the lesson picked, before its run arrives
@@ -31,10 +31,10 @@ export function mount(el, { seek, dialog }) {
 
   function openClaims() {
     if (!story) return;
-    const arms = story.arms.map((arm) => arm === story.arm
-      ? `<b class="pill on" aria-current="true">${esc(arm)} (shown)</b>`
-      : `<a class="pill" href="/fleet?lesson=${encodeURIComponent(story.name)}&arm=${encodeURIComponent(arm)}">${esc(arm)}</a>`).join(" ");
-    openSlide(dialog, story, `Open another arm: ${arms}`);
+    const arms = story.arms.map((arm, i) => html`${i ? " " : ""}${arm === story.arm
+      ? html`<b class="pill on" aria-current="true">${arm} (shown)</b>`
+      : html`<a class="pill" href="/fleet?lesson=${encodeURIComponent(story.name)}&arm=${encodeURIComponent(arm)}">${arm}</a>`}`);
+    openSlide(dialog, story, html`Open another arm: ${arms}`);
   }
 
   function current() {
@@ -65,8 +65,7 @@ export function mount(el, { seek, dialog }) {
     key = "";
     el.hidden = !lesson;
     if (lesson) {
-      el.innerHTML = `<div class="caption"><p class="lesson-title">${esc(lesson.title)} · arm <b>${esc(arm)}</b></p>` +
-        `<p class="beat-text">${esc(lesson.summary)} <span class="muted">(running every arm: a few seconds)</span></p></div>`;
+      render(el, html`<div class="caption"><p class="lesson-title">${lesson.title} · arm <b>${arm}</b></p><p class="beat-text">${lesson.summary} <span class="muted">(running every arm: a few seconds)</span></p></div>`);
     }
   }
 
@@ -86,15 +85,9 @@ export function mount(el, { seek, dialog }) {
     const next = `${at}/${here}/${here ? "" : frames[frame].t.toFixed(3)}`;
     if (next === key) return;
     key = next;
-    const dots = list.map((b, i) => `<button type="button" data-action="beat" data-index="${i}" class="beat${i === at ? " on" : ""}"` +
-      `${i === at ? ' aria-current="step"' : ""} title="Go to ${b.t.toFixed(3)} s: ${esc(b.title)}">${i + 1}</button>`).join("");
-    const away = here ? "" : ` <span class="muted">(now at ${frames[frame].t.toFixed(3)} s)</span>`;
-    el.innerHTML = `<div class="caption"><p class="lesson-title">${esc(story.title)} · arm <b>${esc(story.arm)}</b></p>` +
-      `<p class="beat-text"><b>${at + 1}/${list.length} ${esc(beat.title)}.</b> ${unbroken(esc(beat.text))}${away}</p></div>` +
-      `<div class="nav"><button type="button" data-action="prev" title="Previous beat (P)" aria-label="Previous beat">◀</button>` +
-      `<span class="beats" role="group" aria-label="Beats">${dots}</span>` +
-      `<button type="button" data-action="next" title="Next beat (N)" aria-label="Next beat">▶</button>` +
-      `<button type="button" data-action="claims" title="The claims and the table, checked on the simulated numbers (W)">What it proves</button></div>`;
+    const dots = list.map((b, i) => html`<button type="button" data-action="beat" data-index="${i}" class="beat${i === at ? " on" : ""}"${i === at ? html` aria-current="step"` : ""} title="Go to ${b.t.toFixed(3)} s: ${b.title}">${i + 1}</button>`);
+    const away = here ? "" : html` <span class="muted">(now at ${frames[frame].t.toFixed(3)} s)</span>`;
+    render(el, html`<div class="caption"><p class="lesson-title">${story.title} · arm <b>${story.arm}</b></p><p class="beat-text"><b>${at + 1}/${list.length} ${beat.title}.</b> ${unbroken(beat.text)}${away}</p></div><div class="nav"><button type="button" data-action="prev" title="Previous beat (P)" aria-label="Previous beat">◀</button><span class="beats" role="group" aria-label="Beats">${dots}</span><button type="button" data-action="next" title="Next beat (N)" aria-label="Next beat">▶</button><button type="button" data-action="claims" title="The claims and the table, checked on the simulated numbers (W)">What it proves</button></div>`);
   }
 
   return { pick, load, update, next: () => move(1), prev: () => move(-1), beats, current, openClaims };

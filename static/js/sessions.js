@@ -2,6 +2,8 @@
 // and keeps the control token in this tab's sessionStorage, never in the address bar, so a
 // projected browser shows no way to take control and a reload reuses the same session.
 
+import { html, render } from "./dom.js";
+
 const tokenKey = (sessionId) => `servescope:token:${sessionId}`;
 const sessionKey = (key) => `servescope:session:${key}`;
 
@@ -21,13 +23,15 @@ export function rememberToken(sessionId, token) {
   sessionStorage.setItem(tokenKey(sessionId), token);
 }
 
-// A token handed over in a link (`#token=...`, or an old `?token=...`) moves into sessionStorage
-// and out of the address bar before anything else runs.
+// A token handed over in a link's fragment (`#token=...`, which never reaches the server) moves
+// into sessionStorage and out of the address bar before anything else runs. A `?token=` in the
+// query is not adopted: it has already been sent to the server (and to any proxy's log), so it
+// is only taken out of the address bar and the history.
 export function adoptTokenFromUrl(sessionId) {
   const url = new URL(location.href);
-  const token = new URLSearchParams(url.hash.slice(1)).get("token") || url.searchParams.get("token");
-  if (!token) return;
-  sessionStorage.setItem(tokenKey(sessionId), token);
+  const token = new URLSearchParams(url.hash.slice(1)).get("token");
+  if (!token && !url.searchParams.has("token")) return;
+  if (token) sessionStorage.setItem(tokenKey(sessionId), token);
   url.searchParams.delete("token");
   history.replaceState(null, "", url.pathname + url.search);
 }
@@ -97,11 +101,11 @@ export function showStartFailure(error, idleMinutes) {
   const main = document.createElement("main");
   main.className = "panel start-failure";
   main.style.cssText = "margin: 10vh auto; max-width: 40em; padding: 1.5em;";
-  main.innerHTML = `<h1>No session could be started</h1><p class="reason"></p>
+  render(main, html`<h1>No session could be started</h1><p class="reason"></p>
     <p>Sessions end by themselves after ${idleMinutes || 15} idle minutes, and a presenter can end theirs with "End session".</p>
     <p><button id="start-retry" class="primary">Try again</button>
-    ${own.length ? `<button id="start-end-own">End the ${own.length} session${own.length > 1 ? "s" : ""} this tab started, then try again</button>` : ""}
-    <a href="/">Open the default scenario</a></p>`;
+    ${own.length ? html`<button id="start-end-own">End the ${own.length} session${own.length > 1 ? "s" : ""} this tab started, then try again</button>` : ""}
+    <a href="/">Open the default scenario</a></p>`);
   main.querySelector(".reason").textContent = error.message;
   document.body.replaceChildren(main);
   main.querySelector("#start-retry").addEventListener("click", () => location.reload());

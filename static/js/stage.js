@@ -3,13 +3,15 @@
 // presenter can bring any of them back. A lesson's beat sets the stage; outside lessons it is
 // the requests, the batch and the KV cache.
 
+import { el } from "./dom.js";
+
 const MAX_ON_STAGE = 3;
 
 export function mount(grid, bar, { onChange }) {
   let panels = ["queues", "batch", "kv"];
   const sections = [...grid.querySelectorAll("[data-panel]")];
-  bar.innerHTML = sections.map((section) =>
-    `<button data-stage="${section.dataset.panel}" aria-pressed="false" title="Show or fold this panel (projector theme)">${section.dataset.title}</button>`).join("");
+  bar.replaceChildren(...sections.map((section) => el("button", { "data-stage": section.dataset.panel, "aria-pressed": "false",
+    title: "Show or fold this panel (projector theme)" }, section.dataset.title)));
   bar.addEventListener("click", (event) => {
     const button = event.target.closest("button[data-stage]");
     if (!button) return;

@@ -3,6 +3,7 @@
 // (POST /api/sweep, checked by the server's schema) or from a results file the browser reads
 // itself: no request ever names a file on the server.
 import { cssVar } from "./colors.js";
+import { el } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 if (new URLSearchParams(location.search).get("theme") === "projector" || localStorage.getItem("servescope-theme") === "projector") {
@@ -200,8 +201,9 @@ function draw() {
   if (!result) return;
   const configs = plot($("chart-ttft"), "ttft_s.p99", result.slo_ttft_s, "p99 TTFT");
   plot($("chart-tpot"), "tpot_s.p99", result.slo_tpot_s, "p99 TPOT");
-  $("legend").innerHTML = configs.map((c, i) => `<span><i style="background:${PALETTE[i % PALETTE.length]}"></i>${c}</span>`).join("") +
-    '<span>┄ Pareto front</span>';
+  // Labels and cells come from the results file: text, whatever they hold.
+  $("legend").replaceChildren(...configs.map((c, i) => el("span", {}, el("i", { style: { background: PALETTE[i % PALETTE.length] } }), String(c))),
+    el("span", {}, "┄ Pareto front"));
   table();
 }
 
@@ -225,9 +227,9 @@ function table() {
       (Number(row["ttft_s.p99"]) * 1e3).toFixed(1), (Number(row["tpot_s.p99"]) * 1e3).toFixed(2),
       Number(row.goodput_requests_per_s).toFixed(2), meets(row) ? "meets" : "misses"];
     const classes = [meets(row) ? "meets" : "", [...cheapest.values()].includes(row) ? "cheapest" : ""].join(" ");
-    return `<tr class="${classes}">${cells.map((c) => `<td>${c}</td>`).join("")}</tr>`;
+    return el("tr", { class: classes }, cells.map((c) => el("td", {}, String(c))));
   });
-  $("table").innerHTML = `<thead><tr>${head.map((h) => `<th>${h}</th>`).join("")}</tr></thead><tbody>${body.join("")}</tbody>`;
+  $("table").replaceChildren(el("thead", {}, el("tr", {}, head.map((h) => el("th", {}, h)))), el("tbody", {}, body));
   $("cheapest").textContent = cheapest.size ? "outlined: the fewest GPUs meeting the SLO at each rate" : "no point meets the SLO";
 }
 

@@ -1,9 +1,13 @@
 // The decision trace in plain words. The server sends data (scheduler_core/engine/decision_trace.py);
 // every number in these sentences is a field of it or of the step's record.
 
-import { fmtInt } from "./colors.js";
+// They are markup strings, every piece of data in them through esc() (dom.js, the one escaper);
+// the panels hand them to the page with fromEscaped().
 
-export const esc = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+import { fmtInt } from "./colors.js";
+import { esc } from "./dom.js";
+
+export { esc };
 const id = (rid) => `<button type="button" class="rid" data-id="${esc(rid)}" title="Select ${esc(rid)}">${esc(rid)}</button>`;
 const n = (value) => `<b class="num">${fmtInt(value)}</b>`;
 const blocks = (count) => `${n(count)} block${count === 1 ? "" : "s"}`;

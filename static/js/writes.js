@@ -1,3 +1,5 @@
+import { isHtml, render } from "./dom.js";
+
 // Writes made only when the value changes. The dashboard draws every frame while playing, and even
 // an equal write makes the browser restyle the element (and replace its text) all over again.
 
@@ -21,11 +23,14 @@ export function setText(el, text) {
 
 // A line of figures keeps its tags from one step to the next and changes only its numbers. When
 // the tags are those last written, only the text nodes that differ are changed: innerHTML would
-// parse the line again and give the browser new nodes to style and lay out, every frame.
+// parse the line again and give the browser new nodes to style and lay out, every frame. The
+// line is an html`` fragment (dom.js), so data in it is already text.
 const TAG = /<[^>]*>/g;
 const shownHtml = new WeakMap(); // element -> { html, tags, texts, nodes }
 
-export function setHtml(el, html) {
+export function setHtml(el, fragment) {
+  if (!isHtml(fragment)) throw new TypeError("setHtml() takes html`...`, not a string");
+  const html = fragment.markup;
   const shown = shownHtml.get(el);
   if (shown && shown.html === html) return;
   const tags = (html.match(TAG) || []).join("");
@@ -36,7 +41,7 @@ export function setHtml(el, html) {
     Object.assign(shown, { html, texts });
     return;
   }
-  el.innerHTML = html;
+  render(el, fragment);
   const nodes = [];
   const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
   while (walker.nextNode()) nodes.push(walker.currentNode);

@@ -3,6 +3,7 @@ a file on the server, a session it did not make, or a server that stops answerin
 
 import json
 import os
+import time
 
 import pytest
 from fastapi.testclient import TestClient
@@ -134,6 +135,49 @@ def test_ip_address_hosts_are_served_only_by_a_public_server():
             assert client.get("/healthz").status_code == expected
 
 
+# The Origin is this server's own only with its scheme, name and port: another port on
+# localhost is another program's page, another address of a public server another machine's.
+SAME_ORIGIN = [("127.0.0.1:8000", "http://127.0.0.1:8000"), ("localhost", "http://localhost"),
+               ("localhost", "http://localhost:80"), ("[::1]:8765", "http://[::1]:8765")]
+OTHER_ORIGINS = [("127.0.0.1:8000", "http://127.0.0.1:8001"), ("localhost:8000", "http://localhost"),
+                 ("localhost", "http://localhost:3000"), ("localhost:8000", "https://localhost:8000"),
+                 ("localhost:8000", "http://127.0.0.1:8000"), ("[::1]:8765", "http://[::1]:8766"),
+                 ("localhost:8000", "http://localhost:8000/path"), ("localhost:8000", "http://localhost:99999")]
+
+
+@pytest.mark.parametrize("host, origin", SAME_ORIGIN)
+def test_a_page_of_this_origin_is_served(client, host, origin):
+    assert client.get("/healthz", headers={"host": host, "origin": origin}).status_code == 200
+
+
+@pytest.mark.parametrize("host, origin", OTHER_ORIGINS)
+def test_a_page_on_another_port_or_scheme_is_refused(client, host, origin):
+    assert client.get("/healthz", headers={"host": host, "origin": origin}).status_code == 403
+    assert client.post("/api/sessions", json={"preset": "default"}, headers={"host": host, "origin": origin}).status_code == 403
+    assert client.get("/api/sessions").json() == []
+
+
+@pytest.mark.parametrize("host, origin", OTHER_ORIGINS[:4])
+def test_a_websocket_from_another_port_is_closed_with_the_policy_code(client, host, origin):
+    created = created_session(client)
+    assert websocket_refusal(client, f"/ws/{created['session_id']}", {"host": host, "origin": origin}) == 1008
+
+
+def test_a_websocket_from_this_origin_is_served(client):
+    created = created_session(client)
+    with client.websocket_connect(f"/ws/{created['session_id']}", headers={"origin": "http://testserver"}) as ws:
+        assert ws.receive()["type"] == "websocket.send"  # a frame, not a close
+
+
+def test_a_public_server_refuses_pages_of_other_addresses_and_ports():
+    with TestClient(create_app(Settings(heartbeat_s=0.2, public=True)), base_url="http://10.1.2.3:8000") as client:
+        assert client.get("/healthz", headers={"origin": "http://10.1.2.3:8000"}).status_code == 200
+        for origin in ("http://10.9.9.9:8000", "http://10.1.2.3:8080", "http://10.1.2.3", "http://192.168.0.7"):
+            assert client.get("/healthz", headers={"origin": origin}).status_code == 403, origin
+        created = created_session(client)
+        assert websocket_refusal(client, f"/ws/{created['session_id']}", {"origin": "http://10.9.9.9:8000"}) == 1008
+
+
 # -- bodies and tokens -----------------------------------------------------------------------
 def test_a_body_over_the_limit_is_413_and_creates_nothing(client):
     name = "x" * (300 * 1024)
@@ -246,3 +290,43 @@ def test_an_export_over_its_byte_budget_is_cut_off_and_its_worker_stopped():
             client.get(f"/api/sessions/{created['session_id']}/export/trace.json",
                        headers={"x-control-token": created["control_token"]})
         assert len(app.state.export_workers) == 0  # its slot is free again
+
+
+# -- a legacy ?token= is never adopted, and nothing token-shaped is logged -------------------
+@pytest.mark.slow
+def test_a_token_pasted_into_any_url_never_reaches_the_servers_log(tmp_path):
+    """uvicorn logs the request line before the app sees it: a real `servescope serve`, whose log
+    must hold no token however it was sent (query, path, websocket URL, a failed auth)."""
+    import asyncio
+
+    from websockets.asyncio.client import connect
+
+    from tests.app.test_serve_process import ServeProcess
+
+    server = ServeProcess(tmp_path / "serve.log", "--log-level", "debug")
+    try:
+        created = server.http.post("/api/sessions", json={"preset": "default"}).json()
+        token, sid = created["control_token"], created["session_id"]
+        for path in (f"/s/{sid}/view?token={token}", f"/s/{sid}?theme=projector&token={token}", f"/?token={token}",
+                     f"/api/sessions/{sid}?token={token}", f"/s/{token}/view", f"/api/sessions/{token}",
+                     f"/static/js/{token}.js"):
+            server.http.get(path)
+
+        async def sockets():
+            async with connect(f"{created['websocket_url']}?token={token}") as ws:
+                await ws.send('{"type": "auth", "token": "' + token[::-1] + '"}')
+                await asyncio.wait_for(ws.recv(), 10)
+
+        asyncio.run(sockets())
+        time.sleep(0.3)
+    finally:
+        server.stop()
+    log = server.log_path.read_text()
+    assert f"/s/{sid}/view" in log and "[redacted]" in log  # the access log is on, and redacts
+    assert token not in log and token[::-1] not in log
+
+
+def test_the_server_answers_a_legacy_query_token_without_echoing_it(client):
+    created = created_session(client)
+    page = client.get(f"/s/{created['session_id']}/view?token={created['control_token']}")
+    assert page.status_code == 200 and created["control_token"] not in page.text

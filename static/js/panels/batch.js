@@ -2,6 +2,7 @@
 // per scheduled request, and what the step's time was made of.
 
 import { fmtInt, fmtSeconds, requestColor } from "../colors.js";
+import { html, render as write } from "../dom.js";
 import { setAttr, setHtml } from "../writes.js";
 
 // "host": the engine's CPU work between steps (scheduling, inputs, outputs), which the GPU waits
@@ -56,8 +57,7 @@ function render(el, store) {
   if (!record) {
     if (el.rows) el.rows.observer.disconnect();
     el.parts = el.rows = null;
-    el.innerHTML = `<p class="muted">No step yet. Press <b>Step</b> (→) or <b>Play</b> (Space).</p>` +
-      `<p class="muted">Each step spends at most <b>${fmtInt(budget)}</b> ${budget === 1 ? "token" : "tokens"}: running requests first, then new ones.</p>`;
+    write(el, html`<p class="muted">No step yet. Press <b>Step</b> (→) or <b>Play</b> (Space).</p><p class="muted">Each step spends at most <b>${fmtInt(budget)}</b> ${budget === 1 ? "token" : "tokens"}: running requests first, then new ones.</p>`);
     return;
   }
   let prefill = 0, decode = 0;
@@ -74,8 +74,8 @@ function render(el, store) {
   // Under async scheduling a pass ends when the batch in flight comes back, while this step's
   // batch runs on the GPU after it: the pass's time and the batch's cost are two figures.
   const overlapped = Boolean(store.session.scenario.engine.async_scheduling);
-  const cost = (overlapped && parts.length ? `<span>this batch on the GPU ${fmtSeconds(total)}:</span> ` : "") +
-    parts.map(([k, v]) => `<span class="${k === dominant ? "dominant" : ""}">${COST_LABELS[k] || k} ${fmtSeconds(v)} (${Math.round((100 * v) / total)}%)</span>`).join(" · ");
+  const cost = html`${overlapped && parts.length ? html`<span>this batch on the GPU ${fmtSeconds(total)}:</span> ` : ""}${
+    parts.map(([k, v], i) => html`${i ? " · " : ""}<span class="${k === dominant ? "dominant" : ""}">${COST_LABELS[k] || k} ${fmtSeconds(v)} (${Math.round((100 * v) / total)}%)</span>`)}`;
   const box = el.rows || {};
   const rowHeight = box.rowHeight || 20;
   const first = Math.max(0, Math.floor((box.scrollTop || 0) / rowHeight) - OVERSCAN_ROWS);
@@ -95,28 +95,23 @@ function render(el, store) {
   const notes = [];
   if (record.admitted.length) notes.push(`admitted ${record.admitted.length}`);
   if (record.resumed.length) notes.push(`resumed ${record.resumed.length}`);
-  if (record.preempted.length) notes.push(`<b style="color:var(--preempted-text)">preempted ${record.preempted.length}</b>`);
+  if (record.preempted.length) notes.push(html`<b class="preempted-note">preempted ${record.preempted.length}</b>`);
   if (record.finished.length) notes.push(`finished ${record.finished.length}`);
   if (Object.keys(accepted).length) notes.push(`${fmtInt(numAccepted)} ${numAccepted === 1 ? "draft" : "drafts"} accepted`);
   if (!el.parts) {
-    el.innerHTML = `<div class="budget"></div><div class="budget-bar" role="img"></div><div class="legend"></div>` +
-      `<div class="cost"></div><div class="batch-rows" tabindex="0" role="region" aria-label="Requests in this step">` +
-      `<div class="batch-spacer"><div class="batch-window"></div></div></div>`;
+    write(el, html`<div class="budget"></div><div class="budget-bar" role="img"></div><div class="legend"></div><div class="cost"></div><div class="batch-rows" tabindex="0" role="region" aria-label="Requests in this step"><div class="batch-spacer"><div class="batch-window"></div></div></div>`);
     el.parts = Object.fromEntries(["budget", "budget-bar", "legend", "cost"].map((name) => [name, el.querySelector(`.${name}`)]));
     el.rows = { box: el.querySelector(".batch-rows"), spacer: el.querySelector(".batch-spacer"), window: el.querySelector(".batch-window"), shown: [] };
     watchRows(el, store);
   }
   // Each part is written only when it changed, and then mostly its figures alone (`setHtml`).
-  const set = (name, html) => setHtml(el.parts[name], html);
-  set("budget", `<span>step <b>${fmtInt(record.step + 1)}</b> · <b>${fmtInt(used)}</b> of ${fmtInt(budget)} tokens · ` +
-    `<b>${record.scheduled.length}</b> ${record.scheduled.length === 1 ? "request" : "requests"}</span><span>${notes.join(" · ")}</span>`);
-  set("budget-bar", `<span style="width:${(100 * prefill) / budget}%;background:var(--prefill)"></span>` +
-    `<span style="width:${(100 * decode) / budget}%;background:var(--decode)"></span>`);
+  const set = (name, fragment) => setHtml(el.parts[name], fragment);
+  set("budget", html`<span>step <b>${fmtInt(record.step + 1)}</b> · <b>${fmtInt(used)}</b> of ${fmtInt(budget)} tokens · <b>${record.scheduled.length}</b> ${record.scheduled.length === 1 ? "request" : "requests"}</span><span>${notes.map((note, i) => html`${i ? " · " : ""}${note}`)}</span>`);
+  set("budget-bar", html`<span style="width:${(100 * prefill) / budget}%;background:var(--prefill)"></span><span style="width:${(100 * decode) / budget}%;background:var(--decode)"></span>`);
   setAttr(el.parts["budget-bar"], "aria-label", `${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget`);
-  set("legend", `<span><i class="swatch" style="background:var(--prefill)"></i>P prefill ${fmtInt(prefill)}</span>` +
-    `<span><i class="swatch" style="background:var(--decode)"></i>D decode ${fmtInt(decode)}${numDrafts ? ` (${fmtInt(numDrafts)} drafts)` : ""}</span>` +
-    (overlapped ? `<span title="how long this pass of the engine loop took: it waits for the batch in flight to come back">pass time <b>${fmtSeconds(record.step_s)}</b></span>`
-      : `<span>step time <b>${fmtSeconds(record.step_s)}</b></span>`));
+  set("legend", html`<span><i class="swatch" style="background:var(--prefill)"></i>P prefill ${fmtInt(prefill)}</span><span><i class="swatch" style="background:var(--decode)"></i>D decode ${fmtInt(decode)}${numDrafts ? ` (${fmtInt(numDrafts)} drafts)` : ""}</span>${
+    overlapped ? html`<span title="how long this pass of the engine loop took: it waits for the batch in flight to come back">pass time <b>${fmtSeconds(record.step_s)}</b></span>`
+      : html`<span>step time <b>${fmtSeconds(record.step_s)}</b></span>`}`);
   set("cost", cost);
   renderRows(el.rows, rows, first, record.scheduled.length);
 }
@@ -125,7 +120,7 @@ function render(el, store) {
 // changed: in a run of decode steps, nothing, and a batch turning over (every row in view takes
 // another request) writes their text and styles, never parses and builds rows afresh.
 const ROW = document.createElement("template");
-ROW.innerHTML = `<div class="batch-row"><span><i class="swatch"></i> </span><span class="track"><span class="fill"></span></span><span class="kind"></span></div>`;
+write(ROW, html`<div class="batch-row"><span><i class="swatch"></i> </span><span class="track"><span class="fill"></span></span><span class="kind"></span></div>`);
 
 function createRow() {
   const el = ROW.content.firstChild.cloneNode(true);

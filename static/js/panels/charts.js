@@ -3,6 +3,7 @@
 // waiting, KV usage with output throughput, and the tokens of each step against the budget.
 
 import { cssVar, fmtSeconds } from "../colors.js";
+import { html, render } from "../dom.js";
 import { setHtml } from "../writes.js";
 
 const MAX_DRAWN_POINTS = 1200;
@@ -13,13 +14,13 @@ export function mount(el, store) {
   let latency = "ttft_s";
   let plots = [];
   let percentiles = []; // [label, colour, dash] of p50, p90, p99
-  el.innerHTML = `
+  render(el, html`
     <div class="chart" id="chart-latency"><h3><span class="seg" role="radiogroup" aria-label="Latency metric">
-      ${Object.entries(LATENCIES).map(([k, v]) => `<button data-latency="${k}" role="radio">${v}</button>`).join("")}
+      ${Object.entries(LATENCIES).map(([k, v]) => html`<button data-latency="${k}" role="radio">${v}</button>`)}
       </span></h3><div class="pct" id="latency-pct"></div><div class="plot"></div></div>
     <div class="chart" id="chart-queues"><h3 title="Requests running and waiting over simulated time">Running / waiting</h3><div class="plot"></div></div>
     <div class="chart" id="chart-kv"><h3 title="KV cache usage and output tokens per second">KV usage · throughput</h3><div class="plot"></div></div>
-    <div class="chart" id="chart-tokens"><h3 title="Prefill and decode tokens in each step">Tokens per step</h3><div class="plot"></div></div>`;
+    <div class="chart" id="chart-tokens"><h3 title="Prefill and decode tokens in each step">Tokens per step</h3><div class="plot"></div></div>`);
   el.querySelector(".seg").addEventListener("click", (event) => {
     const button = event.target.closest("button[data-latency]");
     if (button) { latency = button.dataset.latency; button.blur(); build(); }
@@ -150,7 +151,7 @@ export function mount(el, store) {
     ];
     plots = specs.map(([selector, options]) => {
       const box = el.querySelector(`${selector} .plot`);
-      box.innerHTML = "";
+      box.replaceChildren();
       const size = plotSize(box);
       const plot = new uPlot({ ...options, ...size }, options.series.map(() => []), box);
       plot.setSize(plotSize(box, plot));
@@ -198,9 +199,8 @@ export function mount(el, store) {
     });
     const has = stats && stats.p50 != null;
     setHtml(el.querySelector("#latency-pct"), has
-      ? percentiles.map(([label, colour, dash]) => `<span><svg width="22" height="10" aria-hidden="true"><line x1="0" y1="5" x2="22" y2="5" ` +
-        `stroke="${colour}" stroke-width="3" stroke-dasharray="${dash.join(" ")}"/></svg>${label} ${fmtSeconds(stats[label])}</span>`).join("")
-      : "no finished requests yet");
+      ? html`${percentiles.map(([label, colour, dash]) => html`<span><svg width="22" height="10" aria-hidden="true"><line x1="0" y1="5" x2="22" y2="5" stroke="${colour}" stroke-width="3" stroke-dasharray="${dash.join(" ")}"/></svg>${label} ${fmtSeconds(stats[label])}</span>`)}`
+      : html`no finished requests yet`);
     plots[0]._marks = has ? percentiles.map(([label, colour, dash]) => [stats[label], colour, dash]) : [];
     return [bins.map((b) => b[0]), bins.map((b) => b[1])];
   }

@@ -6,6 +6,8 @@
 // evicted, steps 2850–2858"), so they never push preemptions and finishes out of view; so are
 // many requests admitted (or finished) in one step ("31 requests finished (req-00003, …, req-00251)").
 
+import { el as h } from "../dom.js";
+
 const KINDS = { admitted: "admitted", resumed: "resumed", chunk: "prefill chunks", preempted: "preempted", finished: "finished", evicted: "evictions" };
 const MAX_SHOWN = 150;
 const MERGE_STEPS = 20; // evictions within this many steps of the last eviction line join it
@@ -15,14 +17,12 @@ const MAX_SINGLE_LINES = 3;
 const GROUPS = { admitted: "requests admitted", resumed: "requests resumed", finished: "requests finished", chunk: "prefill chunks" };
 
 const plural = (n, one, many) => `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`;
-const escape = (text) => text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
 export function mount(el, store, { onSeek, onSelect }) {
   const hidden = new Set(["chunk"]);
-  el.innerHTML = `<div class="filters">${Object.entries(KINDS).map(([k, label]) =>
-    `<label><input type="checkbox" data-kind="${k}" ${hidden.has(k) ? "" : "checked"}> ${label}</label>`).join("")}</div>` +
-    '<div class="list"></div>';
-  const list = el.querySelector(".list");
+  const list = h("div", { class: "list" });
+  el.replaceChildren(h("div", { class: "filters" }, Object.entries(KINDS).map(([k, label]) =>
+    h("label", {}, h("input", { type: "checkbox", "data-kind": k, checked: !hidden.has(k) }), ` ${label}`))), list);
   el.querySelector(".filters").addEventListener("change", (event) => {
     const kind = event.target.dataset.kind;
     if (event.target.checked) hidden.delete(kind); else hidden.add(kind);
@@ -71,25 +71,22 @@ export function mount(el, store, { onSeek, onSelect }) {
   }
 
   function text(row) {
-    if (row.group) return `${row.count} ${GROUPS[row.kind]} (${escape(row.request)}, …, ${escape(row.lastRequest)})`;
-    if (row.kind !== "evicted") return escape(row.text);
+    if (row.group) return `${row.count} ${GROUPS[row.kind]} (${row.request}, …, ${row.lastRequest})`;
+    if (row.kind !== "evicted") return row.text;
     const steps = row.step === row.to ? `step ${row.step}` : `steps ${row.step}–${row.to}`;
     return `${plural(row.blocks, "cached block", "cached blocks")} evicted from the prefix cache, ${steps}`;
   }
 
+  // Built as elements: a request id or an event's text is shown as text, whatever it holds.
   const item = (row) =>
-    `<button class="event ${row.kind}" data-step="${row.to}" data-kind="${row.kind}" data-request="${row.request}" ` +
-    `title="Go to step ${row.to}${row.kind === "preempted" ? " and see why" : ""}">` +
-    `<span class="at">${row.to}</span><span class="what">${text(row)}</span></button>`;
+    h("button", { class: `event ${row.kind}`, "data-step": row.to, "data-kind": row.kind, "data-request": row.request,
+      title: `Go to step ${row.to}${row.kind === "preempted" ? " and see why" : ""}` },
+    h("span", { class: "at" }, String(row.to)), h("span", { class: "what" }, text(row)));
 
   // A row's element is made once: a step that adds two events adds two lines, it does not
   // rebuild the other 148 (each rebuild dirtied the layout of the whole log).
   function element(row) {
-    if (!row.el) {
-      const template = document.createElement("template");
-      template.innerHTML = item(row);
-      row.el = template.content.firstChild;
-    }
+    if (!row.el) row.el = item(row);
     return row.el;
   }
 
@@ -105,7 +102,7 @@ export function mount(el, store, { onSeek, onSelect }) {
       add(e);
     }
     if (rows.length > MAX_SHOWN) rows = rows.slice(-MAX_SHOWN);
-    if (!rows.length) list.innerHTML = '<p class="muted">Nothing yet: events appear as the engine steps.</p>';
+    if (!rows.length) list.replaceChildren(h("p", { class: "muted" }, "Nothing yet: events appear as the engine steps."));
     else {
       const wanted = rows.slice().reverse().map(element); // newest first
       const keep = new Set(wanted);

@@ -6,7 +6,8 @@
 import { cssVar, fmtInt, fmtSeconds, requestColor } from "../colors.js";
 import { virtualList } from "../virtual_list.js";
 import { reasonsOf } from "../why_data.js";
-import { esc, explainRequest } from "../why_words.js";
+import { fromEscaped, html, render as write } from "../dom.js";
+import { explainRequest } from "../why_words.js";
 
 export function mount(el, store, { sessionId, onWhy, onSelect }) {
   let shown = null; // `${id}@${step}` last fetched
@@ -20,7 +21,7 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
 
   async function update() {
     const id = store.selected;
-    if (!id) { el.innerHTML = '<p class="muted">Select a request (a chip, a batch row or a KV block) to inspect it.</p>'; shown = null; return; }
+    if (!id) { write(el, html`<p class="muted">Select a request (a chip, a batch row or a KV block) to inspect it.</p>`); shown = null; return; }
     const key = `${id}@${store.step}@${store.status.playing}`;
     if (key === shown || inflight) return;
     inflight = true;
@@ -28,7 +29,7 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
       // The history (a row per step) only while paused: it is long and the step moves on.
       const paused = !store.status.playing;
       const response = await fetch(`/api/sessions/${sessionId}/requests/${encodeURIComponent(id)}?history=${paused}`);
-      if (!response.ok) { el.innerHTML = `<p class="muted">${esc(id)} has not arrived by step ${store.step}.</p>`; shown = key; return; }
+      if (!response.ok) { write(el, html`<p class="muted">${id} has not arrived by step ${store.step}.</p>`); shown = key; return; }
       const detail = await response.json();
       // The evidence only while paused: each answer replays a stretch of the run on the server.
       const record = store.lastRecord;
@@ -48,23 +49,22 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
     const colour = requestColor(r.color);
     const segs = [];
     const firstScheduled = r.first_scheduled_s ?? detail.clock_s;
-    segs.push(`<span title="queued" style="left:0;width:${pos(firstScheduled)}%;background:var(--waiting);opacity:.5"></span>`);
+    segs.push(html`<span title="queued" style="left:0;width:${pos(firstScheduled)}%;background:var(--waiting);opacity:.5"></span>`);
     for (const run of detail.timeline) {
       if (run.kind === "prefill" || run.kind === "decode") {
-        segs.push(`<span title="${run.kind} ${run.tokens} tokens, steps ${run.step + 1}–${run.to_step + 1}" style="left:${pos(run.s)}%;` +
-          `width:${Math.max(0.4, pos(run.to_s) - pos(run.s))}%;background:var(--${run.kind})"></span>`);
+        segs.push(html`<span title="${run.kind} ${run.tokens} tokens, steps ${run.step + 1}–${run.to_step + 1}" style="left:${pos(run.s)}%;width:${Math.max(0.4, pos(run.to_s) - pos(run.s))}%;background:var(--${run.kind})"></span>`);
       } else if (run.kind === "preempted") {
-        segs.push(`<span title="preempted in step ${run.step + 1}" style="left:${pos(run.s)}%;width:3px;background:var(--preempted)"></span>`);
+        segs.push(html`<span title="preempted in step ${run.step + 1}" style="left:${pos(run.s)}%;width:3px;background:var(--preempted)"></span>`);
       }
     }
     const why = answer
-      ? `<section class="why-request"><p class="why-head">Why, in step ${fmtInt(answer.step + 1)} <button type="button" class="why-open ghost">Why? tab ›</button></p>` +
-        explainRequest(answer, r.id, r.status).map((s) => `<p>${s}</p>`).join("") + "</section>"
-      : `<p class="muted why-head">Pause to see why it got what it got. <button type="button" class="why-open ghost">Why? tab ›</button></p>`;
+      ? html`<section class="why-request"><p class="why-head">Why, in step ${fmtInt(answer.step + 1)} <button type="button" class="why-open ghost">Why? tab ›</button></p>${
+        explainRequest(answer, r.id, r.status).map((s) => html`<p>${fromEscaped(s)}</p>`)}</section>`
+      : html`<p class="muted why-head">Pause to see why it got what it got. <button type="button" class="why-open ghost">Why? tab ›</button></p>`;
     const events = detail.timeline.filter((run) => run.kind !== "prefill" && run.kind !== "decode")
       .map((run) => `step ${run.step + 1}: ${run.kind}${run.cached ? ` (${run.cached} tokens from the prefix cache)` : ""}`).join(" · ");
     const previous = { table: el.querySelector(".vlist.table")?.scrollTop, history: el.querySelector(".vlist.history")?.scrollTop };
-    el.innerHTML = `<div class="inspector"><h3><i class="swatch" style="background:${colour}"></i>${esc(r.id)} <span class="pill">${r.status}</span></h3>
+    write(el, html`<div class="inspector"><h3><i class="swatch" style="background:${colour}"></i>${r.id} <span class="pill">${r.status}</span></h3>
       ${why}
       <dl class="kvlist">
         <dt>prompt</dt><dd>${fmtInt(Math.min(r.computed, r.prompt))} / ${fmtInt(r.prompt)} computed${r.cached ? ` (${fmtInt(r.cached)} cached)` : ""}</dd>
@@ -78,23 +78,23 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
         <dt>E2E</dt><dd>${fmtSeconds(l.e2e_s)}</dd>
       </dl>
       ${lastTokenInFlight(detail)}
-      <div class="timeline" role="img" aria-label="Timeline of ${esc(r.id)}">${segs.join("")}</div>
-      ${events ? `<p class="muted events-line">${events}</p>` : ""}
+      <div class="timeline" role="img" aria-label="Timeline of ${r.id}">${segs}</div>
+      ${events ? html`<p class="muted events-line">${events}</p>` : ""}
       <h4>Block table: ${fmtInt(detail.block_table.length)} blocks</h4>
-      <div class="vlist table" tabindex="0" aria-label="Block table of ${esc(r.id)}"></div>
-      ${detail.history ? `<h4>History: ${fmtInt(detail.history.length)} steps run</h4>
-      <div class="vlist history" tabindex="0" aria-label="History of ${esc(r.id)}"></div>` : '<p class="muted">Pause to list its history step by step.</p>'}</div>`;
+      <div class="vlist table" tabindex="0" aria-label="Block table of ${r.id}"></div>
+      ${detail.history ? html`<h4>History: ${fmtInt(detail.history.length)} steps run</h4>
+      <div class="vlist history" tabindex="0" aria-label="History of ${r.id}"></div>` : html`<p class="muted">Pause to list its history step by step.</p>`}</div>`);
     const rowHeight = Math.round(parseFloat(cssVar("--small")) * 1.5);
     const bs = store.session.block_size;
     const table = detail.block_table;
     const tableList = virtualList(el.querySelector(".vlist.table"), {
       rowHeight,
-      header: '<div class="vrow vhead"><span>logical</span><span>physical</span><span>slots</span><span>ref</span></div>',
+      header: html`<div class="vrow vhead"><span>logical</span><span>physical</span><span>slots</span><span>ref</span></div>`,
       renderRow: (i) => {
         const block = table[i];
         const filled = Math.max(0, Math.min(bs, r.computed - i * bs));
         const ref = store.blocks ? store.blocks.ref[block] : 1;
-        return `<div class="vrow"><span>${i}</span><span>${block}</span><span>${filled}/${bs}</span><span>${ref > 1 ? `${ref} shared` : ref}</span></div>`;
+        return html`<div class="vrow"><span>${i}</span><span>${block}</span><span>${filled}/${bs}</span><span>${ref > 1 ? `${ref} shared` : ref}</span></div>`;
       },
     });
     tableList.setCount(table.length);
@@ -103,12 +103,11 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
     if (!history) return;
     const historyList = virtualList(el.querySelector(".vlist.history"), {
       rowHeight,
-      header: '<div class="vrow vhead"><span>step</span><span>tokens</span><span>from token</span><span>blocks</span></div>',
+      header: html`<div class="vrow vhead"><span>step</span><span>tokens</span><span>from token</span><span>blocks</span></div>`,
       renderRow: (i) => {
         const [step, tokens, before, blocks, kind] = history[i];
         const scheduled = kind === "prefill" ? `${tokens} prefill` : tokens > 1 ? `1+${tokens - 1} drafts` : "1 decode";
-        return `<div class="vrow"><span>${step + 1}</span><span>${scheduled}</span>` +
-          `<span>${before}</span><span>${blocks}</span></div>`;
+        return html`<div class="vrow"><span>${step + 1}</span><span>${scheduled}</span><span>${before}</span><span>${blocks}</span></div>`;
       },
     });
     historyList.setCount(history.length);
@@ -123,7 +122,5 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
 function lastTokenInFlight(detail) {
   const r = detail.request;
   if (!detail.in_flight || r.status !== "running" || r.output + 1 < r.max_tokens) return "";
-  return `<p class="in-flight">Its last token is in flight. Under async scheduling the engine schedules a step while the one ` +
-    `before still runs, so this request stays running, holding its ${fmtInt(detail.block_table.length)} blocks, until that token ` +
-    "comes back in the next pass; then it finishes.</p>";
+  return html`<p class="in-flight">Its last token is in flight. Under async scheduling the engine schedules a step while the one before still runs, so this request stays running, holding its ${fmtInt(detail.block_table.length)} blocks, until that token comes back in the next pass; then it finishes.</p>`;
 }

@@ -7,8 +7,9 @@
 // it (following the selected request's blocks; scroll or click the strip to move) above an
 // overview strip of the whole pool.
 
-import { cssVar, fmtInt, requestColor } from "../colors.js";
-import { setAttr, setHtml, setText } from "../writes.js";
+import { cssVar, requestColor } from "../colors.js";
+import { setAttr } from "../writes.js";
+import { mountText } from "./kvgrid_text.js";
 
 export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gaugeEl, pagedButton, contiguousButton }) {
   let mode = "paged";
@@ -368,86 +369,12 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       reservation = drawContiguous(ctx, c);
     }
     drawStrip(ctx, c);
-    subEl.innerHTML = `· ${fmtInt(n)} blocks × ${store.session.block_size} tokens`;
-    const windowNote = layout.strip
-      ? `<span class="window-note">showing blocks ${fmtInt(layout.offset)}–${fmtInt(Math.min(n, layout.offset + layout.rows * layout.cols) - 1)}; ` +
-        "the strip below is the whole pool (click it or scroll to move)</span>" : "";
-    legendEl.innerHTML = legend(mode) + windowNote;
+    text.updateFrame(mode, n, layout);
     updateText();
   }
 
-  // The gauge's bar and figure are made once; each frame changes the bar's width and the text.
-  gaugeEl.innerHTML = "<i></i><span></span>";
-  const gaugeBar = gaugeEl.firstChild, gaugeText = gaugeEl.lastChild;
-
-  function updateText() {
-    const percent = ((store.lastRecord ? store.lastRecord.kv_usage : 0) * 100).toFixed(1);
-    if (gaugeBar.style.width !== `${percent}%`) gaugeBar.style.width = `${percent}%`;
-    setText(gaugeText, `${percent}% used`);
-    setAttr(gaugeEl, "aria-valuenow", percent);
-    const r = reservation;
-    const summary = mode === "paged" ? pagedSummary()
-      : `reserving ${fmtInt(r.region)} blocks (max_model_len) per request: <b>${r.fitted} of ${r.running}</b> running requests fit; ` +
-        `<b>${(r.waste * 100).toFixed(0)}%</b> of reserved slots unused`;
-    setHtml(summaryEl, `<div>${summary}</div>` + blockTable());
-  }
-
-  function pagedSummary() {
-    const bs = store.session.block_size;
-    // Blocks past a request's computed tokens are its lookahead: slots vLLM allocates ahead for
-    // the draft tokens of speculative decoding (the contiguous view reserves whole regions instead).
-    let slots = 0, tokens = 0, lookahead = 0;
-    for (const [id, table] of store.tables) {
-      const request = store.requests.get(id);
-      if (!request) continue;
-      slots += table.length * bs;
-      tokens += Math.min(request.computed, table.length * bs);
-      lookahead += Math.max(0, table.length - Math.max(1, Math.ceil(request.computed / bs)));
-    }
-    const { ref, cached: hasPrefix, owner, n } = store.blocks;
-    let shared = 0, cached = 0;
-    for (let block = 0; block < n; block++) {
-      if (ref[block] > 1) shared += 1;
-      if (hasPrefix[block] && !owner[block]) cached += 1;
-    }
-    const reserving = store.session.scenario.engine.kv_allocator === "contiguous";
-    const drafting = !reserving && drafts();
-    const unused = slots - tokens - (drafting ? lookahead * bs : 0);
-    return `${reserving ? "reserved but unused slots" : "unused slots in last blocks"}: ` +
-      `<b>${slots ? ((unused / slots) * 100).toFixed(1) : "0.0"}%</b>` +
-      (drafting ? ` · lookahead blocks ${fmtInt(lookahead)}` : "") +
-      ` · shared blocks ${fmtInt(shared)} · evictable cached ${fmtInt(cached)}`;
-  }
-
-  function blockTable() {
-    const id = store.selected;
-    if (!id || mode !== "paged") return "";
-    const table = store.tables.get(id) || [];
-    const request = store.requests.get(id);
-    if (!table.length) return `<div class="block-table"><b>${id}</b> holds no blocks (${request ? request.status : "not visible"})</div>`;
-    const bs = store.session.block_size;
-    const entries = table.map((block, i) => {
-      const filled = request ? Math.max(0, Math.min(bs, request.computed - i * bs)) : bs;
-      const shared = store.blocks.ref[block] > 1 ? "*" : "";
-      return `<code title="logical ${i} → physical ${block}, ${filled}/${bs} slots${shared ? ", shared" : ""}">${i}→${block}${shared}${filled < bs ? ` (${filled}/${bs})` : ""}</code>`;
-    });
-    return `<div class="block-table"><b>${id}</b> logical→physical (* shared): ${entries.join(" ")}</div>`;
-  }
-
-  // Speculative decoding on: requests hold lookahead slots for their drafts.
-  const drafts = () => Boolean(store.session.scenario.engine.speculative_config);
-
-  function legend(view) {
-    const sw = (style, label) => `<span><i class="swatch" style="${style}"></i>${label}</span>`;
-    if (view === "contiguous") return sw("background:#999", "held") + sw("background:#999;opacity:.25", "reserved, unused") + sw("background:var(--free)", "free");
-    const sw2 = (style, label, title) => `<span title="${title}"><i class="swatch" style="${style}"></i>${label}</span>`;
-    return sw2("background:var(--free)", "free", "free block") +
-      sw2("background:linear-gradient(var(--cached),var(--cached)) 0 0/50% 50% no-repeat,var(--free)", "cached", "free, but still holds a cached prefix: a new request with that prefix reuses it; evicted when reallocated") +
-      sw2("background:linear-gradient(var(--panel),var(--panel)) center/40% 40% no-repeat,#888", "shared", "shared by several requests through the prefix cache (ref count > 1)") +
-      sw2("background:linear-gradient(0deg,#888 40%,#ddd 40%)", "partly full", "a request's last block, filled to the height shown: PagedAttention's only waste") +
-      (drafts() ? sw2("background:#aaa;opacity:.5", "lookahead", "allocated ahead of a request's tokens for the draft tokens speculative decoding will verify (vLLM's lookahead slots)") : "") +
-      sw2("background:var(--null)", "null", "block 0, vLLM's reserved null block");
-  }
+  const text = mountText(store, { legendEl, summaryEl, subEl, gaugeEl });
+  const updateText = () => text.updateText(mode, reservation);
 
   return { update, setMode };
 }

@@ -5,6 +5,7 @@
 // and "What it proves" opens the claims and the table as a slide of their own.
 
 import { openClaims as openSlide } from "../claims.js";
+import { html, render as write } from "../dom.js";
 import { setProp } from "../writes.js";
 
 export function mount(el, store, { seek, canControl, stage, dialog }) {
@@ -61,10 +62,10 @@ export function mount(el, store, { seek, canControl, stage, dialog }) {
   function openClaims() {
     if (!lesson) return false;
     const info = store.session.lesson;
-    const arms = lesson.arms.map((arm) => arm === info.arm
-      ? `<b class="pill on" aria-current="true">${arm} (this session)</b>`
-      : `<a class="pill" href="/?lesson=${lesson.name}&arm=${encodeURIComponent(arm)}">${arm}</a>`).join(" ");
-    openSlide(dialog, lesson, `Open an arm in a new session: ${arms} · <a href="/compare?lesson=${lesson.name}">compare side by side</a>`);
+    const arms = lesson.arms.map((arm, i) => html`${i ? " " : ""}${arm === info.arm
+      ? html`<b class="pill on" aria-current="true">${arm} (this session)</b>`
+      : html`<a class="pill" href="/?lesson=${encodeURIComponent(lesson.name)}&arm=${encodeURIComponent(arm)}">${arm}</a>`}`);
+    openSlide(dialog, lesson, html`Open an arm in a new session: ${arms} · <a href="/compare?lesson=${encodeURIComponent(lesson.name)}">compare side by side</a>`);
     return true;
   }
 
@@ -81,19 +82,14 @@ export function mount(el, store, { seek, canControl, stage, dialog }) {
     const key = `${index}/${store.step === beat.step}/${info.arm}`;
     if (el.dataset.key === key) return;
     el.dataset.key = key;
-    const dots = list.map((b, i) => `<button data-action="beat" data-index="${i}" class="beat${i === index ? " on" : ""}" ` +
-      `${i === index ? 'aria-current="step"' : ""} ${canControl ? "" : "disabled"} title="Go to step ${b.step}: ${b.title}">${i + 1}</button>`).join("");
-    const away = store.step !== beat.step ? ` <span class="muted">(now at step ${store.step.toLocaleString("en-US")})</span>` : "";
-    el.innerHTML = `<div class="caption"><p class="lesson-title">${lesson.title} · arm <b>${info.arm}</b></p>` +
-      `<p class="beat-text"><b>${index + 1}/${list.length} ${beat.title}.</b> ${unbroken(beat.text)}${away}</p></div>` +
-      `<div class="nav"><button data-action="prev" ${canControl ? "" : "disabled"} title="Previous beat (P)" aria-label="Previous beat">◀</button>` +
-      `<span class="beats" role="group" aria-label="Beats">${dots}</span>` +
-      `<button data-action="next" ${canControl ? "" : "disabled"} title="Next beat (N)" aria-label="Next beat">▶</button>` +
-      `<button data-action="claims" title="The claims and the table, checked on the simulated numbers">What it proves</button></div>`;
+    const disabled = canControl ? html`` : html`disabled`;
+    const dots = list.map((b, i) => html`<button data-action="beat" data-index="${i}" class="beat${i === index ? " on" : ""}" ${i === index ? html`aria-current="step"` : ""} ${disabled} title="Go to step ${b.step}: ${b.title}">${i + 1}</button>`);
+    const away = store.step !== beat.step ? html` <span class="muted">(now at step ${store.step.toLocaleString("en-US")})</span>` : "";
+    write(el, html`<div class="caption"><p class="lesson-title">${lesson.title} · arm <b>${info.arm}</b></p><p class="beat-text"><b>${index + 1}/${list.length} ${beat.title}.</b> ${unbroken(beat.text)}${away}</p></div><div class="nav"><button data-action="prev" ${disabled} title="Previous beat (P)" aria-label="Previous beat">◀</button><span class="beats" role="group" aria-label="Beats">${dots}</span><button data-action="next" ${disabled} title="Next beat (N)" aria-label="Next beat">▶</button><button data-action="claims" title="The claims and the table, checked on the simulated numbers">What it proves</button></div>`);
   }
 
   return { update: render, next: () => move(1), prev: () => move(-1), openClaims, beats, current };
 }
 
 // A request id read from the back of a hall must not break at its hyphen ("req-" / "00001").
-const unbroken = (text) => text.replace(/\breq-\d+/g, (id) => `<span class="id">${id}</span>`);
+const unbroken = (text) => String(text).split(/(\breq-\d+)/).map((part, i) => (i % 2 ? html`<span class="id">${part}</span>` : part));

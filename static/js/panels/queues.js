@@ -4,6 +4,7 @@
 // written: a step that advances 256 decodes moves their bars, it does not rebuild the lanes.
 
 import { requestColor } from "../colors.js";
+import { html, render as write } from "../dom.js";
 import { setProp, setText } from "../writes.js";
 
 // Each lane shows the head of its queue: a few rows more than its box holds (it scrolls), and
@@ -78,7 +79,7 @@ function createLane(el, key, colour) {
   const lane = document.createElement("div");
   lane.className = `lane ${key}`;
   lane.style.setProperty("--lane", `var(${colour})`);
-  lane.innerHTML = `<header><span></span><b></b></header><div class="chips"><span class="more"></span></div>`;
+  write(lane, html`<header><span></span><b></b></header><div class="chips"><span class="more"></span></div>`);
   el.append(lane);
   return { lane, title: lane.querySelector("header span"), count: lane.querySelector("header b"),
     chips: lane.querySelector(".chips"), more: lane.querySelector(".more"), text: {}, slots: [] };
@@ -95,10 +96,8 @@ const shortId = (id) => id.replace(/^req-0*(?=\d)/, "#");
 
 // A chip's parts, parsed once and cloned.
 const CHIP_PARTS = document.createElement("template");
-CHIP_PARTS.innerHTML = `<span class="label"></span><span class="prio" hidden></span>` +
-  `<span class="badge" aria-hidden="true" hidden></span>` +
-  // Fixed widths scaled by a transform: a bar that grows every step then costs no layout.
-  `<span class="bar"><i class="prompt" style="width:50%;transform-origin:0 0"></i><i class="out" style="left:50%;width:50%;transform-origin:0 0"></i></span>`;
+// Fixed widths scaled by a transform: a bar that grows every step then costs no layout.
+write(CHIP_PARTS, html`<span class="label"></span><span class="prio" hidden></span><span class="badge" aria-hidden="true" hidden></span><span class="bar"><i class="prompt" style="width:50%;transform-origin:0 0"></i><i class="out" style="left:50%;width:50%;transform-origin:0 0"></i></span>`);
 
 function createSlot() {
   const chip = document.createElement("button");

@@ -5,7 +5,8 @@
 
 import { fmtInt } from "../colors.js";
 import { blockDiff, reasonsOf } from "../why_data.js";
-import { esc, explainRequest, explainStep, freedWords } from "../why_words.js";
+import { fromEscaped, html, render as write } from "../dom.js";
+import { explainRequest, explainStep, freedWords } from "../why_words.js";
 
 const MAX_IDS = 400; // block ids listed per kind (the count is always whole)
 
@@ -26,9 +27,9 @@ export function mount(el, store, { sessionId, onSelect }) {
 
   async function update() {
     const record = store.lastRecord;
-    if (!record) { el.innerHTML = '<p class="muted">Step the engine, then ask why.</p>'; setDiff(null); return; }
+    if (!record) { write(el, html`<p class="muted">Step the engine, then ask why.</p>`); setDiff(null); return; }
     if (store.status.playing) {
-      if (shown !== "playing") el.innerHTML = '<p class="muted">Pause (Space) to see why the scheduler did what it did.</p>';
+      if (shown !== "playing") write(el, html`<p class="muted">Pause (Space) to see why the scheduler did what it did.</p>`);
       shown = "playing";
       setDiff(null);
       return;
@@ -38,7 +39,7 @@ export function mount(el, store, { sessionId, onSelect }) {
     shown = key;
     const answer = await reasonsOf(sessionId, record.step);
     if (shown !== key) return; // the step or the selection moved on while fetching
-    if (!answer) { el.innerHTML = `<p class="muted">No reasons for step ${record.step + 1}.</p>`; setDiff(null); return; }
+    if (!answer) { write(el, html`<p class="muted">No reasons for step ${record.step + 1}.</p>`); setDiff(null); return; }
     render(answer);
   }
 
@@ -53,13 +54,11 @@ export function mount(el, store, { sessionId, onSelect }) {
     const rid = store.selected;
     const status = rid ? store.requests.get(rid)?.status : null;
     const diff = blockDiff(answer);
+    const sentences = (list) => list.map((s) => html`<p>${fromEscaped(s)}</p>`);
     const request = rid
-      ? `<section class="why-request" aria-label="Why ${esc(rid)}"><h3>${esc(rid)} in step ${fmtInt(answer.step + 1)}</h3>` +
-        explainRequest(answer, rid, status).map((s) => `<p>${s}</p>`).join("") + "</section>"
-      : '<p class="muted">Select a request (a chip, a batch row, a KV block) to see why it got what it got.</p>';
-    const step = explainStep(answer, rid).map((s) => `<p>${s}</p>`).join("");
-    el.innerHTML = `${request}<section class="why-step"><h3>Step ${fmtInt(answer.step + 1)}</h3>${step}</section>` +
-      diffSection(answer, diff);
+      ? html`<section class="why-request" aria-label="Why ${rid}"><h3>${rid} in step ${fmtInt(answer.step + 1)}</h3>${sentences(explainRequest(answer, rid, status))}</section>`
+      : html`<p class="muted">Select a request (a chip, a batch row, a KV block) to see why it got what it got.</p>`;
+    write(el, html`${request}<section class="why-step"><h3>Step ${fmtInt(answer.step + 1)}</h3>${sentences(explainStep(answer, rid))}</section>${diffSection(answer, diff)}`);
     setDiff(diff);
   }
 
@@ -67,21 +66,18 @@ export function mount(el, store, { sessionId, onSelect }) {
     const d = answer.decisions;
     const list = (ids) => ids.slice(0, MAX_IDS).join(" ") + (ids.length > MAX_IDS ? ` … (+${ids.length - MAX_IDS})` : "");
     const perRequest = (map) => Object.entries(map).map(([r, ids]) =>
-      `<li><button type="button" class="rid" data-id="${esc(r)}">${esc(r)}</button>: ${list(ids)}</li>`).join("");
+      html`<li><button type="button" class="rid" data-id="${r}">${r}</button>: ${list(ids)}</li>`);
     const frees = d.frees.filter((f) => f.blocks).map((f) =>
-      `<li><button type="button" class="rid" data-id="${esc(f.request)}">${esc(f.request)}</button> ${f.cause}: ${freedWords(f)}` +
-      ` <span class="ids">${list([...f.to_head, ...f.to_tail_cached, ...f.to_tail])}</span></li>`).join("");
+      html`<li><button type="button" class="rid" data-id="${f.request}">${f.request}</button> ${f.cause}: ${fromEscaped(freedWords(f))} <span class="ids">${list([...f.to_head, ...f.to_tail_cached, ...f.to_tail])}</span></li>`);
     const row = (kind, label, count, body) =>
-      `<div class="diff-kind"><h4><i class="glyph ${kind}" aria-hidden="true"></i>${label} <b>${fmtInt(count)}</b></h4>${body}</div>`;
-    return `<section class="why-diff" aria-label="Block table diff"><h3>Blocks, against step ${fmtInt(answer.step)}</h3>` +
-      `<label><input type="checkbox" id="why-draw" ${drawOnGrid ? "checked" : ""}> draw on the KV grid</label>` +
-      row("allocated", "allocated", diff.allocated.length, `<ul>${perRequest(d.allocated)}</ul>`) +
-      row("freed", "freed", diff.freed.length, `<ul>${frees}</ul>`) +
-      row("evicted", "evicted from the prefix cache", diff.evicted.length, `<p class="ids">${list(diff.evicted)}</p>`) +
-      row("shared", "newly shared or hit in the prefix cache", diff.shared.length,
-        (Object.keys(d.newly_shared).length ? `<p>shared with requests that hold them:</p><ul>${perRequest(d.newly_shared)}</ul>` : "") +
-        (Object.keys(d.revived).length ? `<p>cached prefixes taken back off the free queue:</p><ul>${perRequest(d.revived)}</ul>` : "")) +
-      "</section>";
+      html`<div class="diff-kind"><h4><i class="glyph ${kind}" aria-hidden="true"></i>${label} <b>${fmtInt(count)}</b></h4>${body}</div>`;
+    return html`<section class="why-diff" aria-label="Block table diff"><h3>Blocks, against step ${fmtInt(answer.step)}</h3><label><input type="checkbox" id="why-draw" ${drawOnGrid ? html`checked` : ""}> draw on the KV grid</label>${[
+      row("allocated", "allocated", diff.allocated.length, html`<ul>${perRequest(d.allocated)}</ul>`),
+      row("freed", "freed", diff.freed.length, html`<ul>${frees}</ul>`),
+      row("evicted", "evicted from the prefix cache", diff.evicted.length, html`<p class="ids">${list(diff.evicted)}</p>`),
+      row("shared", "newly shared or hit in the prefix cache", diff.shared.length, html`${
+        Object.keys(d.newly_shared).length ? html`<p>shared with requests that hold them:</p><ul>${perRequest(d.newly_shared)}</ul>` : ""}${
+        Object.keys(d.revived).length ? html`<p>cached prefixes taken back off the free queue:</p><ul>${perRequest(d.revived)}</ul>` : ""}`)]}</section>`;
   }
 
   return { update };

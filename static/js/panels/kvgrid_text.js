@@ -1,0 +1,86 @@
+// The KV panel's words beside its canvas: the usage gauge, the summary line (unused slots,
+// shared and cached blocks, or what reserving max_model_len costs), the selected request's
+// block table, the legend and the pool's size. Written each frame, only where they changed.
+
+import { fmtInt } from "../colors.js";
+import { html, render } from "../dom.js";
+import { setAttr, setHtml, setText } from "../writes.js";
+
+export function mountText(store, { legendEl, summaryEl, subEl, gaugeEl }) {
+  // The gauge's bar and figure are made once; each frame changes the bar's width and the text.
+  render(gaugeEl, html`<i></i><span></span>`);
+  const gaugeBar = gaugeEl.firstChild, gaugeText = gaugeEl.lastChild;
+  // Speculative decoding on: requests hold lookahead slots for their drafts.
+  const drafts = () => Boolean(store.session.scenario.engine.speculative_config);
+
+  function updateText(mode, reservation) {
+    const percent = ((store.lastRecord ? store.lastRecord.kv_usage : 0) * 100).toFixed(1);
+    if (gaugeBar.style.width !== `${percent}%`) gaugeBar.style.width = `${percent}%`;
+    setText(gaugeText, `${percent}% used`);
+    setAttr(gaugeEl, "aria-valuenow", percent);
+    const r = reservation;
+    const summary = mode === "paged" ? pagedSummary()
+      : html`reserving ${fmtInt(r.region)} blocks (max_model_len) per request: <b>${r.fitted} of ${r.running}</b> running requests fit; <b>${(r.waste * 100).toFixed(0)}%</b> of reserved slots unused`;
+    setHtml(summaryEl, html`<div>${summary}</div>${blockTable(mode)}`);
+  }
+
+  function pagedSummary() {
+    const bs = store.session.block_size;
+    // Blocks past a request's computed tokens are its lookahead: slots vLLM allocates ahead for
+    // the draft tokens of speculative decoding (the contiguous view reserves whole regions instead).
+    let slots = 0, tokens = 0, lookahead = 0;
+    for (const [id, table] of store.tables) {
+      const request = store.requests.get(id);
+      if (!request) continue;
+      slots += table.length * bs;
+      tokens += Math.min(request.computed, table.length * bs);
+      lookahead += Math.max(0, table.length - Math.max(1, Math.ceil(request.computed / bs)));
+    }
+    const { ref, cached: hasPrefix, owner, n } = store.blocks;
+    let shared = 0, cached = 0;
+    for (let block = 0; block < n; block++) {
+      if (ref[block] > 1) shared += 1;
+      if (hasPrefix[block] && !owner[block]) cached += 1;
+    }
+    const reserving = store.session.scenario.engine.kv_allocator === "contiguous";
+    const drafting = !reserving && drafts();
+    const unused = slots - tokens - (drafting ? lookahead * bs : 0);
+    return html`${reserving ? "reserved but unused slots" : "unused slots in last blocks"}: <b>${slots ? ((unused / slots) * 100).toFixed(1) : "0.0"}%</b>${drafting ? ` · lookahead blocks ${fmtInt(lookahead)}` : ""} · shared blocks ${fmtInt(shared)} · evictable cached ${fmtInt(cached)}`;
+  }
+
+  function blockTable(mode) {
+    const id = store.selected;
+    if (!id || mode !== "paged") return "";
+    const table = store.tables.get(id) || [];
+    const request = store.requests.get(id);
+    if (!table.length) return html`<div class="block-table"><b>${id}</b> holds no blocks (${request ? request.status : "not visible"})</div>`;
+    const bs = store.session.block_size;
+    const entries = table.map((block, i) => {
+      const filled = request ? Math.max(0, Math.min(bs, request.computed - i * bs)) : bs;
+      const shared = store.blocks.ref[block] > 1 ? "*" : "";
+      return html`${i ? " " : ""}<code title="logical ${i} → physical ${block}, ${filled}/${bs} slots${shared ? ", shared" : ""}">${i}→${block}${shared}${filled < bs ? ` (${filled}/${bs})` : ""}</code>`;
+    });
+    return html`<div class="block-table"><b>${id}</b> logical→physical (* shared): ${entries}</div>`;
+  }
+
+  function legend(view) {
+    const sw = (style, label, title) => html`<span title="${title || label}"><i class="swatch" style="${style}"></i>${label}</span>`;
+    if (view === "contiguous") return [sw("background:#999", "held"), sw("background:#999;opacity:.25", "reserved, unused"), sw("background:var(--free)", "free")];
+    return [sw("background:var(--free)", "free", "free block"),
+      sw("background:linear-gradient(var(--cached),var(--cached)) 0 0/50% 50% no-repeat,var(--free)", "cached", "free, but still holds a cached prefix: a new request with that prefix reuses it; evicted when reallocated"),
+      sw("background:linear-gradient(var(--panel),var(--panel)) center/40% 40% no-repeat,#888", "shared", "shared by several requests through the prefix cache (ref count > 1)"),
+      sw("background:linear-gradient(0deg,#888 40%,#ddd 40%)", "partly full", "a request's last block, filled to the height shown: PagedAttention's only waste"),
+      drafts() ? sw("background:#aaa;opacity:.5", "lookahead", "allocated ahead of a request's tokens for the draft tokens speculative decoding will verify (vLLM's lookahead slots)") : "",
+      sw("background:var(--null)", "null", "block 0, vLLM's reserved null block")];
+  }
+
+  // After a full redraw: the pool's size, and the legend of the view with the window shown.
+  function updateFrame(mode, n, layout) {
+    render(subEl, html`· ${fmtInt(n)} blocks × ${store.session.block_size} tokens`);
+    const last = Math.min(n, layout.offset + layout.rows * layout.cols) - 1;
+    const windowNote = layout.strip ? html`<span class="window-note">showing blocks ${fmtInt(layout.offset)}–${fmtInt(last)}; the strip below is the whole pool (click it or scroll to move)</span>` : "";
+    render(legendEl, html`${legend(mode)}${windowNote}`);
+  }
+
+  return { updateText, updateFrame };
+}
