@@ -94,13 +94,15 @@ def text_lines(path: str | Path, max_bytes: int) -> Iterator[tuple[int, str]]:
 def parse_json(text: str, where: str, line: int | None = None) -> object:
     """JSON text as Python values, or a ConfigError naming `where` (and the line) when it is not JSON,
     is nested too deeply, holds more than the budget of arrays, objects or values, or an integer
-    too long for Python to read. `line`: the text is one line of a file, this one."""
-    first = 1 if line is None else line
-
-    def at(offset_line: int | None) -> str:
-        if offset_line is None:
-            return where if line is None else f"{where}:{line}"
-        return f"{where}:{first + offset_line - 1}"
+    too long for Python to read. `line`: the text is that line of a file (a text of one line
+    otherwise names no line)."""
+    def at(text_line: int | None) -> str:
+        """`where`, with the line at fault when there is one to name."""
+        if line is not None:
+            return f"{where}:{line}"
+        if text_line is None or "\n" not in text.rstrip("\n"):
+            return where
+        return f"{where}:{text_line}"
 
     containers = text.count("[") + text.count("{")
     if containers > MAX_JSON_CONTAINERS:

@@ -132,7 +132,7 @@ def resolve_model(name_or_path: str) -> ModelSpec:
             raise ConfigError("model", "a model file holds a JSON object")
         return model_from_config(name, config)
     except ConfigError as e:  # name the file as well as the field
-        raise ConfigError(f"{path}:{e.field}", e.reason) from None
+        raise ConfigError(e.field, f"{path}: {e.reason}") from None
 
 
 def resolve_gpu(name: str) -> GpuSpec:

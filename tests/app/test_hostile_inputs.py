@@ -220,6 +220,10 @@ def write(path: Path, content: str | bytes) -> str:
     return str(path)
 
 
+SWEEP = '[workload]\nnum_requests = 5\n[sweep]\n"engine.max_num_seqs" = [1, 2]\n'
+FIFO = object()  # a file to make as a FIFO
+
+
 def bomb(path: Path) -> str:
     """~200 KB of gzip that expands to 200 MB of `[[],[],...]`: 66 million lists, had it been built."""
     with gzip.open(path, "wb", compresslevel=9) as f:
@@ -231,7 +235,7 @@ def bomb(path: Path) -> str:
 # (name, files to write: name -> content, argv with <name> for their paths, what stderr must say)
 CLI_ROWS = [
     ("a 5,000-digit seed in a JSON scenario", {"s.json": f'{{"workload": {{"seed": {BIG}}}}}'},
-     ["run", "<s.json>"], "s.json:1: an integer of more than 4,300 digits"),
+     ["run", "<s.json>"], "s.json: an integer of more than 4,300 digits"),
     ("a 5,000-digit seed in a TOML scenario", {"s.toml": f"[workload]\nseed = {BIG}\n"},
      ["run", "<s.toml>"], "s.toml: an integer of more than 4,300 digits"),
     ("a 5,000-digit length on a JSONL trace's third line",
@@ -242,7 +246,7 @@ CLI_ROWS = [
      {"t.csv": f"arrived_at,num_prefill_tokens,num_decode_tokens\n0,{BIG},2\n"},
      ["run", "--workload", "<t.csv>"], "t.csv:2:num_prefill_tokens: not an integer"),
     ("10^1000 layers in a model config", {"m.json": model_config(num_hidden_layers=10**1000)},
-     ["run", "--model", "<m.json>"], "m.json:model.num_hidden_layers: must be a positive integer of at most"),
+     ["run", "--model", "<m.json>"], "model.num_hidden_layers: "),
     ("10^1000 context in a model config", {"m.json": model_config(max_position_embeddings=10**1000)},
      ["run", "--model", "<m.json>"], "model.max_position_embeddings"),
     ("a list as torch_dtype", {"m.json": model_config(torch_dtype=["bf16"])},
@@ -266,6 +270,12 @@ CLI_ROWS = [
     ("a step-time batch file that does not exist", {},
      ["step-time", "--model", "llama-3.1-8b", "--gpu", "h200", "--batch", "@<missing.json>"], "no such file"),
     ("a 5,000-digit --max-num-seqs", {}, ["run", "--max-num-seqs", BIG], "--max-num-seqs"),
+    ("a sweep's results file holding a 5,000-digit number", {"g.toml": SWEEP, "r.jsonl": f'{{"x": {BIG}}}\n'},
+     ["sweep", "<g.toml>", "--out", "<r.jsonl>"], "r.jsonl:1: an integer of more than 4,300 digits"),
+    ("a sweep's results file that is a FIFO", {"g.toml": SWEEP, "r.csv": FIFO},
+     ["sweep", "<g.toml>", "--out", "<r.csv>"], "r.csv: not a regular file"),  # it used to wait for ever
+    ("a negative --cost-per-gpu-hour", {"g.toml": SWEEP},
+     ["sweep", "<g.toml>", "--out", "<out.jsonl>", "--cost-per-gpu-hour", "-1"], "must be a finite number > 0"),
     ("a scenario file of bytes that are not UTF-8", {"s.toml": b"\xff\xfe\x00garbage"}, ["run", "<s.toml>"], "not UTF-8"),
 ]
 
@@ -274,10 +284,14 @@ CLI_ROWS = [
 def test_the_cli_refuses_hostile_input_in_one_line_without_a_traceback(tmp_path, name, files, argv, message):
     paths = {"out.jsonl": str(tmp_path / "out.jsonl"), "missing.json": str(tmp_path / "missing.json")}
     for file_name, content in files.items():
-        paths[file_name] = bomb(tmp_path / file_name) if content is None else write(tmp_path / file_name, content)
+        if content is FIFO:
+            os.mkfifo(tmp_path / file_name)
+            paths[file_name] = str(tmp_path / file_name)
+        else:
+            paths[file_name] = bomb(tmp_path / file_name) if content is None else write(tmp_path / file_name, content)
     for placeholder, path in paths.items():
         argv = [arg.replace(f"<{placeholder}>", path) for arg in argv]
-    result = servescope(*argv, *(["--no-progress"] if argv[0] in ("run", "compare") else []))
+    result = servescope(*argv, *(["--no-progress"] if argv[0] in ("run", "compare", "sweep") else []))
     assert result.returncode == 2, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     assert message in result.stderr, result.stderr[-2000:]
