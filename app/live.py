@@ -56,8 +56,8 @@ class LiveSession:
         self.commands: set[asyncio.Task] = set()
 
     def token_matches(self, token: object) -> bool:
-        """Whether `token` is this session's control token, compared in constant time."""
-        return isinstance(token, str) and hmac.compare_digest(token.encode(), self.session.control_token.encode())
+        """Whether `token` is this session's control token, compared in constant time (any str: "\ud800" too)."""
+        return isinstance(token, str) and hmac.compare_digest(token.encode(errors="replace"), self.session.control_token.encode())
 
     # -- publishing -------------------------------------------------------------------------
     def publish_steps(self, records) -> None:
@@ -118,8 +118,8 @@ class LiveSession:
         except json.JSONDecodeError as e:
             viewer.reply(error_frame("bad_json", f"not JSON: {e.msg}"))
             return
-        except RecursionError:
-            viewer.reply(error_frame("bad_json", "JSON nested too deeply"))
+        except (RecursionError, ValueError):  # json's others: nesting, an integer of over 4,300 digits
+            viewer.reply(error_frame("bad_json", "JSON nested too deeply, or a number too long"))
             return
         if not isinstance(message, dict) or not isinstance(message.get("type"), str):
             viewer.reply(error_frame("bad_message", 'a message is a JSON object with a "type"'))

@@ -10,6 +10,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
@@ -18,6 +19,7 @@ from scheduler_core.engine.config import EngineConfig
 from scheduler_core.errors import ConfigError
 from scheduler_core.workload.workload import WorkloadConfig
 
+from .error_responses import printable, validation_error
 from .guards import HostPolicy, RequestGuard
 from .live import SessionManager
 from .log_redaction import log_config
@@ -99,7 +101,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(ConfigError)
     async def config_error(request: Request, error: ConfigError) -> JSONResponse:
         """A bad setting deep in the core is still a 422 that names the field, at its place in the body."""
-        detail = [{"loc": config_error_location(error.field), "msg": error.reason}]
+        detail = [{"loc": config_error_location(printable(error.field)), "msg": printable(error.reason)}]
         return JSONResponse(status_code=422, content={"detail": detail})
+
+    app.add_exception_handler(RequestValidationError, validation_error)
 
     return app

@@ -5,12 +5,14 @@ JSON Schema, served at /api/schema, is what the dashboard builds its configurati
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from scheduler_core.bounds import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SCENARIO_BOUNDS, settings_of
 from scheduler_core.engine.config import EngineConfig, VllmCompat
+from scheduler_core.errors import ConfigError
+from scheduler_core.files import parse_json
 from scheduler_core.scenario.engine_args import KV_CACHE_DTYPES
 from scheduler_core.timing.presets import GPUS, MODELS
 from scheduler_core.workload.workload import WORKLOAD_BOUNDS, WorkloadConfig
@@ -22,12 +24,18 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+# A preset's, lesson's or arm's name, or a swept word (a policy, a GPU): short, and plain ASCII,
+# so it can be written back into any message, page or URL.
+Name = Annotated[str, Field(max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")]
+Seed = Annotated[int, Field(**WORKLOAD_BOUNDS["seed"].field_constraints())]
+
+
 class SpeculativeModel(Strict):
     method: Literal["ngram", "eagle", "eagle3", "mtp", "draft_model"] = Field("eagle", description="Drafter")
     num_speculative_tokens: int = Field(3, ge=1, le=16, description="Draft tokens per step (K)")
-    acceptance_rate: list[float] = Field(default_factory=list, max_length=16,
-                                         description="P(accept) per draft position (empty: published default)")
-    acceptance_seed: int = Field(0, description="Seed of the acceptance draws")
+    acceptance_rate: list[Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=list, max_length=16, description="P(accept) per draft position (empty: published default)")
+    acceptance_seed: Seed = Field(0, description="Seed of the acceptance draws")
 
 
 def model_of(name: str, config: type, nested: dict[str, object] | None = None, doc: str | None = None) -> type[BaseModel]:
@@ -90,11 +98,11 @@ class ScenarioModel(Strict):
 class SessionCreate(Strict):
     """A preset by name, a guided lesson's arm, or a full scenario; `seed` overrides the workload's seed."""
 
-    preset: str | None = Field(None, max_length=100)
-    lesson: str | None = Field(None, max_length=100)
-    arm: str | None = Field(None, max_length=100)
+    preset: Name | None = None
+    lesson: Name | None = None
+    arm: Name | None = None
     scenario: ScenarioModel | None = None
-    seed: int | None = Field(None, **WORKLOAD_BOUNDS["seed"].field_constraints())
+    seed: Seed | None = None
 
     def origin_query(self) -> str:
         """The URL query that creates this same run again (`/?<query>`)."""
@@ -109,6 +117,17 @@ class SessionCreate(Strict):
         if self.seed is not None:
             params["seed"] = self.seed
         return urlencode({k: v for k, v in params.items() if v is not None})
+
+
+# A scenario in a URL (`/?config=`): URLs of a few kilobytes are what browsers and servers pass along.
+MAX_CONFIG_CHARS = 16 * 1024
+
+
+def scenario_json(text: str) -> object:
+    """A scenario written as JSON in a URL, parsed within the budget of a scenario file's JSON."""
+    if len(text) > MAX_CONFIG_CHARS:
+        raise ConfigError("config", f"at most {MAX_CONFIG_CHARS:,} characters, got {len(text):,}")
+    return parse_json(text, "config")
 
 
 class SessionCreated(BaseModel):
@@ -175,13 +194,13 @@ class ClusterModel(Strict):
 class FleetCreate(Strict):
     """A fleet run: a preset or a scenario, a cluster, and optionally the workload's seed."""
 
-    preset: str | None = None
+    preset: Name | None = None
     scenario: ScenarioModel | None = None
     cluster: ClusterModel = Field(default_factory=ClusterModel)
-    seed: int | None = None
+    seed: Seed | None = None
     # A fleet lesson's arm instead (its scenario and cluster are the lesson's).
-    lesson: str | None = None
-    arm: str | None = None
+    lesson: Name | None = None
+    arm: Name | None = None
 
 
 class ReplicaSessionCreate(FleetCreate):
@@ -198,11 +217,17 @@ SWEEP_FIELDS = (
 )
 
 
+# A swept integer: the core bounds each field; this keeps a thousand-digit number out of its messages.
+SweptInt = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+
+
 class SweepCreate(FleetCreate):
     """A sweep the sweep page submits: `axes` maps fields of SWEEP_FIELDS to lists of values."""
 
     cluster: ClusterModel | None = None
-    axes: dict[Literal[SWEEP_FIELDS], list[float | int | bool | str]] = Field(  # type: ignore[valid-type]
+    axes: dict[Literal[SWEEP_FIELDS], Annotated[list[float | SweptInt | bool | Name],  # type: ignore[valid-type]
+                                                Field(min_length=1, max_length=MAX_SWEEP_POINTS)]] = Field(
         min_length=1, max_length=3)
-    slo_ttft_ms: float | None = Field(None, gt=0)
-    slo_tpot_ms: float | None = Field(None, gt=0)
+    # As the scenario's slo_*_s, in milliseconds.
+    slo_ttft_ms: float | None = Field(None, gt=0, le=SCENARIO_BOUNDS["slo_ttft_s"].high * 1e3)
+    slo_tpot_ms: float | None = Field(None, gt=0, le=SCENARIO_BOUNDS["slo_tpot_s"].high * 1e3)

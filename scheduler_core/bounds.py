@@ -21,7 +21,7 @@ import math
 import typing
 from dataclasses import dataclass
 
-from .errors import ConfigError
+from .errors import ConfigError, shown
 
 
 @dataclass(frozen=True)
@@ -38,14 +38,14 @@ class Bound:
     def check(self, field: str, value: object) -> None:
         kind = "an integer" if self.integer else "a number"
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (self.integer and not isinstance(value, int)):
-            raise ConfigError(field, f"must be {kind}, got {value!r}")
+            raise ConfigError(field, f"must be {kind}, got {shown(value)}")
         if self.infinite_ok and value == math.inf:
             return
         if not math.isfinite(value):
-            raise ConfigError(field, f"must be finite, got {value!r}")
+            raise ConfigError(field, f"must be finite, got {shown(value)}")
         low_ok = value > self.low if self.low_open else value >= self.low
         if not low_ok or value > self.high:
-            raise ConfigError(field, f"must be {self.describe()}, got {value!r}")
+            raise ConfigError(field, f"must be {self.describe()}, got {shown(value)}")
 
     def describe(self) -> str:
         def show(x: float) -> str:
@@ -126,6 +126,18 @@ def check_all(bounds: dict[str, Bound], values: object, prefix: str = "") -> Non
 
 def check_text(field: str, value: object, max_chars: int) -> None:
     if not isinstance(value, str):
-        raise ConfigError(field, f"must be text, got {value!r}")
+        raise ConfigError(field, f"must be text, got {shown(value)}")
     if len(value) > max_chars:
         raise ConfigError(field, f"at most {max_chars} characters, got {len(value)}")
+    if not is_unicode(value):
+        raise ConfigError(field, "not Unicode text (a lone surrogate such as \\ud800)")
+
+
+def is_unicode(text: str) -> bool:
+    """Whether `text` can be written as UTF-8: JSON's \\ud800 escapes make strings that cannot, which
+    would fail later, wherever they are printed or sent."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True

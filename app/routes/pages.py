@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from scheduler_core.lessons.catalog import LESSONS, LESSONS_BY_NAME
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, apply_assignments, parse_assignment
 
-from ..schemas import SessionCreate
+from ..schemas import SessionCreate, scenario_json
 from .api import lesson_arm, manager_of, scenario_from
 
 router = APIRouter()
@@ -48,7 +48,7 @@ def index(request: Request, scenario: str = "", seed: int | None = None, config:
         if lesson:
             body = SessionCreate(lesson=lesson, arm=arm or None, seed=seed)
         elif config:
-            body = SessionCreate.model_validate({"scenario": json.loads(config), "seed": seed})
+            body = SessionCreate.model_validate({"scenario": scenario_json(config), "seed": seed})
         else:
             body = SessionCreate(preset=scenario or request.app.state.settings.default_scenario, seed=seed)
     except (ValueError, json.JSONDecodeError) as e:
@@ -95,7 +95,10 @@ def compare_page(request: Request, lesson: str = "", a: str = "", b: str = "", s
                   (b or arms[1], SessionCreate(lesson=lesson, arm=b or arms[1]))]
     else:
         name = scenario or request.app.state.settings.default_scenario
-        base = SessionCreate(preset=name)
+        try:
+            base = SessionCreate(preset=name)
+        except ValidationError:
+            raise HTTPException(422, [{"loc": ["query", "scenario"], "msg": "not a preset's name"}]) from None
         scenario_from(base)
         # B's changes go through the same schema as every web scenario, so they can only name
         # fields the web may set: never `trace` (a file on the server), never a model file.

@@ -16,6 +16,7 @@ from ..exports.fleet_report import format_fleet_report
 from ..scenario.scenario import PRESET_SCENARIOS, Scenario
 from ..sweep import Sweep, cheapest_meeting_slo, format_choices, run_processes, run_serial, run_sweep
 from .output import write_json
+from .overrides import positive_int, positive_number
 
 
 def cluster_table(args: argparse.Namespace) -> dict | None:
@@ -93,10 +94,10 @@ def add_sweep_command(commands) -> argparse.ArgumentParser:
     p.add_argument("sweep", help="TOML/JSON scenario with a [sweep] table of \"dotted.field\" = [values]")
     p.add_argument("--out", required=True, metavar="RESULTS", help="results file: .csv, or .jsonl/.json for JSON Lines; "
                    "an existing file of the same sweep is resumed")
-    p.add_argument("--workers", type=int, help="local processes (default: one per core; 1: one point after another)")
+    p.add_argument("--workers", type=positive_int, help="local processes (default: one per core; 1: one point after another)")
     p.add_argument("--slo-ttft-ms", type=float, help="p99 TTFT objective (also the goodput SLO)")
     p.add_argument("--slo-tpot-ms", type=float, help="p99 TPOT objective (also the goodput SLO)")
-    p.add_argument("--cost-per-gpu-hour", type=float, metavar="DOLLARS",
+    p.add_argument("--cost-per-gpu-hour", type=positive_number, metavar="DOLLARS",
                    help="report the cheapest configuration meeting the SLO at each workload")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -35,6 +36,24 @@ def parse_rate(text: str) -> float:
     if not rate > 0:
         raise argparse.ArgumentTypeError("the arrival rate must be > 0 (inf: all at once)")
     return rate
+
+
+def positive_number(text: str) -> float:
+    """A flag's value that must be a finite number > 0 (a price, a count of workers)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text[:40]!r}") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text[:40]!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = positive_number(text)
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text[:40]!r}")
+    return int(value)
 
 
 # The workload settings with a flag of servescope's own; the core's checks name a value out of bounds.

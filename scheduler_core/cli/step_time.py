@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
-from ..errors import ConfigError
+from ..bounds import MAX_TOKENS_PER_CONTEXT
+from ..errors import ConfigError, shown
+from ..files import MAX_SCENARIO_BYTES, parse_json, read_text
 from ..timing.cost_model import CostModel
 from ..timing.presets import GPUS, MODELS, resolve_gpu, resolve_model
 
@@ -20,10 +20,12 @@ def parse_batch(batch: object, where: str) -> tuple[list[tuple[int, int]], int]:
         here = f"{where}[{i}]"
         if not (isinstance(part, list) and len(part) == 3 and part[0] in ("prefill", "decode")
                 and all(isinstance(x, int) and not isinstance(x, bool) for x in part[1:])):
-            raise ConfigError(here, f"expected [\"prefill\", C, P] or [\"decode\", N, L], got {part!r}")
+            raise ConfigError(here, f"expected [\"prefill\", C, P] or [\"decode\", N, L], got {shown(part)}")
         kind, count, context = part
         if count < 1 or context < 0:
             raise ConfigError(here, "needs C or N >= 1 and P or L >= 0")
+        if count > MAX_TOKENS_PER_CONTEXT or context > MAX_TOKENS_PER_CONTEXT:
+            raise ConfigError(here, f"C, N, P and L are at most {MAX_TOKENS_PER_CONTEXT:,}")
         if kind == "prefill":
             chunks.append((count, context))
             num_sampled += 1
@@ -35,11 +37,8 @@ def parse_batch(batch: object, where: str) -> tuple[list[tuple[int, int]], int]:
 
 def cmd_step_time(args: argparse.Namespace) -> int:
     cost_model = CostModel(resolve_model(args.model), resolve_gpu(args.gpu), args.tp)
-    text = Path(args.batch[1:]).read_text() if args.batch.startswith("@") else args.batch
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError("batch", f"not valid JSON ({e.msg})") from None
+    text = read_text(args.batch[1:], MAX_SCENARIO_BYTES) if args.batch.startswith("@") else args.batch
+    value = parse_json(text, args.batch[1:] if args.batch.startswith("@") else "batch")
     batches = value if args.batch.startswith("@") else [value]
     if args.batch.startswith("@") and not isinstance(value, list):
         raise ConfigError("batch", "the file must hold a list of batches")

@@ -8,11 +8,11 @@ verification depends only on the seed, the request id and n), so runs are repeat
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
+from ..files import parse_json
 
 SPEC_METHODS = ("ngram", "eagle", "eagle3", "mtp", "draft_model")
 # Methods whose drafter runs its own forward pass and writes KV past the verified tokens: vLLM
@@ -70,10 +70,7 @@ class SpeculativeConfig:
     def from_json(cls, value: str | dict) -> "SpeculativeConfig":
         """From vLLM's JSON (`--speculative-config`), with servescope's acceptance keys allowed."""
         if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as e:
-                raise ConfigError("speculative_config", f"not valid JSON ({e.msg})") from None
+            value = parse_json(value, "speculative_config")
         if not isinstance(value, dict):
             raise ConfigError("speculative_config", "must be a JSON object")
         known = {"method", "num_speculative_tokens", "acceptance_rate", "acceptance_seed"}

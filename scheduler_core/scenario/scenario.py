@@ -24,7 +24,7 @@ from ..engine.config import (
     vllm_default_batch_limits,
 )
 from ..errors import ConfigError
-from ..files import MAX_SCENARIO_BYTES, read_text
+from ..files import MAX_INT_DIGITS, MAX_SCENARIO_BYTES, parse_json, read_text
 from ..sim.metrics import SLO
 from ..sim.replay import load_trace, workload_from_trace
 from ..sim.simulation import Simulation
@@ -45,6 +45,10 @@ def parse_assignment(text: str) -> tuple[str, object]:
         return key, json.loads(value)
     except json.JSONDecodeError:
         return key, value  # a bare word such as static or h100-sxm
+    except RecursionError:
+        raise ConfigError(key, "nested too deeply") from None
+    except ValueError:  # json's only other: an integer past Python's int-from-text limit
+        raise ConfigError(key, f"an integer of more than {MAX_INT_DIGITS:,} digits") from None
 
 
 def apply_assignments(data: dict, assignments) -> None:
@@ -139,12 +143,16 @@ class Scenario:
         if not path.exists():
             raise ConfigError("scenario", f"no scenario file {path}")
         text = read_text(path, MAX_SCENARIO_BYTES)
+        if path.suffix != ".toml":
+            return parse_json(text, str(path))
         try:
-            return tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
             raise ConfigError(str(path), f"cannot parse: {e}") from None
         except RecursionError:
             raise ConfigError(str(path), "nested too deeply") from None
+        except ValueError:  # tomllib's only other: an integer past Python's int-from-text limit
+            raise ConfigError(str(path), f"an integer of more than {MAX_INT_DIGITS:,} digits") from None
 
     @classmethod
     def load(cls, path: str | Path) -> "Scenario":

@@ -23,7 +23,7 @@ from ..engine.request import Request
 from ..engine.scheduler import SchedulerOutput, UpdateResult
 from ..engine.spec_decode import SpeculativeConfig
 from ..errors import ConfigError
-from ..files import MAX_TRACE_BYTES, read_text
+from ..files import MAX_TRACE_BYTES, parse_json, read_text
 from ..workload.workload import RequestSpec, Workload
 from .simulation import SimulationStalled
 
@@ -43,12 +43,7 @@ def load_trace(path: str | Path) -> dict:
     path = Path(path)
     if not path.exists():
         raise ConfigError(str(path), "no such trace file")
-    try:
-        return json.loads(read_text(path, MAX_TRACE_BYTES))
-    except json.JSONDecodeError as e:
-        raise ConfigError(str(path), f"not valid JSON ({e.msg} at line {e.lineno})") from None
-    except RecursionError:
-        raise ConfigError(str(path), "JSON nested too deeply") from None
+    return parse_json(read_text(path, MAX_TRACE_BYTES), str(path))
 
 
 def engine_config_from_trace(trace: dict, vllm_version: str = "0.33.0", compat: VllmCompat | None = None) -> EngineConfig:

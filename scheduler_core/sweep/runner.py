@@ -21,6 +21,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..files import MAX_TRACE_BYTES, parse_json, read_text
 from .grid import Sweep, SweepPoint, build_run, num_gpus
 
 # The metrics a row keeps (dotted into the report); wall-clock time is left out so rows repeat.
@@ -91,13 +92,14 @@ class ResultsFile:
         """The complete rows already in the file (a line cut short by an interruption is dropped)."""
         if not self.path.exists():
             return []
-        text = self.path.read_text()
+        text = read_text(self.path, MAX_TRACE_BYTES)  # a regular file of bounded size: never a FIFO
         if not text.endswith("\n"):
             text = text[: text.rfind("\n") + 1]
         if self.json_lines:
-            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+            rows = [parse_json(line, str(self.path), line=number)
+                    for number, line in enumerate(text.splitlines(), 1) if line.strip()]
             for row in rows:
-                if list(row) != self.columns:
+                if not isinstance(row, dict) or list(row) != self.columns:
                     raise ConfigError("--out", f"{self.path} holds the results of another sweep")
             return rows
         reader = csv.reader(io.StringIO(text))

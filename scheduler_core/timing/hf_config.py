@@ -13,8 +13,8 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..files import MAX_SCENARIO_BYTES, read_text
+from ..errors import ConfigError, shown
+from ..files import MAX_SCENARIO_BYTES, parse_json, read_text
 from .cost_model import ModelSpec
 
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
@@ -22,12 +22,17 @@ TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
 FP8_QUANT_METHODS = ("fp8", "fbgemm_fp8", "modelopt")
 
 
+# The largest value a shape field may have: far past any real model (vocabularies of 2^18,
+# contexts of 10^7), and small enough that the cost model's floats cannot overflow.
+MAX_SHAPE_VALUE = 1 << 30
+
+
 def _positive_int(config: dict, key: str, where: str) -> int:
     value = config.get(key)
     if value is None:
         raise ConfigError(f"{where}.{key}", "missing")
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ConfigError(f"{where}.{key}", f"must be a positive integer, got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_SHAPE_VALUE:
+        raise ConfigError(f"{where}.{key}", f"must be a positive integer of at most {MAX_SHAPE_VALUE:,}, got {shown(value)}")
     return value
 
 
@@ -36,13 +41,13 @@ def weight_dtype(config: dict, where: str) -> str:
     quant = config.get("quantization_config")
     if quant is not None:
         method = quant.get("quant_method") if isinstance(quant, dict) else None
-        if method in FP8_QUANT_METHODS or _is_fp8_compressed_tensors(quant):
+        if method in FP8_QUANT_METHODS or (isinstance(quant, dict) and _is_fp8_compressed_tensors(quant)):
             return "fp8"
         raise ConfigError(f"{where}.quantization_config", f"quant_method {method!r} is not modelled; "
                                                           f"servescope knows fp8 ({', '.join(FP8_QUANT_METHODS)})")
     dtype = config.get("torch_dtype", config.get("dtype", "bfloat16"))
-    if dtype not in TORCH_DTYPES:
-        raise ConfigError(f"{where}.torch_dtype", f"{dtype!r} is not modelled; expected one of {sorted(TORCH_DTYPES)}")
+    if not isinstance(dtype, str) or dtype not in TORCH_DTYPES:
+        raise ConfigError(f"{where}.torch_dtype", f"{shown(dtype)} is not modelled; expected one of {sorted(TORCH_DTYPES)}")
     return TORCH_DTYPES[dtype]
 
 
@@ -50,9 +55,9 @@ def _is_fp8_compressed_tensors(quant: dict) -> bool:
     # compressed-tensors checkpoints (e.g. RedHatAI's FP8-dynamic) describe weights per config group.
     if quant.get("quant_method") != "compressed-tensors":
         return False
-    groups = quant.get("config_groups") or {}
-    return any((g.get("weights") or {}).get("type") == "float" and (g.get("weights") or {}).get("num_bits") == 8
-               for g in groups.values() if isinstance(g, dict))
+    groups = quant.get("config_groups")
+    weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)] if isinstance(groups, dict) else []
+    return any(isinstance(w, dict) and w.get("type") == "float" and w.get("num_bits") == 8 for w in weights)
 
 
 def model_from_hf_config(name: str, config: dict, where: str = "model") -> ModelSpec:
@@ -74,7 +79,7 @@ def model_from_hf_config(name: str, config: dict, where: str = "model") -> Model
         name=name, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
         head_dim=_positive_int({"head_dim": head_dim}, "head_dim", where),
         inter=_positive_int(config, "intermediate_size", where), vocab=_positive_int(config, "vocab_size", where),
-        wdtype=wdtype, kv_dtype="fp16" if TORCH_DTYPES.get(config.get("torch_dtype")) == "fp16" else "bf16",
+        wdtype=wdtype, kv_dtype="fp16" if config.get("torch_dtype") in ("float16", "half") else "bf16",
         tie_word_embeddings=tie,
         max_position_embeddings=_positive_int({"max_position_embeddings": 131072, **config}, "max_position_embeddings", where),
     )
@@ -86,9 +91,7 @@ def is_hf_config(data: dict) -> bool:
 
 def read_json(path: Path, where: str = "model") -> dict:
     try:
-        return json.loads(read_text(path, MAX_SCENARIO_BYTES))  # a regular file of bounded size, never a FIFO
-    except json.JSONDecodeError as e:
-        raise ConfigError(where, f"{path}: not valid JSON ({e.msg}, line {e.lineno})") from None
+        return parse_json(read_text(path, MAX_SCENARIO_BYTES), str(path))  # a regular file of bounded size, never a FIFO
     except OSError as e:
         raise ConfigError(where, f"{path}: cannot read ({e.strerror})") from None
 

@@ -12,9 +12,9 @@ from dataclasses import fields
 from importlib import resources
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, shown
 from .cost_model import DTYPE_BYTES, GpuSpec, ModelSpec
-from .hf_config import is_hf_config, model_from_hf_config, packaged_configs, read_json
+from .hf_config import MAX_SHAPE_VALUE, is_hf_config, model_from_hf_config, packaged_configs, read_json
 
 GIB = 1024**3
 
@@ -95,13 +95,14 @@ def model_from_config(name: str, config: dict) -> ModelSpec:
         if key not in config:
             raise ConfigError(f"model.{key}", "missing")
     for key in MODEL_FIELDS[:-1]:
-        if not isinstance(config[key], int) or config[key] <= 0:
-            raise ConfigError(f"model.{key}", f"must be a positive integer, got {config[key]!r}")
-    if config["wdtype"] not in DTYPE_BYTES:
-        raise ConfigError("model.wdtype", f"unknown dtype {config['wdtype']!r}; expected one of {sorted(DTYPE_BYTES)}")
+        value = config[key]
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_SHAPE_VALUE:
+            raise ConfigError(f"model.{key}", f"must be a positive integer of at most {MAX_SHAPE_VALUE:,}, got {shown(value)}")
+    if not isinstance(config["wdtype"], str) or config["wdtype"] not in DTYPE_BYTES:
+        raise ConfigError("model.wdtype", f"unknown dtype {shown(config['wdtype'])}; expected one of {sorted(DTYPE_BYTES)}")
     kv_dtype = config.get("kv_dtype", "bf16")
-    if kv_dtype not in DTYPE_BYTES:
-        raise ConfigError("model.kv_dtype", f"unknown dtype {kv_dtype!r}")
+    if not isinstance(kv_dtype, str) or kv_dtype not in DTYPE_BYTES:
+        raise ConfigError("model.kv_dtype", f"unknown dtype {shown(kv_dtype)}")
     if config["heads"] % config["kv_heads"]:
         raise ConfigError("model.kv_heads", "must divide heads")
     known = {f.name for f in fields(ModelSpec)}
@@ -123,9 +124,15 @@ def resolve_model(name_or_path: str) -> ModelSpec:
                                    f"Hugging Face id, nor a local config.json (servescope never downloads)")
     data = read_json(path)
     name = path.parent.name if path.name == "config.json" else path.stem
-    if is_hf_config(data):
-        return model_from_hf_config(name, data)
-    return model_from_config(name, data.get("config", data))
+    try:
+        if is_hf_config(data):
+            return model_from_hf_config(name, data)
+        config = data.get("config", data) if isinstance(data, dict) else data
+        if not isinstance(config, dict):
+            raise ConfigError("model", "a model file holds a JSON object")
+        return model_from_config(name, config)
+    except ConfigError as e:  # name the file as well as the field
+        raise ConfigError(e.field, f"{path}: {e.reason}") from None
 
 
 def resolve_gpu(name: str) -> GpuSpec:

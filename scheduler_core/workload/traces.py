@@ -4,13 +4,12 @@ num_decode_tokens`) and JSONL. A bad row is an error naming its line and column.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from datetime import datetime
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..files import MAX_TRACE_BYTES, text_lines
+from ..errors import ConfigError, shown
+from ..files import MAX_TRACE_BYTES, parse_json, text_lines
 from .workload import WORKLOAD_BOUNDS, RequestSpec, Workload, unique_prompt
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
@@ -34,11 +33,11 @@ def _timestamp_s(value: str) -> float:
 
 def _positive_int(value, where: str) -> int:
     if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-        raise ConfigError(where, f"not a whole number of tokens: {value!r}")
+        raise ConfigError(where, f"not a whole number of tokens: {shown(value)}")
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise ConfigError(where, f"not an integer: {value!r}") from None
+        raise ConfigError(where, f"not an integer: {shown(value)}") from None
     if number <= 0:
         raise ConfigError(where, f"must be a positive number of tokens, got {number}")
     return number
@@ -84,12 +83,7 @@ def read_jsonl_trace(path: Path) -> list[tuple[float, int, int]]:
         if not line.strip():
             continue
         where = f"{path}:{line_no}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ConfigError(where, f"not valid JSON ({e.msg})") from None
-        except RecursionError:
-            raise ConfigError(where, "JSON nested too deeply") from None
+        obj = parse_json(line, str(path), line=line_no)
         if not isinstance(obj, dict):
             raise ConfigError(where, "each line must be a JSON object")
         arrival = obj.get("arrival_time", obj.get("arrived_at"))
