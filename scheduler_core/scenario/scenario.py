@@ -257,10 +257,12 @@ def with_vllm_defaults(data: dict) -> dict:
     `gpu_memory_utilization`, the batch limits (`max_num_seqs`, `max_num_batched_tokens`) and
     `async_scheduling`. This is what `run`, `compare` and the dashboard simulate; lessons and
     replays pin their settings instead. vllm-v0 and static, the "before" pictures, keep
-    `EngineConfig`'s defaults."""
-    engine = data.setdefault("engine", {})
+    `EngineConfig`'s defaults. A new dict: the caller's (a preset's, say) is left as it was."""
+    engine = data.get("engine", {})
     if not isinstance(engine, dict):
         return data  # `from_dict` names the field
+    data, engine = dict(data), dict(engine)
+    data["engine"] = engine
     version = "0.10.1.1" if is_vllm_0_10(engine) else "0.33.0"
     data.setdefault("gpu_memory_utilization", GPU_MEMORY_UTILIZATION_DEFAULT[version])
     defaults = vllm_batch_defaults(data, engine)

@@ -11,7 +11,7 @@ from scheduler_core.cli.overrides import build_scenario
 from scheduler_core.engine.spec_decode import SpeculativeConfig
 from scheduler_core.errors import ConfigError
 from scheduler_core.scenario.engine_args import ENGINE_ARGS, human_readable_int, parse_vllm_command
-from scheduler_core.scenario.scenario import Scenario
+from scheduler_core.scenario.scenario import Scenario, with_vllm_defaults
 
 MODEL = "llama-3.1-8b"
 # (flags as vLLM spells them, where the value lands, the value expected there)
@@ -258,3 +258,10 @@ def test_the_default_memory_share_sizes_the_kv_cache():
     default, older, asked = (from_flags(["--gpu", "h100-sxm", *extra]).engine.num_gpu_blocks
                              for extra in ([], ["--gpu-memory-utilization", "0.9"], ["--gpu-memory-utilization", "0.92"]))
     assert default == asked > older
+
+
+def test_vllms_defaults_leave_the_scenario_they_were_given_as_it_was():
+    preset = {"model": MODEL, "engine": {"max_num_seqs": 8}}
+    filled = with_vllm_defaults(preset)
+    assert preset == {"model": MODEL, "engine": {"max_num_seqs": 8}}
+    assert filled["engine"]["async_scheduling"] is True and "gpu_memory_utilization" in filled
