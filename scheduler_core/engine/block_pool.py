@@ -7,7 +7,7 @@ operation stays O(1) per block touched, and a snapshot of the pool is a handful 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from .kv_events import BlockRemoved, BlockStored, KVEvent
 
@@ -39,13 +39,10 @@ class BlockHashToBlockMap(dict):
 
     def pop_block(self, block_hash: int, block_id: int) -> None:
         """Forget one block under `block_hash` (it holds that hash now)."""
-        blocks = self[block_hash]
-        if type(blocks) is not list:
-            del self[block_hash]
-            return
-        blocks.remove(block_id)
-        if len(blocks) == 1:
-            self[block_hash] = blocks[0]
+        blocks = self.pop(block_hash)  # one lookup in the common case (order of hashes is no concern)
+        if type(blocks) is list:
+            blocks.remove(block_id)
+            self[block_hash] = blocks[0] if len(blocks) == 1 else blocks
 
     def blocks(self, block_hash: int) -> list[int]:
         """The blocks under `block_hash`, oldest first (empty if none)."""
@@ -226,11 +223,19 @@ class BlockPool:
     def get_cached_block(self, block_hash: int) -> int | None:
         return self.cached_block_hash_to_block.get_one_block(block_hash)
 
-    def cache_full_block(self, block_id: int, block_hash: int) -> None:
-        if self.kv_events is not None:
-            self.kv_events.append(BlockStored(block_id, block_hash))
-        self.block_hash[block_id] = block_hash
-        self.cached_block_hash_to_block.insert(block_hash, block_id)
+    def cache_full_blocks(self, block_ids: Sequence[int], block_hashes: Sequence[int]) -> None:
+        """Enter newly full blocks into the prefix cache, each under its prefix's hash (in one call
+        per request and step, as vLLM's `cache_full_blocks`: a decode fills a block every
+        `block_size` steps, a prefill chunk many at once)."""
+        cached, pool_block_hash, kv_events = self.cached_block_hash_to_block, self.block_hash, self.kv_events
+        for block_id, block_hash in zip(block_ids, block_hashes):
+            if kv_events is not None:
+                kv_events.append(BlockStored(block_id, block_hash))
+            pool_block_hash[block_id] = block_hash
+            if block_hash in cached:
+                cached.insert(block_hash, block_id)
+            else:
+                cached[block_hash] = block_id  # the common case, inline: no duplicate
 
     @property
     def num_cached_blocks(self) -> int:

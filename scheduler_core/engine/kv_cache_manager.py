@@ -179,10 +179,7 @@ class KVCacheManager:
         if num_cached >= num_full:
             return
         block_hashes = request.update_block_hashes(self.block_size, num_tokens)
-        req_blocks = self.req_to_blocks[request_id]
-        cache_full_block = self.block_pool.cache_full_block
-        for index in range(num_cached, num_full):
-            cache_full_block(req_blocks[index], block_hashes[index])
+        self.block_pool.cache_full_blocks(self.req_to_blocks[request_id][num_cached:num_full], block_hashes[num_cached:num_full])
         self.num_cached_block[request_id] = num_full
 
     def free(self, request: Request) -> None:

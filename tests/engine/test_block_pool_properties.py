@@ -142,7 +142,7 @@ def run(scenario: Scenario, pool: BlockPool | None = None) -> Iterator[Step]:
             if not uncached:
                 continue
             block_id = uncached[operation.block_pick % len(uncached)]
-            pool.cache_full_block(block_id, operation.number)
+            pool.cache_full_blocks([block_id], [operation.number])
             blocks = [block_id]
         elif operation.kind == "hit":
             block_id = pool.get_cached_block(operation.number)
