@@ -7,11 +7,64 @@ operation stays O(1) per block touched, and a snapshot of the pool is a handful 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from .kv_events import BlockRemoved, BlockStored, KVEvent
 
 NULL_BLOCK_ID = 0
+
+
+class BlockHashToBlockMap(dict):
+    """Prefix hash -> the cached blocks holding that prefix (vLLM's `BlockHashToBlockMap`).
+
+    Almost always one block, stored bare: a list per hash would cost an allocation for every
+    block cached and another for every eviction, the prefix cache's hottest path. Duplicates
+    happen when two requests compute the same block before either is cached; then the value is
+    a list of block ids, oldest first, and the first one serves hits. `in` and `len` are the
+    dict's own (over hashes).
+    """
+
+    def get_one_block(self, block_hash: int) -> int | None:
+        blocks = self.get(block_hash)
+        return blocks[0] if type(blocks) is list else blocks
+
+    def insert(self, block_hash: int, block_id: int) -> None:
+        blocks = self.get(block_hash)
+        if blocks is None:
+            self[block_hash] = block_id
+        elif type(blocks) is list:
+            blocks.append(block_id)
+        else:
+            self[block_hash] = [blocks, block_id]
+
+    def pop_block(self, block_hash: int, block_id: int) -> None:
+        """Forget one block under `block_hash` (it holds that hash now)."""
+        blocks = self.pop(block_hash)  # one lookup in the common case (order of hashes is no concern)
+        if type(blocks) is list:
+            blocks.remove(block_id)
+            self[block_hash] = blocks[0] if len(blocks) == 1 else blocks
+
+    def blocks(self, block_hash: int) -> list[int]:
+        """The blocks under `block_hash`, oldest first (empty if none)."""
+        blocks = self.get(block_hash)
+        if blocks is None:
+            return []
+        return blocks[:] if type(blocks) is list else [blocks]
+
+    def block_ids(self) -> list[int]:
+        """Every cached block, hash by hash."""
+        return [block_id for block_hash in self for block_id in self.blocks(block_hash)]
+
+    def as_lists(self) -> dict[int, list[int]]:
+        """hash -> its blocks as a list, for snapshots and tests."""
+        return {block_hash: self.blocks(block_hash) for block_hash in self}
+
+    def copy(self) -> "BlockHashToBlockMap":
+        clone = BlockHashToBlockMap(self)
+        for block_hash, blocks in self.items():
+            if type(blocks) is list:
+                clone[block_hash] = blocks[:]
+        return clone
 
 
 class BlockPool:
@@ -29,9 +82,8 @@ class BlockPool:
         self.ref_cnt = [0] * num_blocks
         # Hash of the full block's prefix while it is in the prefix cache, else None.
         self.block_hash: list[int | None] = [None] * num_blocks
-        # hash -> ids of the blocks holding that prefix, oldest first (duplicates happen when two
-        # requests compute the same block before either is cached; the first one serves hits).
-        self.cached_block_hash_to_block: dict[int, list[int]] = {}
+        # hash -> the block(s) holding that prefix (see BlockHashToBlockMap).
+        self.cached_block_hash_to_block = BlockHashToBlockMap()
         # The free queue's links; `head` and `tail` are sentinel slots past the real blocks.
         self.head = num_blocks
         self.tail = num_blocks + 1
@@ -60,7 +112,7 @@ class BlockPool:
         clone.block_hash = self.block_hash[:]
         clone.next_free = self.next_free[:]
         clone.prev_free = self.prev_free[:]
-        clone.cached_block_hash_to_block = {h: ids[:] for h, ids in self.cached_block_hash_to_block.items()}
+        clone.cached_block_hash_to_block = self.cached_block_hash_to_block.copy()
         # Through the memo, so the clone shares its queue with its manager's clone.
         clone.kv_events = copy.deepcopy(self.kv_events, memo)
         memo[id(self)] = clone
@@ -128,10 +180,7 @@ class BlockPool:
 
     def _evict(self, block_id: int) -> None:
         block_hash = self.block_hash[block_id]
-        holders = self.cached_block_hash_to_block[block_hash]
-        holders.remove(block_id)
-        if not holders:
-            del self.cached_block_hash_to_block[block_hash]
+        self.cached_block_hash_to_block.pop_block(block_hash, block_id)
         self.block_hash[block_id] = None
         self.num_evicted_total += 1
         if self.kv_events is not None:
@@ -172,18 +221,25 @@ class BlockPool:
 
     # -- the prefix cache -------------------------------------------------------------------
     def get_cached_block(self, block_hash: int) -> int | None:
-        holders = self.cached_block_hash_to_block.get(block_hash)
-        return holders[0] if holders else None
+        return self.cached_block_hash_to_block.get_one_block(block_hash)
 
-    def cache_full_block(self, block_id: int, block_hash: int) -> None:
-        if self.kv_events is not None:
-            self.kv_events.append(BlockStored(block_id, block_hash))
-        self.block_hash[block_id] = block_hash
-        self.cached_block_hash_to_block.setdefault(block_hash, []).append(block_id)
+    def cache_full_blocks(self, block_ids: Sequence[int], block_hashes: Sequence[int]) -> None:
+        """Enter newly full blocks into the prefix cache, each under its prefix's hash (in one call
+        per request and step, as vLLM's `cache_full_blocks`: a decode fills a block every
+        `block_size` steps, a prefill chunk many at once)."""
+        cached, pool_block_hash, kv_events = self.cached_block_hash_to_block, self.block_hash, self.kv_events
+        for block_id, block_hash in zip(block_ids, block_hashes):
+            if kv_events is not None:
+                kv_events.append(BlockStored(block_id, block_hash))
+            pool_block_hash[block_id] = block_hash
+            if block_hash in cached:
+                cached.insert(block_hash, block_id)
+            else:
+                cached[block_hash] = block_id  # the common case, inline: no duplicate
 
     @property
     def num_cached_blocks(self) -> int:
-        return sum(len(holders) for holders in self.cached_block_hash_to_block.values())
+        return len(self.cached_block_hash_to_block.block_ids())
 
     def usage(self, exclude_null_block: bool = True) -> float:
         """Fraction of blocks in use; evictable cached blocks count as free, as in vLLM."""

@@ -329,7 +329,7 @@ class DecisionTrace:
         if pool is None:  # the contiguous allocator caches nothing
             return 0
         ref_cnt = pool.ref_cnt
-        return sum(1 for holders in pool.cached_block_hash_to_block.values() for b in holders if ref_cnt[b] == 0)
+        return sum(1 for block_id in pool.cached_block_hash_to_block.block_ids() if ref_cnt[block_id] == 0)
 
     @staticmethod
     def _bound(asked: int, given: int, token_budget: int, long_prefill_threshold: int, model_len_room: int) -> str:

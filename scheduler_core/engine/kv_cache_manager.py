@@ -111,6 +111,8 @@ class KVCacheManager:
         touching them takes them out of the free queue just as an allocation would."""
         num_existing = len(self.req_to_blocks.get(request_id, ()))
         num_new = max(cdiv(num_tokens, self.block_size) - len(new_computed_blocks) - num_existing, 0)
+        if not new_computed_blocks:  # every running request's allocation: no generator to build
+            return num_new
         ref_cnt = self.block_pool.ref_cnt
         return num_new + sum(1 for block_id in new_computed_blocks if ref_cnt[block_id] == 0)
 
@@ -179,10 +181,7 @@ class KVCacheManager:
         if num_cached >= num_full:
             return
         block_hashes = request.update_block_hashes(self.block_size, num_tokens)
-        req_blocks = self.req_to_blocks[request_id]
-        cache_full_block = self.block_pool.cache_full_block
-        for index in range(num_cached, num_full):
-            cache_full_block(req_blocks[index], block_hashes[index])
+        self.block_pool.cache_full_blocks(self.req_to_blocks[request_id][num_cached:num_full], block_hashes[num_cached:num_full])
         self.num_cached_block[request_id] = num_full
 
     def free(self, request: Request) -> None:

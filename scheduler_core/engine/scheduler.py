@@ -175,29 +175,44 @@ class Scheduler:
     def _finish_schedule(self, output: SchedulerOutput, now: float) -> SchedulerOutput:
         """Advance each scheduled request's computed tokens before the model runs, as vLLM does,
         so the next schedule() already sees this step's chunk as done."""
+        if self.config.async_scheduling:
+            self._advance_with_placeholders(output)
+        else:
+            requests = self.requests
+            num_computed_before, sampling_reqs = output.num_computed_before, output.sampling_reqs
+            for rid, num_tokens in output.num_scheduled_tokens.items():
+                request = requests[rid]
+                num_computed_before[rid] = num_computed = request.num_computed_tokens
+                request.num_computed_tokens = num_computed = num_computed + num_tokens
+                # A chunk that reaches the end of the request's tokens: the model samples for it.
+                if num_computed >= request.num_prompt_tokens + request.num_output_tokens:
+                    sampling_reqs.append(rid)
+        # Only an admission from the waiting queue is a first schedule: a resumed request ran before.
         requests = self.requests
-        placeholders = self.config.async_scheduling
+        for rid in output.scheduled_new_reqs:
+            requests[rid].first_scheduled_time = now
+        output.num_free_blocks_after_schedule = self.kv_cache_manager.num_free_blocks
+        self.has_finished_requests = False
+        return output
+
+    def _advance_with_placeholders(self, output: SchedulerOutput) -> None:
+        """`_finish_schedule` under a batch queue: the tokens scheduled are in flight until their
+        update, and a sampled token counts as known (a placeholder) for the next schedule()."""
+        requests = self.requests
         num_computed_before, sampling_reqs = output.num_computed_before, output.sampling_reqs
+        spec = self.config.speculative_config
         for rid, num_tokens in output.num_scheduled_tokens.items():
             request = requests[rid]
             num_computed_before[rid] = num_computed = request.num_computed_tokens
             request.num_computed_tokens = num_computed = num_computed + num_tokens
-            if placeholders:
-                # Only a batch queue has tokens in flight between a schedule() and its update.
-                request.num_in_flight_tokens += num_tokens
+            request.num_in_flight_tokens += num_tokens
             if num_computed >= request.num_prompt_tokens + request.num_output_tokens + request.num_output_placeholders:
                 sampling_reqs.append(rid)
-                if placeholders:
-                    # The next schedule() may already count on this token and the drafts being
-                    # verified (vLLM's AsyncScheduler); the next drafts are placeholders too.
-                    request.num_output_placeholders += 1 + output.scheduled_spec_decode_tokens.get(rid, 0)
-                    if self.config.speculative_config:
-                        request.num_spec_tokens = self.config.speculative_config.num_speculative_tokens
-            if request.first_scheduled_time is None:
-                request.first_scheduled_time = now
-        output.num_free_blocks_after_schedule = self.kv_cache_manager.num_free_blocks
-        self.has_finished_requests = False
-        return output
+                # The next schedule() may already count on this token and the drafts being
+                # verified (vLLM's AsyncScheduler); the next drafts are placeholders too.
+                request.num_output_placeholders += 1 + output.scheduled_spec_decode_tokens.get(rid, 0)
+                if spec:
+                    request.num_spec_tokens = spec.num_speculative_tokens
 
     def update_from_output(self, output: SchedulerOutput, now: float) -> UpdateResult:
         """After the model step: each request the model sampled for gets its token; one that
@@ -206,17 +221,48 @@ class Scheduler:
         Under async scheduling the batch may be a step old: its token replaces a placeholder, and
         a request preempted since then still receives its (stale) token, which may finish it.
         """
+        if self.config.async_scheduling or self.acceptance is not None:
+            result = self._update_placeholders_and_drafts(output, now)
+        else:
+            result = self._update_one_token_each(output, now)
+        if result.finished:
+            self._finish_requests(result.finished, now)
+        if self.acceptance and not self.config.async_scheduling:
+            # The drafter proposes the next drafts for every request that just sampled.
+            for rid in result.sampled:
+                if rid in self.requests:
+                    self.requests[rid].num_spec_tokens = self.config.speculative_config.num_speculative_tokens
+        return result
+
+    def _update_one_token_each(self, output: SchedulerOutput, now: float) -> UpdateResult:
+        """The common case, no batch queue and no drafts: the batch is this step's own, so every
+        request sampled for is still here, and gets exactly one token."""
+        requests = self.requests
+        max_model_len = self.config.max_model_len
+        stopped: list[Request] = []
+        # Prefill chunks that have not reached the end of the prompt sample nothing.
+        for rid in output.sampling_reqs:
+            request = requests[rid]
+            request.num_output_tokens = num_output_tokens = request.num_output_tokens + 1
+            request.token_times.append(now)
+            # vLLM's finish reason "length"; the simulated model never samples EOS.
+            if num_output_tokens >= request.max_tokens or request.num_prompt_tokens + num_output_tokens >= max_model_len:
+                stopped.append(request)
+        return UpdateResult(list(output.sampling_reqs), stopped)
+
+    def _update_placeholders_and_drafts(self, output: SchedulerOutput, now: float) -> UpdateResult:
+        """Async scheduling or speculative decoding: tokens replace placeholders, drafts are verified
+        and may add several tokens, and a stale batch's tokens leave the reset counters alone."""
         sampled: list[str] = []
-        finished: list[Request] = []
+        stopped: list[Request] = []
         max_model_len = self.config.max_model_len
         requests = self.requests
         kv = self.kv_cache_manager
         stale = self._settle_in_flight(output) if self.config.async_scheduling else ()
         drafts = output.scheduled_spec_decode_tokens
         # Blocks become cacheable here only once placeholders or drafts resolve into known tokens.
-        cache_known_blocks = kv.enable_caching and (self.config.async_scheduling or self.acceptance is not None)
+        cache_known_blocks = kv.enable_caching
         num_accepted: dict[str, int] = {}
-        # Prefill chunks that have not reached the end of the prompt sample nothing.
         for rid in output.sampling_reqs:
             request = requests.get(rid)
             if request is None:
@@ -226,43 +272,39 @@ class Scheduler:
             sampled.append(rid)
             if rid in drafts:
                 num_new_tokens = 1 + self._verify_drafts(output, request, is_stale, num_accepted)
-                stopped = self._append_tokens(request, num_new_tokens, now, is_stale)
+                is_stopped = self._append_tokens(request, num_new_tokens, now, is_stale)
             else:
                 num_new_tokens = 1
                 request.num_output_tokens += 1
                 request.token_times.append(now)
-                # vLLM's finish reason "length"; the simulated model never samples EOS. (num_tokens
-                # spelled out, not the property: this runs for every decode of every step.)
-                stopped = (request.num_output_tokens >= request.max_tokens
-                           or request.num_prompt_tokens + request.num_output_tokens >= max_model_len)
+                is_stopped = (request.num_output_tokens >= request.max_tokens
+                              or request.num_prompt_tokens + request.num_output_tokens >= max_model_len)
             if had_placeholders and not is_stale:
                 request.num_output_placeholders -= num_new_tokens
             if cache_known_blocks and not is_stale and request.status == RequestStatus.RUNNING \
                     and (had_placeholders or self.acceptance):
                 # Full blocks of tokens now known can enter the prefix cache.
                 kv.cache_blocks(request, request.num_computed_tokens - request.num_in_flight_tokens)
-            if not stopped:
-                continue
-            if request.status != RequestStatus.RUNNING:
+            if is_stopped:
+                stopped.append(request)
+        return UpdateResult(sampled, stopped, num_accepted)
+
+    def _finish_requests(self, finished: list[Request], now: float) -> None:
+        """Requests that reached their length leave: their blocks are freed and the scheduler
+        forgets them (like vLLM's; whoever needs them keeps them)."""
+        kv, requests, running = self.kv_cache_manager, self.requests, self.running
+        for request in finished:
+            if request.status == RequestStatus.RUNNING:
+                running.remove(request)
+            else:
                 self.waiting.remove_request(request)
             request.status = RequestStatus.FINISHED_LENGTH_CAPPED
             request.finish_time = now
-            finished.append(request)
-        if finished:
-            for request in finished:
-                kv.free(request)
-                # Like vLLM, the scheduler forgets finished requests; whoever needs them keeps them.
-                del requests[request.request_id]
-            done = set(map(id, finished))
-            self.running = [r for r in self.running if id(r) not in done]
-            self.num_finished += len(finished)
-            self.has_finished_requests = True
-        if self.acceptance and not self.config.async_scheduling:
-            # The drafter proposes the next drafts for every request that just sampled.
-            for rid in sampled:
-                if rid in requests:
-                    requests[rid].num_spec_tokens = self.config.speculative_config.num_speculative_tokens
-        return UpdateResult(sampled, finished, num_accepted)
+        for request in finished:
+            kv.free(request)
+            del requests[request.request_id]
+        self.num_finished += len(finished)
+        self.has_finished_requests = True
 
     def _settle_in_flight(self, output: SchedulerOutput) -> set[str]:
         """Async scheduling: the batch's tokens are no longer in flight. Returns the requests whose

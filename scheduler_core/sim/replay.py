@@ -252,6 +252,10 @@ def unfinished(scheduler: VllmV1Scheduler) -> str:
     return f"{len(ids)} request(s) ({', '.join(ids[:5])}{', ...' if len(ids) > 5 else ''})"
 
 
+# json.dumps(line, separators=(", ", ": ")), without building an encoder for every line.
+LOG_LINE_ENCODER = json.JSONEncoder(separators=(", ", ": "))
+
+
 def write_log(lines: Iterator[dict], path: str | Path) -> int:
     """Write JSON lines (gzip if the name ends in .gz); returns the number of steps."""
     path = Path(path)
@@ -259,6 +263,6 @@ def write_log(lines: Iterator[dict], path: str | Path) -> int:
     count = 0
     with opener(path, "wt") as f:
         for line in lines:
-            f.write(json.dumps(line, separators=(", ", ": ")) + "\n")
+            f.write(LOG_LINE_ENCODER.encode(line) + "\n")
             count += 1
     return count

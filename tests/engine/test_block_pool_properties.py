@@ -89,7 +89,7 @@ class Snapshot:
             list(pool.block_hash),
             free_queue(pool),
             pool.num_free_blocks,
-            {block_hash: list(holders) for block_hash, holders in pool.cached_block_hash_to_block.items()},
+            pool.cached_block_hash_to_block.as_lists(),
         )
 
 
@@ -142,7 +142,7 @@ def run(scenario: Scenario, pool: BlockPool | None = None) -> Iterator[Step]:
             if not uncached:
                 continue
             block_id = uncached[operation.block_pick % len(uncached)]
-            pool.cache_full_block(block_id, operation.number)
+            pool.cache_full_blocks([block_id], [operation.number])
             blocks = [block_id]
         elif operation.kind == "hit":
             block_id = pool.get_cached_block(operation.number)
@@ -270,20 +270,20 @@ def test_taking_a_cached_block_evicts_its_hash(scenario):
                 old_hash = step.before.block_hash[block_id]
                 assert step.pool.block_hash[block_id] is None
                 if old_hash is not None:
-                    assert block_id not in step.pool.cached_block_hash_to_block.get(old_hash, [])
+                    assert block_id not in step.pool.cached_block_hash_to_block.blocks(old_hash)
 
 
 @PROPERTY
 @given(scenarios())
 def test_hash_map_lists_exactly_the_blocks_with_that_hash(scenario):
-    """cached_block_hash_to_block[h] lists, once each, the blocks whose block_hash is h; no empty lists."""
+    """cached_block_hash_to_block.blocks(h) lists, once each, the blocks whose block_hash is h; no empty lists."""
     for step in run(scenario):
         pool = step.pool
         expected: dict[int, set[int]] = {}
         for block_id, block_hash in enumerate(pool.block_hash):
             if block_hash is not None:
                 expected.setdefault(block_hash, set()).add(block_id)
-        actual = pool.cached_block_hash_to_block
+        actual = pool.cached_block_hash_to_block.as_lists()
         assert {h: set(holders) for h, holders in actual.items()} == expected
         assert all(len(holders) == len(set(holders)) for holders in actual.values())
         assert pool.num_cached_blocks == sum(len(ids) for ids in expected.values())
@@ -346,7 +346,7 @@ def test_freeing_keeps_cached_hashes_hittable(scenario):
     for step in run(scenario):
         if step.kind == "free":
             assert step.pool.block_hash == step.before.block_hash
-            assert step.pool.cached_block_hash_to_block == step.before.cached
+            assert step.pool.cached_block_hash_to_block.as_lists() == step.before.cached
 
 
 @PROPERTY

@@ -128,7 +128,7 @@ class Snapshot:
             list(pool.ref_cnt),
             list(pool.block_hash),
             free_queue(pool),
-            {h: list(ids) for h, ids in pool.cached_block_hash_to_block.items()},
+            pool.cached_block_hash_to_block.as_lists(),
             {rid: list(table) for rid, table in kv.req_to_blocks.items()},
         )
 
