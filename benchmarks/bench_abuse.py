@@ -7,7 +7,8 @@ Each row gets a fresh server (its own process, on a free port, bound to 127.0.0.
 /proc every 50 ms. The attackers come from other loopback addresses (127.0.0.2, 127.0.0.3, ...:
 quotas are per client address), one address per loop or per fleet run, so a per-client limit alone
 does not hold them back. A refusal (HTTP 4xx/5xx, a websocket closed or answered with an error) is
-a defence holding: it is counted per row, and the attack goes on.
+a defence holding: it is counted per row, and the attack goes on. The memory row watches three
+windows: a session's memory grows with time.
 
   memory    one client's quota of sessions at the largest size the web accepts (131,072 blocks,
             20,000 requests of 8k-30k tokens arriving at once), each told to step 100,000
@@ -33,6 +34,7 @@ import contextlib
 import json
 import os
 import random
+import signal
 import sys
 import time
 from collections import Counter
@@ -59,10 +61,14 @@ TARGET_WORKERS = 2
 TARGET_ABANDONED_S = 5.0
 # The attacks at the sizes, and tiny ones for the test suite (does it run, and print).
 FULL = {"requests": 20_000, "blocks": 131_072, "steps": 100_000, "why_steps": 1_000, "loops": 4, "sockets": 200,
-        "fleets": 12, "fleet_requests": 2_000, "replicas": 8, "fast_requests": 4_000, "fast_blocks": 16_384}
+        "fleets": 12, "fleet_requests": 2_000, "replicas": 8, "fast_requests": 4_000, "fast_blocks": 16_384,
+        "settle_s": 1.0, "abandoned_wait_s": 30.0}
 SMOKE = {"requests": 100, "blocks": 2_048, "steps": 200, "why_steps": 30, "loops": 2, "sockets": 4,
-         "fleets": 3, "fleet_requests": 20, "replicas": 2, "fast_requests": 200, "fast_blocks": 2_048}
+         "fleets": 3, "fleet_requests": 20, "replicas": 2, "fast_requests": 200, "fast_blocks": 2_048,
+         "settle_s": 0.3, "abandoned_wait_s": 1.0}
 ROWS = ("memory", "validate", "why", "sockets", "workers", "fast")
+# A session's memory grows with every checkpoint it takes: the memory row watches three windows.
+WINDOWS = {"memory": 3}
 
 
 def big_scenario(sizes: dict, num_requests: int | None = None) -> dict:
@@ -361,7 +367,7 @@ async def attack_workers(target: Target, stop: asyncio.Event) -> None:
     if not abandoned:
         target.row.abandoned_note = "none running"
         return
-    limit_s = target.duration_s / 2 + (30 if sizes is FULL else 3)
+    limit_s = target.duration_s / 2 + sizes["abandoned_wait_s"]
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(wait_until(lambda: not abandoned & set(children(target.pid))), limit_s)
     lived_s = time.monotonic() - hung_up_at
@@ -379,7 +385,8 @@ async def attack_fast(target: Target, stop: asyncio.Event) -> None:
     if created is None:
         target.ready.set()
         return
-    target.row.note = "4,000 requests, 16,384 blocks, 256 running" if target.sizes is FULL else "a small session"
+    target.row.note = (f"{target.sizes['fast_requests']:,} requests on {target.sizes['fast_blocks']:,} blocks, "
+                       "played at 2,000 steps/s")
     async with asyncio.TaskGroup() as group:
         group.create_task(presenter(target, created, address, [{"type": "play", "steps_per_s": 2000}], stop))
         target.ready.set()
@@ -401,7 +408,7 @@ async def measure(target: Target, attack, max_rss_kib: int) -> None:
     bystander, probe = Bystander(target), Probe(target, max_rss_kib)
     watchers = [asyncio.create_task(probe.proc(stop)), asyncio.create_task(bystander.run(stop, playing))]
     await asyncio.wait_for(playing.wait(), 60)
-    await asyncio.sleep(1.0)  # into the bystander's stream
+    await asyncio.sleep(target.sizes["settle_s"])  # into the bystander's stream
     row.rss_start_kib = memory_kib(target.pid)[0]
     attacking = asyncio.create_task(attack(target, attack_stop))
     await asyncio.wait({attacking, asyncio.create_task(target.ready.wait())}, timeout=600,
@@ -481,19 +488,23 @@ def print_table(rows: list[Row]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, of {', '.join(ROWS)}")
-    parser.add_argument("--duration", type=float, default=20.0, help="seconds each attack is measured")
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds each attack is measured (memory: 3x)")
     parser.add_argument("--smoke", action="store_true", help="tiny attacks, a second each: does it run")
     parser.add_argument("--max-rss-gib", type=float, default=6.0, help="stop a row when the server grows past this")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still stops the row's server
     names = [name.strip() for name in args.rows.split(",") if name.strip()]
     unknown = set(names) - set(ROWS)
     if unknown:
         parser.error(f"unknown rows {sorted(unknown)}; choose from {', '.join(ROWS)}")
     sizes, duration_s = (SMOKE, min(args.duration, 1.0)) if args.smoke else (FULL, args.duration)
     print(f"servescope serve --public under attack, a fresh server per row; bystander at {BYSTANDER_STEPS_PER_S} "
-          f"steps/s from {BYSTANDER_ADDRESS}, attackers from 127.0.0.2 on; {duration_s:g} s per row"
+          f"steps/s from {BYSTANDER_ADDRESS}, attackers from 127.0.0.2 on; {duration_s:g} s per row "
+          f"({duration_s * (1 if args.smoke else WINDOWS['memory']):g} s for memory)"
           f"{' (smoke sizes)' if args.smoke else ''}; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-    rows = [run_row(name, sizes, duration_s, int(args.max_rss_gib * 2**20)) for name in ["baseline", *names]]
+    windows = {} if args.smoke else WINDOWS
+    rows = [run_row(name, sizes, duration_s * windows.get(name, 1), int(args.max_rss_gib * 2**20))
+            for name in ["baseline", *names]]
     print_table(rows)
     print(f"\nload average after: {os.getloadavg()[0]:.1f} (the clients share the machine with the server: noisy figures)")
     return 0

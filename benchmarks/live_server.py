@@ -6,7 +6,9 @@ The benchmarks are scripts (`python benchmarks/NAME.py`), so they import this as
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -45,12 +47,18 @@ def start_server(args: list[str], port: int, env: dict | None = None, output=sub
 
 
 def stop_server(server: subprocess.Popen) -> None:
+    """The server, then any worker it left behind (a benchmark may end with a fleet still running)."""
+    workers = children(server.pid)
     server.terminate()
     try:
         server.wait(timeout=10)
     except subprocess.TimeoutExpired:
         server.kill()
         server.wait()
+    for pid in workers:
+        with contextlib.suppress(OSError):
+            if b"app.export_worker" in Path(f"/proc/{pid}/cmdline").read_bytes():  # still that worker, not a reused pid
+                os.kill(pid, signal.SIGKILL)
 
 
 def percentile(values: list[float], q: float) -> float:
