@@ -237,7 +237,7 @@ async def presenter(target: Target, created: dict, address: str, commands: list[
                 elif reached and frame.get("type") in ("status", "pong") and frame.get("step", 0) >= reached[0]:
                     reached[1].set()
     except (ConnectionClosed, InvalidHandshake, OSError) as error:
-        target.row.refuse(f"ws {type(error).__name__}")
+        target.row.refuse(refusal(error))
 
 
 async def attack_memory(target: Target, stop: asyncio.Event) -> None:
@@ -310,8 +310,16 @@ async def silent_viewer(target: Target, session_id: str, address: str, opened: l
                 await asyncio.wait_for(ws.send('{"type":"snapshot"}'), 5)
                 await asyncio.sleep(0.25)
     except (ConnectionClosed, InvalidHandshake, OSError, TimeoutError) as error:
-        code = error.response.status_code if isinstance(error, InvalidStatus) else ""
-        target.row.refuse(f"ws {type(error).__name__}{code}")
+        target.row.refuse(refusal(error))
+
+
+def refusal(error: Exception) -> str:
+    """How a websocket was refused: the HTTP status of its handshake, or the server's close code."""
+    if isinstance(error, InvalidStatus):
+        return f"ws HTTP {error.response.status_code}"
+    if isinstance(error, ConnectionClosed) and error.rcvd is not None:
+        return f"ws closed {error.rcvd.code}"
+    return f"ws {type(error).__name__}"
 
 
 async def attack_sockets(target: Target, stop: asyncio.Event) -> None:
@@ -406,8 +414,14 @@ ATTACKS = {"baseline": no_attack, "memory": attack_memory, "validate": attack_va
 async def measure(target: Target, attack, max_rss_kib: int) -> None:
     row, stop, attack_stop, playing = target.row, asyncio.Event(), asyncio.Event(), asyncio.Event()
     bystander, probe = Bystander(target), Probe(target, max_rss_kib)
-    watchers = [asyncio.create_task(probe.proc(stop)), asyncio.create_task(bystander.run(stop, playing))]
-    await asyncio.wait_for(playing.wait(), 60)
+    watching = asyncio.create_task(bystander.run(stop, playing))
+    watchers = [asyncio.create_task(probe.proc(stop)), watching]
+    await asyncio.wait({watching, asyncio.create_task(playing.wait())}, timeout=60, return_when=asyncio.FIRST_COMPLETED)
+    if not playing.is_set():
+        row.note = f"the bystander could not start its session: {watching.exception() if watching.done() else 'timeout'}"
+        stop.set()
+        await asyncio.gather(*watchers, return_exceptions=True)
+        return
     await asyncio.sleep(target.sizes["settle_s"])  # into the bystander's stream
     row.rss_start_kib = memory_kib(target.pid)[0]
     attacking = asyncio.create_task(attack(target, attack_stop))
