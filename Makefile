@@ -39,6 +39,7 @@ bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/bench_ui.py
 	$(BIN)/python benchmarks/bench_classroom.py
 	$(BIN)/python benchmarks/bench_sweep.py
+	$(BIN)/python benchmarks/bench_abuse.py
 
 screenshots: $(BIN)/.installed
 	$(BIN)/python benchmarks/screenshots.py

@@ -14,33 +14,19 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from collections import deque
-from pathlib import Path
 
 import httpx
+from live_server import cpu_seconds, free_port, percentile, start_server, stop_server
 from websockets.asyncio.client import connect
 
-ROOT = Path(__file__).resolve().parents[1]
 STEPS_PER_S = 20
 PING_EVERY_S = 0.5
 TARGET_FRAMES_PER_S = 20
 TARGET_PING_P99_MS = 250
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Client:
@@ -86,11 +72,6 @@ class Client:
             await asyncio.sleep(PING_EVERY_S)
             self.sent_at.append(time.monotonic())
             await ws.send('{"type":"ping"}')
-
-
-def percentile(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
 
 
 async def measure(base: str, ws_base: str, num_students: int, num_viewers: int, seconds: float, pid: int) -> dict:
@@ -146,26 +127,13 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=15.0)
     args = parser.parse_args()
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    server = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port)], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = start_server(["-m", "app.cli", "serve", "--port", str(port)], port)
     base, ws_base = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit("the server did not start")
-            time.sleep(0.1)
         result = asyncio.run(asyncio.wait_for(
             measure(base, ws_base, args.students, args.viewers, args.seconds, server.pid), 60 + 2 * args.seconds))
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        stop_server(server)
     print(f"classroom on one server process: {args.students} students playing their own session at "
           f"{STEPS_PER_S} steps/s + a lecture at {STEPS_PER_S} steps/s with {args.viewers} viewers; "
           f"{result['window_s']:g} s window; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")

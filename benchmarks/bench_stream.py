@@ -16,17 +16,14 @@ import argparse
 import asyncio
 import json
 import re
-import socket
 import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
+from live_server import ROOT, free_port, start_server, stop_server
 from websockets.asyncio.client import connect
 
-ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app import wire  # noqa: E402
@@ -53,12 +50,6 @@ uvicorn.run(create_app(settings), host="127.0.0.1", port=int(sys.argv[1]), log_l
 """
 # State frames are binary: a 4-byte header length, then the JSON header (app/wire.py).
 HEADER = re.compile(rb'"type":\s*"(\w+)".*?"seq":\s*(\d+),\s*"step":\s*(\d+)')
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # -- frame build cost, in process ----------------------------------------------------------
@@ -181,22 +172,6 @@ async def measure(base: str, created: dict, num_viewers: int, seconds: float, st
     }
 
 
-def start_server(port: int) -> subprocess.Popen:
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(port)], cwd=ROOT)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        if server.poll() is not None:
-            raise RuntimeError("the server exited")
-        time.sleep(0.1)
-    server.kill()
-    raise RuntimeError("the server did not start")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=6.0, help="measurement window per viewer count")
@@ -216,7 +191,7 @@ def main() -> None:
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = start_server(port)
+    server = start_server(["-c", SERVER, str(port)], port, output=None)
     try:
         response = httpx.post(f"{base}/api/sessions", json={"scenario": SCENARIO}, timeout=30)
         response.raise_for_status()
@@ -232,11 +207,7 @@ def main() -> None:
                       f"{row['fps_median']:>26.1f}{row['fps_min']:>7.1f}{row['snapshot_share']:>11.0%}"
                       f"{row['mb_per_s']:>11.1f}")
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_server(server)
 
 
 if __name__ == "__main__":

@@ -64,6 +64,15 @@ def test_bench_classroom_prints_both_groups():
     assert "students" in out and "lecture_viewers" in out and "server CPU per delivered frame" in out
 
 
+def test_bench_abuse_prints_every_attack_and_every_target():
+    out = run_benchmark("benchmarks/bench_abuse.py", "--smoke")
+    table, targets = out.split("targets (issue 24)")
+    for row in ("baseline", "memory", "validate", "why", "sockets", "workers", "fast"):
+        assert f"\n{row} " in table and f"\n{row} " in targets
+    assert "frames/s" in table and "MiB" in table and " ms" in table
+    assert targets.count("PASS") + targets.count("FAIL") >= 7 * 4
+
+
 def test_validate_published_prints_its_table():
     out = run_benchmark("benchmarks/validate_published.py", "--smoke")
     assert out.count("\n|") >= 3  # a header, its rule and at least one row
