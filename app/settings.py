@@ -55,6 +55,9 @@ class Settings:
     max_concurrent_exports: int = 2
     export_timeout_s: float = 120.0
     max_export_bytes: int = 256 * 2**20
+    # The "why" of a step not answered before: replayed from its checkpoint by a worker of its own,
+    # one at a time (app.why), within this long (a big engine's checkpoint interval can be seconds).
+    why_timeout_s: float = 20.0
     # Endpoints that compute (validate, why, session creation, fleet, sweep, exports; app.rate_limits):
     # requests a second each client may make of each kind, and the whole server, with a burst
     # on top. A request at the largest size a session may have costs half a burst. Generous on a
