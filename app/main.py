@@ -24,6 +24,7 @@ from .log_redaction import log_config
 from .rate_limits import RateLimits
 from .routes import api, exports, fleet, metrics, pages, ws
 from .settings import Settings
+from .viewer_bytes import ViewerBytes
 from .why import ReasonsCache
 from .workers import WorkerSlots, stop_worker
 
@@ -91,6 +92,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.export_workers = WorkerSlots(settings.max_concurrent_exports)
     app.state.why_workers = WorkerSlots(1, "steps' reasons are being replayed", retry_after_s=2)
     app.state.reasons = ReasonsCache()
+    app.state.viewer_bytes = ViewerBytes(settings.max_viewer_send_bytes)
     app.state.rate_limits = RateLimits(settings)
     app.state.templates = Jinja2Templates(directory=TEMPLATES_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

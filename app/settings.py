@@ -49,6 +49,9 @@ class Settings:
     max_viewers_per_client: int = 0
     # A viewer whose frames could not be sent for this long is dropped.
     viewer_stall_s: float = 10.0
+    # Large frames (over 64 KiB: snapshots) handed to viewers' sockets and not yet read, all viewers
+    # together (app.viewer_bytes): past it, viewers not reading theirs for a second are dropped.
+    max_viewer_send_bytes: int = 64 * 2**20
     max_body_bytes: int = 256 * 1024
     # Step log and trace exports, fleet runs and sweeps: computed by worker processes (app.workers),
     # a few at a time, each within these budgets.
