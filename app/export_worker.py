@@ -5,7 +5,9 @@ app.export_worker` reads one JSON line on stdin and writes the result to stdout:
   step log (JSONL) or a Chrome trace;
 - `{"kind": "fleet", "fleet": {...}}`: a fleet run to the end, its frames and metrics (JSON); with
   `"lesson": [NAME, ARM]`, that fleet lesson's arm with its story;
-- `{"kind": "sweep", "sweep": {...}, "name": NAME}`: a sweep's rows in grid order (JSON).
+- `{"kind": "sweep", "sweep": {...}, "name": NAME}`: a sweep's rows in grid order (JSON);
+- `{"kind": "why", "scenario": {...}, "step": N}` followed by a checkpoint (`app.why`): step N
+  replayed from it with the decision trace on, as the "why" answer (JSON).
 
 Each is seconds of CPU: in its own process it never holds the server's event loop or its GIL
 (viewers of every session keep their frame rate), it streams through a pipe instead of being
@@ -30,6 +32,7 @@ from scheduler_core.scenario.scenario import Scenario
 from scheduler_core.sweep import Sweep, run_serial
 
 from .frames import finite, record_view
+from .why_replay import replay_reasons
 
 
 def write_export(kind: str, scenario: Scenario, num_steps: int, out) -> None:
@@ -64,7 +67,7 @@ def write_sweep(data: dict, name: str, out) -> None:
 def main() -> int:
     # The live server's viewers come first when the cores are busy.
     os.nice(10)
-    job = json.loads(sys.stdin.readline())
+    job = json.loads(sys.stdin.buffer.readline())
     # The server stops reading at its budget; this ends the work even if nobody is left to say so.
     signal.alarm(max(1, math.ceil(job["timeout_s"])))
     out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", write_through=False)
@@ -73,6 +76,8 @@ def main() -> int:
             write_fleet(job["fleet"], out, job.get("lesson"))
         elif job["kind"] == "sweep":
             write_sweep(job["sweep"], job["name"], out)
+        elif job["kind"] == "why":
+            out.write(replay_reasons(Scenario.from_dict(job["scenario"]), int(job["step"]), sys.stdin.buffer.read()))
         else:
             write_export(job["kind"], Scenario.from_dict(job["scenario"]), int(job["steps"]), out)
         out.flush()

@@ -127,7 +127,7 @@ class LiveSession:
         kind = message["type"]
         try:
             if kind == "snapshot":
-                viewer.offer_snapshot()
+                viewer.request_snapshot()
             elif kind == "auth":
                 if not self.token_matches(message.get("token")):
                     raise CommandError("bad_token", "that is not this session's control token")

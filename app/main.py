@@ -26,6 +26,8 @@ from .log_redaction import log_config
 from .rate_limits import RateLimits
 from .routes import api, exports, fleet, metrics, pages, ws
 from .settings import Settings
+from .viewer_bytes import ViewerBytes
+from .why import ReasonsCache
 from .workers import WorkerSlots, stop_worker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,8 +82,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         with contextlib.suppress(asyncio.CancelledError):
             await janitor
         await app.state.manager.close_all()
-        for process in list(app.state.export_workers):
-            await stop_worker(process, app.state.export_workers)
+        for workers in (app.state.export_workers, app.state.why_workers):
+            for process in list(workers):
+                await stop_worker(process, workers)
 
     app = FastAPI(title="servescope", description="A live, step-controlled simulation of a vLLM-style serving engine.",
                   version="0.1.0", lifespan=lifespan)
@@ -89,6 +92,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.lesson_cache = {}
     app.state.fleet_lesson_cache = {}  # (lesson, arm) -> its run and story: fixed, deterministic, a few
     app.state.export_workers = WorkerSlots(settings.max_concurrent_exports)
+    app.state.why_workers = WorkerSlots(1, "steps' reasons are being replayed", retry_after_s=2)
+    app.state.reasons = ReasonsCache()
+    app.state.viewer_bytes = ViewerBytes(settings.max_viewer_send_bytes)
     app.state.rate_limits = RateLimits(settings)
     app.state.templates = Jinja2Templates(directory=TEMPLATES_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -10,7 +10,6 @@ exceed it either, so a bystander's session keeps its share of the CPU whoever se
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
 
@@ -80,15 +79,11 @@ class RateLimits:
                                          settings.compute_burst)
         # (name, what a 429 calls it, its share of the rates): fleets, sweeps and exports are
         # workers too (a few at a time), so theirs are the rates alone; the "why" of an uncached
-        # step replays up to a checkpoint interval of steps, so it counts as heavy work.
+        # step replays up to a checkpoint interval of steps (in a worker), so it counts as heavy work.
         self.limits = {name: RateLimit(what, per_client * share, per_server * share, burst)
                        for name, what, share in (("validate", "validations", 1.0), ("why", "uncached step reasons", 0.5),
                                                  ("session", "new sessions", 1.0), ("fleet", "fleet runs", 1.0),
                                                  ("sweep", "sweeps", 0.5), ("export", "exports", 1.0))}
-
-        # Work done in the server's own process rather than a worker (an uncached "why"): one at a
-        # time, so however many are asked for, they hold one thread and one scratch state.
-        self.in_process = asyncio.Semaphore(1)
 
     def check(self, name: str, client: str, cost: float = 1.0) -> None:
         self.limits[name].check(client, cost)

@@ -35,7 +35,7 @@ from .frames import (
 )
 from .history import ChartHistory, append_capped
 from .settings import Settings
-from .why import StepReasons, request_history
+from .why import request_history
 
 BREAKPOINT_KINDS = ("preemption", "finish", "admit", "kv_usage", "step", "request")
 EVENT_HISTORY = 2000
@@ -145,8 +145,6 @@ class Session:
         # (sequence number, status, encoded frame): a snapshot is built once per state and status, however
         # many viewers ask for it.
         self._snapshot_cache: tuple[int, dict, bytes] | None = None
-        # "Why?": the decision trace of past steps, replayed on demand.
-        self.reasons = StepReasons()
 
     @property
     def step(self) -> int:

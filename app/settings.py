@@ -49,12 +49,18 @@ class Settings:
     max_viewers_per_client: int = 0
     # A viewer whose frames could not be sent for this long is dropped.
     viewer_stall_s: float = 10.0
+    # Large frames (over 64 KiB: snapshots) handed to viewers' sockets and not yet read, all viewers
+    # together (app.viewer_bytes): past it, viewers not reading theirs for a second are dropped.
+    max_viewer_send_bytes: int = 64 * 2**20
     max_body_bytes: int = 256 * 1024
     # Step log and trace exports, fleet runs and sweeps: computed by worker processes (app.workers),
     # a few at a time, each within these budgets.
     max_concurrent_exports: int = 2
     export_timeout_s: float = 120.0
     max_export_bytes: int = 256 * 2**20
+    # The "why" of a step not answered before: replayed from its checkpoint by a worker of its own,
+    # one at a time (app.why), within this long (a big engine's checkpoint interval can be seconds).
+    why_timeout_s: float = 20.0
     # Endpoints that compute (validate, why, session creation, fleet, sweep, exports; app.rate_limits):
     # requests a second each client may make of each kind, and the whole server, with a burst
     # on top. A request at the largest size a session may have costs half a burst. Generous on a

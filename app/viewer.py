@@ -5,20 +5,26 @@ it) while it keeps up, and a "send a snapshot" mark once that delta would span t
 a slow or stalled viewer costs the others and the simulation nothing. A page that acknowledges
 what it drew ("ack") has at most MAX_UNACKED_FRAMES state frames in flight. Events (the log)
 queue losslessly up to a bound. A viewer that stops reading altogether is dropped after
-`viewer_stall_s`.
+`viewer_stall_s`; one whose large frames hold the server's room for unread frames is dropped
+sooner (`viewer_bytes.py`). A page may ask for a snapshot one at a time (never while one is on
+its way) and SNAPSHOT_BURST in a row, then one a SNAPSHOT_REQUEST_S; the snapshot is built once
+per state, whoever asks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections import deque
 from typing import Protocol
 
 from fastapi import WebSocket
 
 from .frames import PROTOCOL_VERSION, Delta
+from .rate_limits import TokenBucket
 from .session import Session
+from .viewer_bytes import ViewerBytes
 
 
 class FrameSource(Protocol):
@@ -44,12 +50,23 @@ MAX_DELTA_STEPS = 200
 # page never has more than a tenth of a second to draw behind what the server sent.
 MAX_UNACKED_FRAMES = 6
 
+# Snapshots a page may ask for (beyond the ones it is sent on connecting and when too far behind):
+# a few in a row, then one a second, each built at most once per state.
+SNAPSHOT_BURST = 4
+SNAPSHOT_REQUEST_S = 1.0
+
 
 class Viewer:
     """One websocket's mailbox and sender."""
 
-    def __init__(self, websocket: WebSocket, can_control: bool, event_backlog: int):
+    def __init__(self, websocket: WebSocket, can_control: bool, event_backlog: int, account: ViewerBytes | None = None):
         self.websocket = websocket
+        self.account = account or ViewerBytes(2**62)  # the server's count of large frames in flight
+        # Why the server dropped this viewer (its sender is cancelled), for the close frame.
+        self.dropped: str | None = None
+        self.sender: asyncio.Task | None = None
+        self.sending_snapshot = False
+        self.snapshot_requests = TokenBucket(1 / SNAPSHOT_REQUEST_S, SNAPSHOT_BURST)
         # The client address, for the per-client cap on viewers.
         self.client = websocket.client.host if websocket.client else ""
         self.can_control = can_control
@@ -74,6 +91,22 @@ class Viewer:
                 return
             self.pending_delta = merged
         self.wakeup.set()
+
+    def request_snapshot(self) -> None:
+        """The page asks for the whole state: one at a time, SNAPSHOT_BURST in a row, then one a SNAPSHOT_REQUEST_S."""
+        now = time.monotonic()
+        if self.needs_snapshot or self.sending_snapshot or self.snapshot_requests.wait_s("", now):
+            self.reply(error_frame("snapshot_limited", f"one snapshot at a time, {SNAPSHOT_BURST} in a row, "
+                                                       f"then one every {SNAPSHOT_REQUEST_S:g} s"))
+            return
+        self.snapshot_requests.take("", now)
+        self.offer_snapshot()
+
+    def drop(self, reason: str) -> None:
+        """End this viewer's connection (its sender stops; the socket closes with `reason`)."""
+        self.dropped = reason
+        if self.sender is not None:
+            self.sender.cancel()
 
     def offer_snapshot(self) -> None:
         self.needs_snapshot = True
@@ -115,8 +148,10 @@ class Viewer:
         """This viewer's own sender: replies, then the latest state and the queued events while
         the page keeps up with what it was sent. A frame that cannot be sent within `stall_s`
         (the viewer stopped reading) ends the loop, and with it the viewer's connection."""
+        self.sender = asyncio.current_task()
+
         async def send(data: str | bytes) -> None:
-            async with asyncio.timeout(stall_s):
+            async with self.account.sending(self, len(data)), asyncio.timeout(stall_s):
                 if isinstance(data, bytes):
                     await self.websocket.send_bytes(data)
                 else:
@@ -146,7 +181,11 @@ class Viewer:
                 if self.pending_delta is not None and self.pending_delta.seq <= seq:
                     self.pending_delta = None
                 self._sent(seq)
-                await send(data)
+                self.sending_snapshot = True
+                try:
+                    await send(data)
+                finally:
+                    self.sending_snapshot = False
             elif self.pending_delta is not None:
                 delta, self.pending_delta = self.pending_delta, None
                 self._sent(delta.seq)

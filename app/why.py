@@ -1,59 +1,79 @@
-""""Why?" for a session: the decision trace of any past step, and a request's history step by step.
+"""""Why?" for a session: the decision trace of any past step, and a request's history step by step.
 
 The live simulation runs without the trace. When a viewer asks about a step, the step is replayed
-with the trace on from the nearest checkpoint, on a scratch copy (the run is deterministic, so it
-is the same step); the last few answers are kept, since the page asks about the current step often.
+with the trace on from the nearest checkpoint (the run is deterministic, so it is the same step).
+Under the byte budget a checkpoint can be hundreds of steps before the step asked about, seconds
+of CPU on a large engine: so the replay runs in a worker process (`app.workers`, one at a time,
+within `why_timeout_s`), never on the server's event loop or under its GIL. The server hands it
+the checkpoint as it is (its frozen bytes) and the scenario, from which the worker builds the
+same workload. Answers are kept, as the JSON bytes sent, in one cache of the server's bounded in
+bytes (a step's reasons never change: stepping back and forth replays the same run).
 """
 
 from __future__ import annotations
 
-import asyncio
-import copy
 from collections import OrderedDict
 
-from scheduler_core.engine.decision_trace import traced_record
+from fastapi import Request
+
 from scheduler_core.engine.kv_cache import KVCacheView
 
-from .frames import finite, record_view
+from .rate_limits import limit
+from .why_replay import checkpoint_payload
+from .workers import worker_output
 
-MAX_CACHED_STEPS = 8
+# All sessions' answers together: a large engine's step can free or allocate thousands of blocks.
+MAX_CACHED_BYTES = 32 * 2**20
+# One answer, as the worker writes it (a step of the largest engine is well under 1 MiB).
+MAX_ANSWER_BYTES = 8 * 2**20
 # A decode run of a request's history is expanded to one row per step up to this many rows.
 MAX_HISTORY_ROWS = 20_000
 
 
-class StepReasons:
-    """The reasons behind past steps of one session, computed on demand and cached (a step's
-    reasons never change: stepping back and forth replays the same run)."""
+class ReasonsCache:
+    """Answers by (session, step), the least recently asked dropped first, within `max_bytes`."""
 
-    def __init__(self) -> None:
-        self._cache: OrderedDict[int, dict] = OrderedDict()
+    def __init__(self, max_bytes: int = MAX_CACHED_BYTES):
+        self.max_bytes = max_bytes
+        self.num_bytes = 0
+        self._answers: OrderedDict[tuple[str, int], bytes] = OrderedDict()
 
-    def cached(self, step: int) -> dict | None:
-        """The answer for `step` if it was computed already (no work), else None."""
-        if step in self._cache:
-            self._cache.move_to_end(step)
-            return self._cache[step]
+    def get(self, key: tuple[str, int]) -> bytes | None:
+        if key in self._answers:
+            self._answers.move_to_end(key)
+            return self._answers[key]
         return None
 
-    async def of_step(self, live, step: int) -> dict | None:
-        """{"step", "record", "decisions"} for a step already taken, or None if it was not."""
-        if (answer := self.cached(step)) is not None:
-            return answer
-        async with live.lock:
-            session = live.session
-            if not 0 <= step < session.step:
-                return None
-            checkpoint = session.checkpoints.at_or_before(step)
-            sim = copy.copy(session.sim)
-        # Outside the lock: the checkpoint is immutable and the scratch copy shares nothing mutable.
-        record = await asyncio.to_thread(traced_record, sim, checkpoint.state, step)
-        if record is None:
-            return None
-        answer = finite({"step": step, "record": record_view(record), "decisions": record.decisions})
-        self._cache[step] = answer
-        if len(self._cache) > MAX_CACHED_STEPS:
-            self._cache.popitem(last=False)
+    def put(self, key: tuple[str, int], answer: bytes) -> None:
+        if key in self._answers or len(answer) > self.max_bytes:
+            return
+        self._answers[key] = answer
+        self.num_bytes += len(answer)
+        while self.num_bytes > self.max_bytes:
+            self.num_bytes -= len(self._answers.popitem(last=False)[1])
+
+
+async def step_reasons(request: Request, live, step: int) -> bytes | None:
+    """The answer for a step already taken ({"step", "record", "decisions"} as JSON), or None if
+    it was not. Uncached: 429 when the replay slot is taken or past the rate limits, 503 past the
+    replay's budget."""
+    app = request.app.state
+    session = live.session
+    key = (session.session_id, step)
+    if (answer := app.reasons.get(key)) is not None:
         return answer
+    if not 0 <= step < session.step:
+        return None
+    app.why_workers.check()  # busy: refused before a rate token is taken
+    limit(request, "why")
+    # No lock needed: checkpoints at or before a step taken are immutable and stay valid whatever
+    # the session does meanwhile (play, a long command, a step back past them replays the same run).
+    payload = checkpoint_payload(session.sim, session.checkpoints.at_or_before(step))
+    job = {"kind": "why", "scenario": session.scenario.to_dict(), "step": step}
+    answer = await worker_output(request, job, app.why_workers, app.settings.why_timeout_s, MAX_ANSWER_BYTES,
+                                 "replays of a step's reasons", payload)
+    app.reasons.put(key, answer)
+    return answer
 
 
 def request_history(timeline: list[dict], kv: KVCacheView) -> list[list]:

@@ -1,8 +1,9 @@
-"""Work too long for a request: a step log or trace export, a fleet run, a sweep. Each is computed
-by a process of its own (`python -m app.export_worker`): it never holds the server's event loop
-or its GIL, so every session's viewers keep their frame rate; at most `max_concurrent_exports`
-run at once; each has `export_timeout_s` and `max_export_bytes`, and is killed when it spends
-either or when nobody waits for it any more.
+"""Work too long for a request: a step log or trace export, a fleet run, a sweep, the "why" of a
+step not answered before. Each is computed by a process of its own (`python -m app.export_worker`):
+it never holds the server's event loop or its GIL, so every session's viewers keep their frame
+rate; at most `max_concurrent_exports` exports, fleets and sweeps run at once (and one "why"
+beside them); each has a budget of time and bytes, and is killed when it spends either or when
+nobody waits for it any more.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ class WorkerSlots:
     arriving together can never start more than `limit` (checking, then awaiting the start,
     let twelve simultaneous requests all pass the check)."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int, what: str = "exports, fleets or sweeps are being computed", retry_after_s: int = 5):
         self.limit = limit
+        self.what = what  # how a 429 names the work that holds the slots
+        self.retry_after_s = retry_after_s
         self.num_reserved = 0
         self.processes: set[asyncio.subprocess.Process] = set()
 
@@ -44,10 +47,14 @@ class WorkerSlots:
     def __len__(self) -> int:
         return self.num_reserved
 
-    def reserve(self) -> None:
+    def check(self) -> None:
+        """429 if no slot is free now."""
         if self.num_reserved >= self.limit:
-            raise HTTPException(429, f"{self.num_reserved} exports, fleets or sweeps are being computed; try again "
-                                     "when one has finished", headers={"Retry-After": "5"})
+            raise HTTPException(429, f"{self.num_reserved} {self.what}; try again when one has finished",
+                                headers={"Retry-After": str(self.retry_after_s)})
+
+    def reserve(self) -> None:
+        self.check()
         self.num_reserved += 1
 
     def started(self, process: asyncio.subprocess.Process) -> None:
@@ -63,10 +70,12 @@ class WorkerSlots:
             self.release()
 
 
-async def start_worker(request: Request, job: dict) -> asyncio.subprocess.Process:
-    """A worker process running `job`, or 429 when the server already runs as many as it allows."""
+async def start_worker(request: Request, job: dict, workers: WorkerSlots | None = None, payload: bytes = b"",
+                       timeout_s: float | None = None) -> asyncio.subprocess.Process:
+    """A worker process running `job` (with `payload` after its line, for the job to read), or 429
+    when `workers` (the export slots unless named) already run as many as they allow."""
     settings = request.app.state.settings
-    workers: WorkerSlots = request.app.state.export_workers
+    workers = request.app.state.export_workers if workers is None else workers
     workers.reserve()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
     try:
@@ -77,7 +86,7 @@ async def start_worker(request: Request, job: dict) -> asyncio.subprocess.Proces
         workers.release()
         raise
     workers.started(process)
-    process.stdin.write(json.dumps({**job, "timeout_s": settings.export_timeout_s}).encode() + b"\n")
+    process.stdin.write(json.dumps({**job, "timeout_s": timeout_s or settings.export_timeout_s}).encode() + b"\n" + payload)
     process.stdin.close()
     return process
 
@@ -102,12 +111,18 @@ async def stream(process: asyncio.subprocess.Process, workers: set, timeout_s: f
 
 
 async def worker_result(request: Request, job: dict) -> dict:
-    """Run `job` in a worker and return the JSON document it writes; 503 when its budget runs out.
-    A client that hangs up takes its worker with it (within CLIENT_GONE_POLL_S), freeing the slot."""
+    """Run `job` in a worker and return the JSON document it writes; 503 when its budget runs out."""
     settings = request.app.state.settings
-    process = await start_worker(request, job)
-    output = stream(process, request.app.state.export_workers, settings.export_timeout_s, settings.max_export_bytes,
-                    what=f"{job['kind']} runs")
+    return json.loads(await worker_output(request, job, request.app.state.export_workers, settings.export_timeout_s,
+                                          settings.max_export_bytes, what=f"{job['kind']} runs"))
+
+
+async def worker_output(request: Request, job: dict, workers: WorkerSlots, timeout_s: float, max_bytes: int,
+                        what: str, payload: bytes = b"") -> bytes:
+    """Run `job` in a worker and return what it writes; 503 when its budget runs out. A client
+    that hangs up takes its worker with it (within CLIENT_GONE_POLL_S), freeing the slot."""
+    process = await start_worker(request, job, workers, payload, timeout_s)
+    output = stream(process, workers, timeout_s, max_bytes, what=what)
     collecting = asyncio.ensure_future(collect(output))
     watching = asyncio.ensure_future(client_gone(request))
     try:
@@ -118,14 +133,14 @@ async def worker_result(request: Request, job: dict) -> dict:
             collecting.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await collecting
-            await stop_worker(process, request.app.state.export_workers)
+            await stop_worker(process, workers)
     if not collecting.done() or collecting.cancelled():
         raise HTTPException(503, "the client went away")
     try:
         parts = collecting.result()
     except BudgetSpent as spent:
         raise HTTPException(503, str(spent)) from None
-    return json.loads(b"".join(parts))
+    return b"".join(parts)
 
 
 async def collect(output) -> list[bytes]:

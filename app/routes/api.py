@@ -16,6 +16,7 @@ from ..frames import finite
 from ..live import LiveSession, SessionManager
 from ..rate_limits import limit, scenario_cost
 from ..schemas import ScenarioModel, SessionCreate, SessionCreated, SessionInfo
+from ..why import step_reasons
 
 router = APIRouter(prefix="/api")
 
@@ -193,15 +194,11 @@ def get_request(session_id: str, request_id: str, request: Request, history: boo
 
 
 @router.get("/sessions/{session_id}/steps/{step}/why")
-async def get_step_reasons(session_id: str, step: int, request: Request) -> dict:
-    """The decision trace of one step already taken: its record and the reasons behind it."""
+async def get_step_reasons(session_id: str, step: int, request: Request) -> Response:
+    """The decision trace of one step already taken: its record and the reasons behind it (a
+    replay in a worker unless asked before: counted against the limits, one at a time)."""
     live = live_session(request, session_id)
-    reasons = live.session.reasons
-    answer = reasons.cached(step)
-    if answer is None:  # a replay: counted against the limits, and one at a time server-wide
-        limit(request, "why")
-        async with request.app.state.rate_limits.in_process:
-            answer = await reasons.of_step(live, step)
+    answer = await step_reasons(request, live, step)
     if answer is None:
         raise HTTPException(404, f"step {step} has not been taken (the session is at step {live.session.step})")
-    return answer
+    return Response(answer, media_type="application/json")

@@ -16,6 +16,10 @@ from ..viewer import Viewer, error_frame
 router = APIRouter()
 # Close code of a websocket refused for the viewer caps (4000-4999: the application's own).
 TOO_MANY_VIEWERS = 4429
+# ... and of a viewer dropped for not reading what it was sent (app.viewer_bytes).
+NOT_READING = 4408
+# How long a dropped viewer's close frame may wait behind what it did not read.
+CLOSE_WAIT_S = 0.5
 
 
 @router.websocket("/ws/{session_id}")
@@ -34,7 +38,7 @@ async def session_socket(websocket: WebSocket, session_id: str) -> None:
         await websocket.send_text(error_frame("too_many_viewers", refusal))
         await websocket.close(code=TOO_MANY_VIEWERS)
         return
-    viewer = Viewer(websocket, False, settings.event_backlog)
+    viewer = Viewer(websocket, False, settings.event_backlog, websocket.app.state.viewer_bytes)
     live.viewers.add(viewer)
     live.viewers_changed()
     sender = asyncio.create_task(viewer.send_loop(live, settings.heartbeat_s, settings.viewer_stall_s))
@@ -69,6 +73,10 @@ async def session_socket(websocket: WebSocket, session_id: str) -> None:
         with contextlib.suppress(BaseException):
             await sender
         live.viewers_changed()
+        if viewer.dropped:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(CLOSE_WAIT_S):
+                    await websocket.close(code=NOT_READING, reason=viewer.dropped[:120])
 
 
 def viewer_refusal(manager, live, client: str) -> str | None:

@@ -4,7 +4,7 @@
 // block-table diff against the step before, listed here and drawn on the KV grid.
 
 import { fmtInt } from "../colors.js";
-import { blockDiff, reasonsOf } from "../why_data.js";
+import { blockDiff, whyOf } from "../why_data.js";
 import { fromEscaped, html, render as write } from "../dom.js";
 import { explainRequest, explainStep, freedWords } from "../why_words.js";
 
@@ -13,6 +13,7 @@ const MAX_IDS = 400; // block ids listed per kind (the count is always whole)
 export function mount(el, store, { sessionId, onSelect }) {
   let shown = ""; // `${step}/${selected}` drawn
   let drawOnGrid = true;
+  let retry = null; // the timer that asks again a server that was busy
 
   el.addEventListener("click", (event) => {
     const rid = event.target.closest("[data-id]");
@@ -37,8 +38,17 @@ export function mount(el, store, { sessionId, onSelect }) {
     const key = `${record.step}/${store.selected}/${drawOnGrid}`;
     if (key === shown) return;
     shown = key;
-    const answer = await reasonsOf(sessionId, record.step);
+    const reply = await whyOf(sessionId, record.step);
     if (shown !== key) return; // the step or the selection moved on while fetching
+    if (reply.busy) {
+      write(el, html`<p class="muted" role="status">The server is busy replaying other steps; asking again in ${reply.busy} s.</p>`);
+      setDiff(null);
+      clearTimeout(retry);
+      retry = setTimeout(() => { if (shown === key) { shown = ""; store.dirty.add("why"); } }, reply.busy * 1000);
+      return;
+    }
+    if (reply.failed) { write(el, html`<p class="muted" role="status">No reasons for step ${record.step + 1} now: ${reply.failed}.</p>`); setDiff(null); return; }
+    const answer = reply.answer;
     if (!answer) { write(el, html`<p class="muted">No reasons for step ${record.step + 1}.</p>`); setDiff(null); return; }
     render(answer);
   }
