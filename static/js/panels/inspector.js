@@ -6,7 +6,7 @@
 import { cssVar, fmtInt, fmtSeconds, requestColor } from "../colors.js";
 import { virtualList } from "../virtual_list.js";
 import { reasonsOf } from "../why_data.js";
-import { el as element, fromEscaped, html, render as write } from "../dom.js";
+import { el as element, html, render as write } from "../dom.js";
 import { explainRequest } from "../why_words.js";
 
 export function mount(el, store, { sessionId, onWhy, onSelect }) {
@@ -59,7 +59,7 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
     }
     const why = answer
       ? html`<section class="why-request"><p class="why-head">Why, in step ${fmtInt(answer.step + 1)} <button type="button" class="why-open ghost">Why? tab ›</button></p>${
-        explainRequest(answer, r.id, r.status).map((s) => html`<p>${fromEscaped(s)}</p>`)}</section>`
+        explainRequest(answer, r.id, r.status).map((s) => html`<p>${s}</p>`)}</section>`
       : html`<p class="muted why-head">Pause to see why it got what it got. <button type="button" class="why-open ghost">Why? tab ›</button></p>`;
     const events = detail.timeline.filter((run) => run.kind !== "prefill" && run.kind !== "decode")
       .map((run) => `step ${run.step + 1}: ${run.kind}${run.cached ? ` (${run.cached} tokens from the prefix cache)` : ""}`).join(" · ");
