@@ -1,6 +1,7 @@
 // The one way text reaches the page. Data (a results file's labels, a scenario's names, a request
 // id, a breakpoint, anything the server sends) is text, never markup: a value `<img onerror=...>`
-// must show as those characters. Two tools, and no other module touches innerHTML:
+// must show as those characters. Two tools, and no other module touches innerHTML or builds
+// markup as a string:
 //  - el(tag, attrs, ...children) builds elements; strings become text nodes, never parsed;
 //  - html`...` writes a page's fixed markup with its holes filled by text: each ${value} is
 //    escaped unless it is itself html`...` (or a list of them), and render() accepts nothing else,
@@ -9,7 +10,7 @@
 const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "`": "&#96;" };
 
 // Text safe between tags and inside a quoted attribute value.
-export function esc(text) {
+function esc(text) {
   return String(text ?? "").replace(/[&<>"'`]/g, (c) => ESCAPES[c]);
 }
 
@@ -39,14 +40,6 @@ export const isHtml = (value) => value instanceof Html;
 export function render(el, fragment) {
   if (!(fragment instanceof Html)) throw new TypeError("render() takes html`...`, not a string: text goes in as text");
   el.innerHTML = fragment.markup;
-}
-
-// Markup that the why-sentences (why_words.js) and the lesson slides assemble from their fixed
-// tags and esc()'d data, as strings: the one door for it, named so every use is easy to find
-// (tests/browser/test_hostile_data_e2e.py lists the modules allowed to use it).
-export function fromEscaped(markup) {
-  if (typeof markup !== "string") throw new TypeError("fromEscaped() takes the string that esc() helped build");
-  return new Html(markup);
 }
 
 // A <template>'s content from a fragment, for rows cloned many times.

@@ -99,8 +99,7 @@ export async function downloadExport(sessionId, name) {
 export function showStartFailure(error, idleMinutes) {
   const own = ownSessions();
   const main = document.createElement("main");
-  main.className = "panel start-failure";
-  main.style.cssText = "margin: 10vh auto; max-width: 40em; padding: 1.5em;";
+  main.className = "panel notice start-failure";
   render(main, html`<h1>No session could be started</h1><p class="reason"></p>
     <p>Sessions end by themselves after ${idleMinutes || 15} idle minutes, and a presenter can end theirs with "End session".</p>
     <p><button id="start-retry" class="primary">Try again</button>

@@ -1,17 +1,18 @@
 // The decision trace in plain words. The server sends data (scheduler_core/engine/decision_trace.py);
 // every number in these sentences is a field of it or of the step's record.
 
-// They are markup strings, every piece of data in them through esc() (dom.js, the one escaper);
-// the panels hand them to the page with fromEscaped().
+// Each sentence is an html`...` fragment (dom.js): its words and tags fixed here, every piece of
+// data in it a hole, written as text (a request id is data: a scenario may name it anything).
 
 import { fmtInt } from "./colors.js";
-import { esc } from "./dom.js";
+import { html } from "./dom.js";
 
-export { esc };
-const id = (rid) => `<button type="button" class="rid" data-id="${esc(rid)}" title="Select ${esc(rid)}">${esc(rid)}</button>`;
-const n = (value) => `<b class="num">${fmtInt(value)}</b>`;
-const blocks = (count) => `${n(count)} block${count === 1 ? "" : "s"}`;
-const were = (count) => `${blocks(count)} ${count === 1 ? "was" : "were"}`;
+const id = (rid) => html`<button type="button" class="rid" data-id="${rid}" title="Select ${rid}">${rid}</button>`;
+const n = (value) => html`<b class="num">${fmtInt(value)}</b>`;
+const blocks = (count) => html`${n(count)} block${count === 1 ? "" : "s"}`;
+const were = (count) => html`${blocks(count)} ${count === 1 ? "was" : "were"}`;
+// Fragments joined by `separator` (fragments are never joined as strings).
+const joined = (parts, separator) => parts.map((part, i) => html`${i ? separator : ""}${part}`);
 
 const RULES = {
   fcfs_last_running: "FCFS preempts the last request of the running list (the newest)",
@@ -22,35 +23,35 @@ const RULES = {
 function bound(entry, limits) {
   switch (entry.bound) {
     case "none": return "all it asked for";
-    case "token_budget": return `all that was left of the token budget (max_num_batched_tokens = ${n(limits.max_num_batched_tokens)})`;
-    case "long_prefill_token_threshold": return `capped by long_prefill_token_threshold = ${n(limits.long_prefill_token_threshold_in_force)}`;
-    case "max_model_len": return `capped by max_model_len = ${n(limits.max_model_len)}`;
-    default: return esc(entry.bound);
+    case "token_budget": return html`all that was left of the token budget (max_num_batched_tokens = ${n(limits.max_num_batched_tokens)})`;
+    case "long_prefill_token_threshold": return html`capped by long_prefill_token_threshold = ${n(limits.long_prefill_token_threshold_in_force)}`;
+    case "max_model_len": return html`capped by max_model_len = ${n(limits.max_model_len)}`;
+    default: return entry.bound;
   }
 }
 
 // Where a released block table went.
 export function freedWords(free) {
   const parts = [];
-  if (free.to_head.length) parts.push(`${blocks(free.to_head.length)} to the head of the free queue (no cached prefix: reused first)`);
-  if (free.to_tail_cached.length) parts.push(`${blocks(free.to_tail_cached.length)} to the tail, still holding a cached prefix (evictable, can be hit again)`);
-  if (free.to_tail.length) parts.push(`${blocks(free.to_tail.length)} to the tail of the free queue`);
-  if (free.still_shared.length) parts.push(`${blocks(free.still_shared.length)} stay in use, shared with other requests`);
-  return parts.length ? parts.join("; ") : "it held no blocks";
+  if (free.to_head.length) parts.push(html`${blocks(free.to_head.length)} to the head of the free queue (no cached prefix: reused first)`);
+  if (free.to_tail_cached.length) parts.push(html`${blocks(free.to_tail_cached.length)} to the tail, still holding a cached prefix (evictable, can be hit again)`);
+  if (free.to_tail.length) parts.push(html`${blocks(free.to_tail.length)} to the tail of the free queue`);
+  if (free.still_shared.length) parts.push(html`${blocks(free.still_shared.length)} stay in use, shared with other requests`);
+  return parts.length ? html`${joined(parts, "; ")}` : "it held no blocks";
 }
 
 function preemptionWords(p, limits) {
   const rule = p.rule === "self"
-    ? `${RULES[p.rule_order]}, and that was ${id(p.request)} itself: it preempted itself`
-    : `${RULES[p.rule_order]}: ${id(p.victim)}${p.rule_order === "priority_lowest" ? ` (priority ${n(p.victim_priority)})` : ""}`;
-  return `${id(p.request)} needed ${blocks(p.blocks_needed)} for ${n(p.tokens)} more token${p.tokens === 1 ? "" : "s"} ` +
-    `but only ${were(p.blocks_free)} free (counting ${n(p.evictable_cached)} free blocks that still hold evictable cached prefixes). ` +
-    `Rule: ${rule}. The victim held ${blocks(p.victim_blocks)}.`;
+    ? html`${RULES[p.rule_order]}, and that was ${id(p.request)} itself: it preempted itself`
+    : html`${RULES[p.rule_order]}: ${id(p.victim)}${p.rule_order === "priority_lowest" ? html` (priority ${n(p.victim_priority)})` : ""}`;
+  return html`${id(p.request)} needed ${blocks(p.blocks_needed)} for ${n(p.tokens)} more token${p.tokens === 1 ? "" : "s"}
+    but only ${were(p.blocks_free)} free (counting ${n(p.evictable_cached)} free blocks that still hold evictable cached prefixes).
+    Rule: ${rule}. The victim held ${blocks(p.victim_blocks)}.`;
 }
 
 const WAITING_REASONS = {
-  token_budget_spent: (stop, limits) => `the step's token budget (max_num_batched_tokens = ${n(limits.max_num_batched_tokens)}) was spent before the waiting queue got to it`,
-  max_num_seqs: (stop, limits) => `${n(stop.num_running)} requests were running, the limit max_num_seqs = ${n(limits.max_num_seqs)}`,
+  token_budget_spent: (stop, limits) => html`the step's token budget (max_num_batched_tokens = ${n(limits.max_num_batched_tokens)}) was spent before the waiting queue got to it`,
+  max_num_seqs: (stop, limits) => html`${n(stop.num_running)} requests were running, the limit max_num_seqs = ${n(limits.max_num_seqs)}`,
   preempted_this_step: () => "this step preempted a request, and a step that preempts admits nobody (it had to take blocks away)",
   swapped_first: () => "requests swapped out to CPU resume before anything new is admitted",
 };
@@ -59,27 +60,28 @@ function order(limits) {
   return limits.scheduling_order === "priority" ? "in priority order" : "in arrival order";
 }
 
-// A waiting request the scan looked at and did not admit.
-function rejectedWords(e, limits) {
+// A waiting request the scan looked at and did not admit; `end` closes the sentence (none when
+// it goes on in another).
+function rejectedWords(e, limits, end = ".") {
   switch (e.reason) {
     case "blocks_full_context":
-      return `not admitted: vLLM 0.33 admits a request only if the free blocks cover its whole context. ` +
-        `It needed ${blocks(e.blocks_needed_full)} for all of it (its first chunk of ${n(e.tokens)} tokens alone needed ${n(e.blocks_needed_chunk)}); ` +
-        `${were(e.blocks_free)} free.`;
+      return html`not admitted: vLLM 0.33 admits a request only if the free blocks cover its whole context.
+        It needed ${blocks(e.blocks_needed_full)} for all of it (its first chunk of ${n(e.tokens)} tokens alone needed ${n(e.blocks_needed_chunk)});
+        ${were(e.blocks_free)} free${end}`;
     case "blocks":
-      return `not admitted: its chunk of ${n(e.tokens)} tokens needed ${blocks(e.blocks_needed_chunk)} and only ${were(e.blocks_free)} free.`;
+      return html`not admitted: its chunk of ${n(e.tokens)} tokens needed ${blocks(e.blocks_needed_chunk)} and only ${were(e.blocks_free)} free${end}`;
     case "prompt_exceeds_budget_unchunked":
-      return `not admitted: chunked prefill is off, so its ${n(e.asked)}-token prompt must run whole, and only ${n(e.budget_before)} tokens of budget were left.`;
+      return html`not admitted: chunked prefill is off, so its ${n(e.asked)}-token prompt must run whole, and only ${n(e.budget_before)} tokens of budget were left${end}`;
     default:
-      return `not admitted (${esc(e.reason)}).`;
+      return html`not admitted (${e.reason})${end}`;
   }
 }
 
 function stopWords(stop, limits, answer) {
   if (WAITING_REASONS[stop.reason]) return WAITING_REASONS[stop.reason](stop, limits);
   const blocker = answer.decisions.waiting.find((e) => e.request === stop.request);
-  return `head-of-line blocking at ${id(stop.request)}, first in the queue ${order(limits)}: it was ` +
-    `${blocker ? rejectedWords(blocker, limits).replace(/\.$/, "") : "not admitted"}; vLLM does not look past it`;
+  return html`head-of-line blocking at ${id(stop.request)}, first in the queue ${order(limits)}: it was
+    ${blocker ? rejectedWords(blocker, limits, "") : "not admitted"}; vLLM does not look past it`;
 }
 
 // Sentences about one request in one step: what it asked, got, and why. `status` is its status
@@ -87,57 +89,56 @@ function stopWords(stop, limits, answer) {
 export function explainRequest(answer, rid, status) {
   const d = answer.decisions, r = answer.record, limits = d.limits, step = r.step + 1;
   const out = [];
-  if (r.arrived.includes(rid)) out.push(`${id(rid)} arrived in step ${n(step)}.`);
+  if (r.arrived.includes(rid)) out.push(html`${id(rid)} arrived in step ${n(step)}.`);
   for (const p of d.preemptions) {
-    if (p.victim === rid) out.push(`<span class="why-key preempted">Preempted in step ${n(step)}.</span> ${preemptionWords(p, limits)}`);
-    else if (p.request === rid) out.push(`Out of blocks in step ${n(step)}: ${preemptionWords(p, limits)}`);
+    if (p.victim === rid) out.push(html`<span class="why-key preempted">Preempted in step ${n(step)}.</span> ${preemptionWords(p, limits)}`);
+    else if (p.request === rid) out.push(html`Out of blocks in step ${n(step)}: ${preemptionWords(p, limits)}`);
   }
   const run = d.running.find((e) => e.request === rid);
   if (run) {
-    const drafts = run.drafts ? ` (1 + ${n(run.drafts)} draft${run.drafts === 1 ? "" : "s"} to verify)` : "";
-    if (run.scheduled) out.push(`It ran: asked for ${n(run.asked)} token${run.asked === 1 ? "" : "s"}${drafts}, given ${n(run.given)}: ${bound(run, limits)}.`);
-    else if (run.unscheduled_tokens) out.push(`It was scheduled for ${n(run.unscheduled_tokens)} tokens, then unscheduled when priority preemption took it.`);
-    else if (!d.preemptions.some((p) => p.victim === rid) && run.given === 0) out.push(`It had nothing it could compute (asked ${n(run.asked)}, room 0 under max_model_len = ${n(limits.max_model_len)}).`);
+    const drafts = run.drafts ? html` (1 + ${n(run.drafts)} draft${run.drafts === 1 ? "" : "s"} to verify)` : "";
+    if (run.scheduled) out.push(html`It ran: asked for ${n(run.asked)} token${run.asked === 1 ? "" : "s"}${drafts}, given ${n(run.given)}: ${bound(run, limits)}.`);
+    else if (run.unscheduled_tokens) out.push(html`It was scheduled for ${n(run.unscheduled_tokens)} tokens, then unscheduled when priority preemption took it.`);
+    else if (!d.preemptions.some((p) => p.victim === rid) && run.given === 0) out.push(html`It had nothing it could compute (asked ${n(run.asked)}, room 0 under max_model_len = ${n(limits.max_model_len)}).`);
   } else if (status === "running" && !r.admitted.includes(rid) && !r.resumed.includes(rid) && d.running_stop) {
     const stop = d.running_stop;
     out.push(stop.reason === "token_budget_spent"
-      ? `It got no tokens: the token budget (max_num_batched_tokens = ${n(limits.max_num_batched_tokens)}) was spent on the running requests ahead of it (${n(stop.num_not_examined)} left out).`
-      : `It got no tokens: the scan of running requests stopped when ${id(stop.request)} preempted itself.`);
+      ? html`It got no tokens: the token budget (max_num_batched_tokens = ${n(limits.max_num_batched_tokens)}) was spent on the running requests ahead of it (${n(stop.num_not_examined)} left out).`
+      : html`It got no tokens: the scan of running requests stopped when ${id(stop.request)} preempted itself.`);
   }
   const wait = d.waiting.find((e) => e.request === rid);
   const chunk = r.scheduled.find((s) => s[0] === rid);
   if (chunk && !run && !wait) {
     // Swap-ins, and the policies whose trace holds only preemptions and blocks.
     const swapped = r.swapped_in.find(([s]) => s === rid);
-    out.push(`It ran: given ${n(chunk[1])} token${chunk[1] === 1 ? "" : "s"}` +
-      (swapped ? `, back from CPU swap space with its ${blocks(swapped[1])}` : "") +
-      (limits.policy !== "vllm-v1" ? ` (the ${esc(limits.policy)} policy's trace records preemptions and blocks, not token limits)` : "") + ".");
+    out.push(html`It ran: given ${n(chunk[1])} token${chunk[1] === 1 ? "" : "s"}${
+      swapped ? html`, back from CPU swap space with its ${blocks(swapped[1])}` : ""}${
+      limits.policy !== "vllm-v1" ? ` (the ${limits.policy} policy's trace records preemptions and blocks, not token limits)` : ""}.`);
   }
   if (wait) {
     if (wait.admitted) {
-      out.push(`<span class="why-key">${wait.resumed ? "Resumed after preemption" : "Admitted"}</span> from the waiting queue` +
-        (wait.cached_tokens ? ` with ${n(wait.cached_tokens)} tokens hit in the prefix cache` : "") +
-        `: asked for ${n(wait.asked)} tokens, given ${n(wait.given)}: ${bound(wait, limits)}.`);
+      out.push(html`<span class="why-key">${wait.resumed ? "Resumed after preemption" : "Admitted"}</span> from the waiting queue${
+        wait.cached_tokens ? html` with ${n(wait.cached_tokens)} tokens hit in the prefix cache` : ""}: asked for ${n(wait.asked)} tokens, given ${n(wait.given)}: ${bound(wait, limits)}.`);
     } else {
-      out.push(`<span class="why-key">Waiting:</span> examined, ${rejectedWords(wait, limits)}` +
-        (d.waiting_stop && d.waiting_stop.request === rid ? " The scan of the waiting queue stopped here." : " The scan went on past it."));
+      out.push(html`<span class="why-key">Waiting:</span> examined, ${rejectedWords(wait, limits)}${
+        d.waiting_stop && d.waiting_stop.request === rid ? " The scan of the waiting queue stopped here." : " The scan went on past it."}`);
     }
   } else if ((status === "waiting" || status === "preempted") && !d.preemptions.some((p) => p.victim === rid)) {
     const stop = d.waiting_stop;
-    out.push(stop ? `<span class="why-key">Waiting, not examined:</span> ${stopWords(stop, limits, answer)}.`
-      : "Waiting: the scan never reached it.");
+    out.push(stop ? html`<span class="why-key">Waiting, not examined:</span> ${stopWords(stop, limits, answer)}.`
+      : html`Waiting: the scan never reached it.`);
   }
   for (const f of d.frees) {
-    if (f.request === rid && f.cause === "finished") out.push(`<span class="why-key">Finished</span> in step ${n(step)}; its ${blocks(f.blocks)}: ${freedWords(f)}.`);
-    if (f.request === rid && f.cause === "preempted") out.push(`Its ${blocks(f.blocks)}: ${freedWords(f)}.`);
+    if (f.request === rid && f.cause === "finished") out.push(html`<span class="why-key">Finished</span> in step ${n(step)}; its ${blocks(f.blocks)}: ${freedWords(f)}.`);
+    if (f.request === rid && f.cause === "preempted") out.push(html`Its ${blocks(f.blocks)}: ${freedWords(f)}.`);
   }
   const mine = (map) => (map[rid] || []).length;
   const changes = [];
-  if (mine(d.allocated)) changes.push(`took ${blocks(mine(d.allocated))} from the free queue`);
-  if (mine(d.revived)) changes.push(`hit ${blocks(mine(d.revived))} of cached prefix waiting in the free queue`);
-  if (mine(d.newly_shared)) changes.push(`now shares ${blocks(mine(d.newly_shared))} with other requests`);
-  if (changes.length) out.push(`Blocks: it ${changes.join(", ")}.`);
-  if (!out.length) out.push(`${id(rid)} was not part of step ${n(step)}'s decisions.`);
+  if (mine(d.allocated)) changes.push(html`took ${blocks(mine(d.allocated))} from the free queue`);
+  if (mine(d.revived)) changes.push(html`hit ${blocks(mine(d.revived))} of cached prefix waiting in the free queue`);
+  if (mine(d.newly_shared)) changes.push(html`now shares ${blocks(mine(d.newly_shared))} with other requests`);
+  if (changes.length) out.push(html`Blocks: it ${joined(changes, ", ")}.`);
+  if (!out.length) out.push(html`${id(rid)} was not part of step ${n(step)}'s decisions.`);
   return out;
 }
 
@@ -146,11 +147,11 @@ export function explainRequest(answer, rid, status) {
 export function explainStep(answer, told = null) {
   const d = answer.decisions, limits = d.limits, r = answer.record;
   const used = r.scheduled.reduce((a, s) => a + s[1], 0);
-  const out = [`It spent ${n(used)} of ${n(limits.max_num_batched_tokens)} tokens on ${n(r.scheduled.length)} requests; ` +
-    `${were(d.blocks_free_at_start)} free when it began.`];
+  const out = [html`It spent ${n(used)} of ${n(limits.max_num_batched_tokens)} tokens on ${n(r.scheduled.length)} requests;
+    ${were(d.blocks_free_at_start)} free when it began.`];
   for (const p of d.preemptions) {
-    if (p.victim !== told && p.request !== told) out.push(`<span class="why-key preempted">Preemption:</span> ${preemptionWords(p, limits)}`);
+    if (p.victim !== told && p.request !== told) out.push(html`<span class="why-key preempted">Preemption:</span> ${preemptionWords(p, limits)}`);
   }
-  if (d.waiting_stop) out.push(`The waiting queue (${n(d.waiting_stop.num_waiting_left)} left) stopped: ${stopWords(d.waiting_stop, limits, answer)}.`);
+  if (d.waiting_stop) out.push(html`The waiting queue (${n(d.waiting_stop.num_waiting_left)} left) stopped: ${stopWords(d.waiting_stop, limits, answer)}.`);
   return out;
 }

@@ -11,6 +11,12 @@ export function setAttr(el, name, value) {
   if (el.getAttribute(name) !== value) el.setAttribute(name, value);
 }
 
+// One CSS property, set through the CSSOM (which the pages' CSP allows; style attributes in
+// markup it refuses).
+export function setStyle(el, property, value) {
+  if (el.style[property] !== value) el.style[property] = value;
+}
+
 // Changes an element's text in place: setting textContent replaces its text node, which the
 // browser then styles and lays out as a new node.
 export function setText(el, text) {

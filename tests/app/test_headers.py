@@ -58,6 +58,32 @@ def test_the_policy_allows_no_inline_or_evaluated_script(client):
         assert not {"'unsafe-inline'", "'unsafe-eval'", "data:", "blob:", "*"} & set(csp[directive].split())
 
 
+def test_the_policy_allows_nothing_inline_anywhere(client):
+    """Styles too: style-src is 'self' alone, so markup from data cannot restyle the page."""
+    header = client.get("/").headers["content-security-policy"]
+    assert "'unsafe-inline'" not in header and "'unsafe-eval'" not in header and "'unsafe-hashes'" not in header
+    assert policy(client.get("/"))["style-src"] == "'self'"
+
+
+STYLE_IN_MARKUP = r"""\sstyle\s*=|<style[\s>]"""
+
+
+def test_no_template_or_page_writes_a_style_attribute(client):
+    """The CSP refuses style attributes and <style> elements in parsed markup (a page would lose
+    those styles): templates, the pages they render and the markup the scripts write carry
+    classes; figures go through element.style (the CSSOM, which the CSP allows)."""
+    import re
+
+    from tests.paths import REPO
+
+    for path in (REPO / "templates").glob("*.html"):
+        assert not re.search(STYLE_IN_MARKUP, path.read_text(), re.IGNORECASE), path
+    for url in ("/", "/compare?scenario=default", "/fleet", "/sweep", "/s/nosuchsession/view"):
+        assert not re.search(STYLE_IN_MARKUP, client.get(url).text, re.IGNORECASE), url
+    for path in (REPO / "static" / "js").rglob("*.js"):  # markup in html`...`: `style="` (a variable `style =` is fine)
+        assert not re.search(r"""\sstyle=["'$]|<style[\s>]""", path.read_text()), path
+
+
 @pytest.mark.parametrize("url", ["/", "/s/nosuchsession/view", "/api/sessions", "/fleet"])
 def test_pages_and_api_answers_are_never_cached(client, url):
     assert client.get(url).headers["cache-control"] == "no-store"
@@ -83,17 +109,18 @@ def test_no_page_holds_inline_script_or_handler_attributes(client):
 
 
 def test_no_browser_module_but_dom_js_writes_html():
-    """static/js/dom.js is the one place markup is parsed; the why-sentences' escaped markup
-    reaches it through fromEscaped() in the modules that show them, and nowhere else."""
+    """static/js/dom.js is the one place markup is parsed, and the one that escapes: every other
+    module writes html`...` fragments (the why-sentences and the lesson slides included) or
+    elements, never markup it assembled as a string."""
     import re
 
     from tests.paths import REPO
 
     writes_markup = re.compile(r"\.(innerHTML|outerHTML)\s*=|insertAdjacentHTML|document\.write|\beval\(|new Function")
-    allowed_escaped = {"dom.js", "claims.js", "inspector.js", "why.js", "why_words.js"}
+    dom = (REPO / "static" / "js" / "dom.js").read_text()
+    assert "export function esc" not in dom and "fromEscaped" not in dom  # no door for a string of markup
     for path in (REPO / "static" / "js").rglob("*.js"):
         code = path.read_text()
         if path.name != "dom.js":
             assert not writes_markup.search(code), path
-        if path.name not in allowed_escaped:
-            assert "fromEscaped" not in code, path
+            assert not re.search(r"\besc\(|fromEscaped", code), path

@@ -3,7 +3,7 @@
 
 import { fmtInt, fmtSeconds, requestColor } from "../colors.js";
 import { html, render as write } from "../dom.js";
-import { setAttr, setHtml } from "../writes.js";
+import { setAttr, setHtml, setStyle } from "../writes.js";
 
 // "host": the engine's CPU work between steps (scheduling, inputs, outputs), which the GPU waits
 // for without async scheduling; under async scheduling it overlaps the batch in flight and is not charged.
@@ -99,7 +99,7 @@ function render(el, store) {
   if (record.finished.length) notes.push(`finished ${record.finished.length}`);
   if (Object.keys(accepted).length) notes.push(`${fmtInt(numAccepted)} ${numAccepted === 1 ? "draft" : "drafts"} accepted`);
   if (!el.parts) {
-    write(el, html`<div class="budget"></div><div class="budget-bar" role="img"></div><div class="legend"></div><div class="cost"></div><div class="batch-rows" tabindex="0" role="region" aria-label="Requests in this step"><div class="batch-spacer"><div class="batch-window"></div></div></div>`);
+    write(el, html`<div class="budget"></div><div class="budget-bar" role="img"><span class="prefill"></span><span class="decode"></span></div><div class="legend"></div><div class="cost"></div><div class="batch-rows" tabindex="0" role="region" aria-label="Requests in this step"><div class="batch-spacer"><div class="batch-window"></div></div></div>`);
     el.parts = Object.fromEntries(["budget", "budget-bar", "legend", "cost"].map((name) => [name, el.querySelector(`.${name}`)]));
     el.rows = { box: el.querySelector(".batch-rows"), spacer: el.querySelector(".batch-spacer"), window: el.querySelector(".batch-window"), shown: [] };
     watchRows(el, store);
@@ -107,9 +107,12 @@ function render(el, store) {
   // Each part is written only when it changed, and then mostly its figures alone (`setHtml`).
   const set = (name, fragment) => setHtml(el.parts[name], fragment);
   set("budget", html`<span>step <b>${fmtInt(record.step + 1)}</b> · <b>${fmtInt(used)}</b> of ${fmtInt(budget)} tokens · <b>${record.scheduled.length}</b> ${record.scheduled.length === 1 ? "request" : "requests"}</span><span>${notes.map((note, i) => html`${i ? " · " : ""}${note}`)}</span>`);
-  set("budget-bar", html`<span style="width:${(100 * prefill) / budget}%;background:var(--prefill)"></span><span style="width:${(100 * decode) / budget}%;background:var(--decode)"></span>`);
+  // The bar's widths go through the CSSOM: the pages' CSP refuses style attributes in markup.
+  const [prefillBar, decodeBar] = el.parts["budget-bar"].children;
+  setStyle(prefillBar, "width", `${(100 * prefill) / budget}%`);
+  setStyle(decodeBar, "width", `${(100 * decode) / budget}%`);
   setAttr(el.parts["budget-bar"], "aria-label", `${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget`);
-  set("legend", html`<span><i class="swatch" style="background:var(--prefill)"></i>P prefill ${fmtInt(prefill)}</span><span><i class="swatch" style="background:var(--decode)"></i>D decode ${fmtInt(decode)}${numDrafts ? ` (${fmtInt(numDrafts)} drafts)` : ""}</span>${
+  set("legend", html`<span><i class="swatch prefill"></i>P prefill ${fmtInt(prefill)}</span><span><i class="swatch decode"></i>D decode ${fmtInt(decode)}${numDrafts ? ` (${fmtInt(numDrafts)} drafts)` : ""}</span>${
     overlapped ? html`<span title="how long this pass of the engine loop took: it waits for the batch in flight to come back">pass time <b>${fmtSeconds(record.step_s)}</b></span>`
       : html`<span>step time <b>${fmtSeconds(record.step_s)}</b></span>`}`);
   set("cost", cost);

@@ -6,7 +6,7 @@
 import { cssVar, fmtInt, fmtSeconds, requestColor } from "../colors.js";
 import { virtualList } from "../virtual_list.js";
 import { reasonsOf } from "../why_data.js";
-import { fromEscaped, html, render as write } from "../dom.js";
+import { el as element, html, render as write } from "../dom.js";
 import { explainRequest } from "../why_words.js";
 
 export function mount(el, store, { sessionId, onWhy, onSelect }) {
@@ -46,25 +46,25 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
     const r = detail.request, l = detail.latencies;
     const t0 = r.arrival_s, t1 = Math.max(detail.clock_s, r.finish_s || 0, t0 + 1e-6);
     const pos = (s) => (100 * (s - t0)) / (t1 - t0);
-    const colour = requestColor(r.color);
-    const segs = [];
-    const firstScheduled = r.first_scheduled_s ?? detail.clock_s;
-    segs.push(html`<span title="queued" style="left:0;width:${pos(firstScheduled)}%;background:var(--waiting);opacity:.5"></span>`);
+    // Built as elements, placed through the CSSOM: the pages' CSP refuses style attributes in markup.
+    const seg = (kind, title, left, width) => element("span", { class: kind, title, style: width ? { left: `${left}%`, width } : { left: `${left}%` } });
+    const segs = [seg("queued", "queued", 0, `${pos(r.first_scheduled_s ?? detail.clock_s)}%`)];
     for (const run of detail.timeline) {
       if (run.kind === "prefill" || run.kind === "decode") {
-        segs.push(html`<span title="${run.kind} ${run.tokens} tokens, steps ${run.step + 1}–${run.to_step + 1}" style="left:${pos(run.s)}%;width:${Math.max(0.4, pos(run.to_s) - pos(run.s))}%;background:var(--${run.kind})"></span>`);
+        segs.push(seg(run.kind, `${run.kind} ${run.tokens} tokens, steps ${run.step + 1}–${run.to_step + 1}`, pos(run.s),
+          `${Math.max(0.4, pos(run.to_s) - pos(run.s))}%`));
       } else if (run.kind === "preempted") {
-        segs.push(html`<span title="preempted in step ${run.step + 1}" style="left:${pos(run.s)}%;width:3px;background:var(--preempted)"></span>`);
+        segs.push(seg("preempted", `preempted in step ${run.step + 1}`, pos(run.s), null));
       }
     }
     const why = answer
       ? html`<section class="why-request"><p class="why-head">Why, in step ${fmtInt(answer.step + 1)} <button type="button" class="why-open ghost">Why? tab ›</button></p>${
-        explainRequest(answer, r.id, r.status).map((s) => html`<p>${fromEscaped(s)}</p>`)}</section>`
+        explainRequest(answer, r.id, r.status).map((s) => html`<p>${s}</p>`)}</section>`
       : html`<p class="muted why-head">Pause to see why it got what it got. <button type="button" class="why-open ghost">Why? tab ›</button></p>`;
     const events = detail.timeline.filter((run) => run.kind !== "prefill" && run.kind !== "decode")
       .map((run) => `step ${run.step + 1}: ${run.kind}${run.cached ? ` (${run.cached} tokens from the prefix cache)` : ""}`).join(" · ");
     const previous = { table: el.querySelector(".vlist.table")?.scrollTop, history: el.querySelector(".vlist.history")?.scrollTop };
-    write(el, html`<div class="inspector"><h3><i class="swatch" style="background:${colour}"></i>${r.id} <span class="pill">${r.status}</span></h3>
+    write(el, html`<div class="inspector"><h3><i class="swatch"></i>${r.id} <span class="pill">${r.status}</span></h3>
       ${why}
       <dl class="kvlist">
         <dt>prompt</dt><dd>${fmtInt(Math.min(r.computed, r.prompt))} / ${fmtInt(r.prompt)} computed${r.cached ? ` (${fmtInt(r.cached)} cached)` : ""}</dd>
@@ -78,12 +78,14 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
         <dt>E2E</dt><dd>${fmtSeconds(l.e2e_s)}</dd>
       </dl>
       ${lastTokenInFlight(detail)}
-      <div class="timeline" role="img" aria-label="Timeline of ${r.id}">${segs}</div>
+      <div class="timeline" role="img" aria-label="Timeline of ${r.id}"></div>
       ${events ? html`<p class="muted events-line">${events}</p>` : ""}
       <h4>Block table: ${fmtInt(detail.block_table.length)} blocks</h4>
       <div class="vlist table" tabindex="0" aria-label="Block table of ${r.id}"></div>
       ${detail.history ? html`<h4>History: ${fmtInt(detail.history.length)} steps run</h4>
       <div class="vlist history" tabindex="0" aria-label="History of ${r.id}"></div>` : html`<p class="muted">Pause to list its history step by step.</p>`}</div>`);
+    el.querySelector(".inspector h3 .swatch").style.background = requestColor(r.color);
+    el.querySelector(".timeline").append(...segs);
     const rowHeight = Math.round(parseFloat(cssVar("--small")) * 1.5);
     const bs = store.session.block_size;
     const table = detail.block_table;

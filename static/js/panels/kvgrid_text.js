@@ -63,15 +63,17 @@ export function mountText(store, { legendEl, summaryEl, subEl, gaugeEl }) {
     return html`<div class="block-table"><b>${id}</b> logical→physical (* shared): ${entries}</div>`;
   }
 
+  // Each swatch's look is a class in dashboard.css (.swatch.kv-*): no style attribute in markup,
+  // which the pages' CSP (style-src 'self') refuses.
   function legend(view) {
-    const sw = (style, label, title) => html`<span title="${title || label}"><i class="swatch" style="${style}"></i>${label}</span>`;
-    if (view === "contiguous") return [sw("background:#999", "held"), sw("background:#999;opacity:.25", "reserved, unused"), sw("background:var(--free)", "free")];
-    return [sw("background:var(--free)", "free", "free block"),
-      sw("background:linear-gradient(var(--cached),var(--cached)) 0 0/50% 50% no-repeat,var(--free)", "cached", "free, but still holds a cached prefix: a new request with that prefix reuses it; evicted when reallocated"),
-      sw("background:linear-gradient(var(--panel),var(--panel)) center/40% 40% no-repeat,#888", "shared", "shared by several requests through the prefix cache (ref count > 1)"),
-      sw("background:linear-gradient(0deg,#888 40%,#ddd 40%)", "partly full", "a request's last block, filled to the height shown: PagedAttention's only waste"),
-      drafts() ? sw("background:#aaa;opacity:.5", "lookahead", "allocated ahead of a request's tokens for the draft tokens speculative decoding will verify (vLLM's lookahead slots)") : "",
-      sw("background:var(--null)", "null", "block 0, vLLM's reserved null block")];
+    const sw = (kind, label, title) => html`<span title="${title || label}"><i class="swatch kv-${kind}"></i>${label}</span>`;
+    if (view === "contiguous") return [sw("held", "held"), sw("reserved", "reserved, unused"), sw("free", "free")];
+    return [sw("free", "free", "free block"),
+      sw("cached", "cached", "free, but still holds a cached prefix: a new request with that prefix reuses it; evicted when reallocated"),
+      sw("shared", "shared", "shared by several requests through the prefix cache (ref count > 1)"),
+      sw("partial", "partly full", "a request's last block, filled to the height shown: PagedAttention's only waste"),
+      drafts() ? sw("lookahead", "lookahead", "allocated ahead of a request's tokens for the draft tokens speculative decoding will verify (vLLM's lookahead slots)") : "",
+      sw("null", "null", "block 0, vLLM's reserved null block")];
   }
 
   // After a full redraw: the pool's size, and the legend of the view with the window shown.

@@ -5,7 +5,7 @@
 
 import { fmtInt } from "../colors.js";
 import { blockDiff, whyOf } from "../why_data.js";
-import { fromEscaped, html, render as write } from "../dom.js";
+import { html, render as write } from "../dom.js";
 import { explainRequest, explainStep, freedWords } from "../why_words.js";
 
 const MAX_IDS = 400; // block ids listed per kind (the count is always whole)
@@ -64,7 +64,7 @@ export function mount(el, store, { sessionId, onSelect }) {
     const rid = store.selected;
     const status = rid ? store.requests.get(rid)?.status : null;
     const diff = blockDiff(answer);
-    const sentences = (list) => list.map((s) => html`<p>${fromEscaped(s)}</p>`);
+    const sentences = (list) => list.map((s) => html`<p>${s}</p>`);
     const request = rid
       ? html`<section class="why-request" aria-label="Why ${rid}"><h3>${rid} in step ${fmtInt(answer.step + 1)}</h3>${sentences(explainRequest(answer, rid, status))}</section>`
       : html`<p class="muted">Select a request (a chip, a batch row, a KV block) to see why it got what it got.</p>`;
@@ -78,7 +78,7 @@ export function mount(el, store, { sessionId, onSelect }) {
     const perRequest = (map) => Object.entries(map).map(([r, ids]) =>
       html`<li><button type="button" class="rid" data-id="${r}">${r}</button>: ${list(ids)}</li>`);
     const frees = d.frees.filter((f) => f.blocks).map((f) =>
-      html`<li><button type="button" class="rid" data-id="${f.request}">${f.request}</button> ${f.cause}: ${fromEscaped(freedWords(f))} <span class="ids">${list([...f.to_head, ...f.to_tail_cached, ...f.to_tail])}</span></li>`);
+      html`<li><button type="button" class="rid" data-id="${f.request}">${f.request}</button> ${f.cause}: ${freedWords(f)} <span class="ids">${list([...f.to_head, ...f.to_tail_cached, ...f.to_tail])}</span></li>`);
     const row = (kind, label, count, body) =>
       html`<div class="diff-kind"><h4><i class="glyph ${kind}" aria-hidden="true"></i>${label} <b>${fmtInt(count)}</b></h4>${body}</div>`;
     return html`<section class="why-diff" aria-label="Block table diff"><h3>Blocks, against step ${fmtInt(answer.step)}</h3><label><input type="checkbox" id="why-draw" ${drawOnGrid ? html`checked` : ""}> draw on the KV grid</label>${[
