@@ -1,20 +1,23 @@
-"""Request and response shapes of the API. The engine and workload models are made from the core's
-`EngineConfig` and `WorkloadConfig` declarations (`model_of`), so they agree field for field; their
-JSON Schema, served at /api/schema, is what the dashboard builds its configuration form from."""
+"""Request and response shapes of the API. The scenario, engine, speculative-decoding and workload
+models are made from the core's declarations (`model_of`: `Scenario`, `EngineConfig`,
+`SpeculativeConfig`, `WorkloadConfig`), and a fleet's pool from the same declarations under the
+web's fleet budget, so they agree field for field; their JSON Schema, served at /api/schema, is what
+the dashboard builds its configuration form from."""
 
 from __future__ import annotations
 
 import dataclasses
+import typing
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
-from scheduler_core.bounds import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SCENARIO_BOUNDS, settings_of
-from scheduler_core.engine.config import EngineConfig, VllmCompat
+from scheduler_core.bounds import Setting, settings_of
+from scheduler_core.engine.config import ENGINE_SETTINGS, EngineConfig, VllmCompat
+from scheduler_core.engine.spec_decode import SpeculativeConfig
 from scheduler_core.errors import ConfigError
 from scheduler_core.files import parse_json
-from scheduler_core.scenario.engine_args import KV_CACHE_DTYPES
-from scheduler_core.timing.presets import GPUS, MODELS
+from scheduler_core.scenario.scenario import SCENARIO_BOUNDS, SCENARIO_SETTINGS, Scenario
 from scheduler_core.workload.workload import WORKLOAD_BOUNDS, WorkloadConfig
 
 
@@ -30,18 +33,33 @@ Name = Annotated[str, Field(max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-
 Seed = Annotated[int, Field(**WORKLOAD_BOUNDS["seed"].field_constraints())]
 
 
-class SpeculativeModel(Strict):
-    method: Literal["ngram", "eagle", "eagle3", "mtp", "draft_model"] = Field("eagle", description="Drafter")
-    num_speculative_tokens: int = Field(3, ge=1, le=16, description="Draft tokens per step (K)")
-    acceptance_rate: list[Annotated[float, Field(ge=0, le=1)]] = Field(
-        default_factory=list, max_length=16, description="P(accept) per draft position (empty: published default)")
-    acceptance_seed: Seed = Field(0, description="Seed of the acceptance draws")
+def field_of(declared: Setting, kind: object = None) -> tuple[object, object]:
+    """A declared setting as a pydantic field: its type (or `kind`, a nested table's model), default,
+    bound, choices, older names and help; a setting the web leaves open to the server is empty by
+    default, and a list setting is a list of bounded items."""
+    choices = declared.web_choices or declared.choices
+    kind = kind or (Literal[choices] if choices else declared.type)
+    if typing.get_origin(declared.type) is tuple:  # a list setting: its length, each item within its bound
+        item = Annotated[typing.get_args(declared.type)[0], Field(**declared.bound.field_constraints())]
+        kind, constraints = list[item], {"default_factory": list, "min_length": int(declared.length.low),
+                                         "max_length": int(declared.length.high)}
+    else:
+        constraints = {"default": None if declared.left_open else declared.default,
+                       **(declared.bound.field_constraints() if declared.bound else {})}
+    if declared.left_open:
+        kind = kind | None
+    if declared.max_chars is not None and not choices:
+        constraints["max_length"] = declared.max_chars
+    if declared.field_aliases:
+        constraints["validation_alias"] = AliasChoices(declared.name, *declared.field_aliases)
+    description = declared.help[:1].upper() + declared.help[1:]
+    return kind, Field(**constraints, description=description)
 
 
 def model_of(name: str, config: type, nested: dict[str, object] | None = None, doc: str | None = None) -> type[BaseModel]:
     """The pydantic model of a core config dataclass, made from its declared settings (`bounds.setting`):
-    the same fields in the same order, types, defaults, bounds, choices and help; a setting the web
-    leaves open to the server is empty by default. `nested` gives the model of each nested table."""
+    the same fields in the same order, but those declared `web=False`. `nested` gives the model of each
+    nested table."""
     nested = nested or {}
     settings = settings_of(config)
     fields = {}
@@ -49,19 +67,12 @@ def model_of(name: str, config: type, nested: dict[str, object] | None = None, d
         declared = settings.get(f.name)
         if declared is None:  # a nested table without a declaration of its own: its model's defaults
             fields[f.name] = (nested[f.name], Field(default_factory=nested[f.name]))
-            continue
-        kind = nested.get(f.name) or (Literal[declared.choices] if declared.choices else declared.type)
-        default = None if declared.left_open else declared.default
-        if declared.left_open:
-            kind = kind | None
-        constraints = declared.bound.field_constraints() if declared.bound else {}
-        if declared.max_chars is not None:
-            constraints["max_length"] = declared.max_chars
-        description = declared.help[:1].upper() + declared.help[1:]
-        fields[f.name] = (kind, Field(default, **constraints, description=description))
+        elif declared.web:
+            fields[f.name] = field_of(declared, nested.get(f.name))
     return create_model(name, __base__=Strict, __doc__=doc, **fields)
 
 
+SpeculativeModel = model_of("SpeculativeModel", SpeculativeConfig)
 CompatModel = model_of("CompatModel", VllmCompat,
                        doc="vLLM behaviours that changed between 0.10.1.1 (all false) and 0.33.0 (all true).")
 EngineModel = model_of("EngineModel", EngineConfig, {"compat": CompatModel, "speculative_config": SpeculativeModel | None})
@@ -70,27 +81,11 @@ EngineModel = model_of("EngineModel", EngineConfig, {"compat": CompatModel, "spe
 WorkloadModel = model_of("WorkloadModel", WorkloadConfig)
 
 
-class ScenarioModel(Strict):
-    name: str = Field("custom", max_length=MAX_NAME_CHARS)
-    description: str = Field("", max_length=MAX_DESCRIPTION_CHARS)
-    model: Literal[tuple(MODELS)] = "llama-3.1-8b"  # type: ignore[valid-type]
-    gpu: Literal[tuple(GPUS)] = "h200"  # type: ignore[valid-type]
-    tp: int = Field(1, **SCENARIO_BOUNDS["tensor_parallel_size"].field_constraints())
-    gpu_memory_utilization: float | None = Field(None, **SCENARIO_BOUNDS["gpu_memory_utilization"].field_constraints(),
-                                                 description="Share of GPU memory vLLM may use (empty: vLLM's default, 0.92)")
-    tensor_parallel_size: int | None = Field(None, **SCENARIO_BOUNDS["tensor_parallel_size"].field_constraints(),
-                                             description="vLLM's --tensor-parallel-size (tp is its older name)")
-    kv_cache_dtype: Literal[KV_CACHE_DTYPES] = Field("auto", description="vLLM's --kv-cache-dtype: auto keeps the model's dtype")  # type: ignore[valid-type]
-    swap_space: float = Field(0.0, ge=0, le=1024, description="vLLM 0.10's --swap-space: CPU swap GiB per GPU")
-    engine: EngineModel = Field(default_factory=EngineModel)
-    workload: WorkloadModel = Field(default_factory=WorkloadModel)
-    slo_ttft_s: float | None = Field(None, **SCENARIO_BOUNDS["slo_ttft_s"].field_constraints())
-    slo_tpot_s: float | None = Field(None, **SCENARIO_BOUNDS["slo_tpot_s"].field_constraints())
+class ScenarioModel(model_of("ScenarioSettings", Scenario, {"engine": EngineModel, "workload": WorkloadModel})):
+    """A scenario as the web may give it: `Scenario`'s settings but the trace and enforce_eager."""
 
     def to_scenario_dict(self) -> dict:
         data = self.model_dump(exclude_none=True)
-        if self.tensor_parallel_size is not None:
-            data.pop("tp")  # vLLM's name wins over the older one
         data["engine"] = {k: v for k, v in data["engine"].items() if v is not None}
         return data
 
@@ -159,19 +154,29 @@ MAX_SWEEP_POINTS = 24
 MAX_SWEEP_REQUESTS = 12_000  # summed over the points
 
 
-class PoolModel(Strict):
+def pool_field(declared: Setting, high: int | None = None) -> tuple[object, object]:
+    """A pool's setting: its scenario or engine declaration, empty by default (the scenario's value),
+    and at most `high`, within what one web request may simulate."""
+    bound = dataclasses.replace(declared.bound, high=high) if high is not None else declared.bound
+    return field_of(dataclasses.replace(declared, bound=bound, left_open=True))
+
+
+class PoolShape(Strict):
     """One side of a disaggregated fleet: its replicas, GPU, TP and token budget."""
 
     replicas: int = Field(1, ge=1, le=4)
-    gpu: Literal[tuple(GPUS)] | None = None  # type: ignore[valid-type]
-    tp: int | None = Field(None, ge=1, le=8)
-    max_num_seqs: int | None = Field(None, ge=1, le=4096)
-    max_num_batched_tokens: int | None = Field(None, ge=1, le=65_536)
 
     def to_pool_dict(self) -> dict:
-        pool = {k: v for k, v in self.model_dump(include={"replicas", "gpu", "tp"}).items() if v is not None}
+        pool = self.model_dump(include={"replicas", "gpu", "tensor_parallel_size"}, exclude_none=True)
         engine = self.model_dump(include={"max_num_seqs", "max_num_batched_tokens"}, exclude_none=True)
         return {**pool, "engine": engine} if engine else pool
+
+
+PoolModel = create_model(
+    "PoolModel", __base__=PoolShape, __doc__=PoolShape.__doc__, gpu=pool_field(SCENARIO_SETTINGS["gpu"]),
+    tensor_parallel_size=pool_field(SCENARIO_SETTINGS["tensor_parallel_size"], 8),
+    max_num_seqs=pool_field(ENGINE_SETTINGS["max_num_seqs"], 4096),
+    max_num_batched_tokens=pool_field(ENGINE_SETTINGS["max_num_batched_tokens"], 65_536))
 
 
 class ClusterModel(Strict):

@@ -1,10 +1,11 @@
-"""How a scenario setting is declared, and the bounds of every scenario value.
+"""How a scenario setting is declared, and the budgets its bounds are drawn from.
 
 A config dataclass declares each setting once, with `setting(...)`: its name and type are the
-field's, its default, bound, help text, choices and command-line flag the `Setting` held in the
-field's metadata. From that one declaration come the core's checks (`bounds_of`), the web's
-pydantic model and JSON Schema (`app/schemas.py`) and the command line's flags
-(`scenario/engine_args.py`).
+field's, its default, bound, help text, choices, command-line flag and older names the `Setting`
+held in the field's metadata. From that one declaration come the core's checks (`bounds_of`), the
+web's pydantic model and JSON Schema (`app/schemas.py`) and the command line's flags
+(`scenario/engine_args.py`). `EngineConfig`, `VllmCompat`, `SpeculativeConfig`, `WorkloadConfig`
+and `Scenario` (the model, GPU and memory settings) are declared this way.
 
 The bounds keep one run inside a stated budget (docs/cli.md, "Budgets"): at most 1,000,000 requests,
 contexts of at most 1,000,000 tokens, at most 2^20 shared-prefix tokens held in all, and finite
@@ -34,18 +35,26 @@ class Bound:
     low_open: bool = False
     # arrival_rate alone: inf means every request at time 0.
     infinite_ok: bool = False
+    # A setting's own wording of what it accepts, said whatever is wrong with the value ({value}:
+    # the value as shown), where its messages predate the generated ones.
+    message: str = ""
 
     def check(self, field: str, value: object) -> None:
         kind = "an integer" if self.integer else "a number"
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (self.integer and not isinstance(value, int)):
-            raise ConfigError(field, f"must be {kind}, got {shown(value)}")
+            self.refuse(field, value, f"must be {kind}")
         if self.infinite_ok and value == math.inf:
             return
         if not math.isfinite(value):
-            raise ConfigError(field, f"must be finite, got {shown(value)}")
+            self.refuse(field, value, "must be finite")
         low_ok = value > self.low if self.low_open else value >= self.low
         if not low_ok or value > self.high:
-            raise ConfigError(field, f"must be {self.describe()}, got {shown(value)}")
+            self.refuse(field, value, f"must be {self.describe()}")
+
+    def refuse(self, field: str, value: object, reason: str) -> typing.NoReturn:
+        if self.message:
+            raise ConfigError(field, self.message.format(value=shown(value)))
+        raise ConfigError(field, f"{reason}, got {shown(value)}")
 
     def describe(self) -> str:
         def show(x: float) -> str:
@@ -72,8 +81,16 @@ class Setting:
     aliases: tuple[str, ...] = ()  # shorter flags servescope had before it spoke vLLM's names
     vllm_flag: bool = True
     max_chars: int | None = None  # a name's longest spelling on the web
-    # The web form leaves it empty, for the server to fill in vLLM's default for the GPU and version.
+    # The web form leaves it empty, for the server to fill in the default (vLLM's for the GPU and version).
     left_open: bool = False
+    # Other names a scenario file or a web request may give it (vLLM's older ones): one field in the core.
+    field_aliases: tuple[str, ...] = ()
+    # What the web accepts where it is narrower than the core (a preset's name, never a file's).
+    web_choices: tuple[str, ...] = ()
+    # False: the setting never reaches the web (it names a file on the server, or is the CLI's alone).
+    web: bool = True
+    # A list setting: how many items it holds (`bound` then bounds each item).
+    length: Bound | None = None
     # Filled in from the dataclass field by `settings_of`.
     name: str = ""
     type: object = None
@@ -107,12 +124,8 @@ MAX_REQUESTS = 1_000_000
 # Every shared prefix's tokens are held (4 bytes each) for the whole run: 4 MiB at most.
 MAX_SHARED_PREFIX_TOKENS = 1 << 20
 
-SCENARIO_BOUNDS = {
-    "tensor_parallel_size": Bound(1, 64),
-    "gpu_memory_utilization": Bound(0, 1, integer=False, low_open=True),
-    "slo_ttft_s": Bound(0, 1e6, integer=False, low_open=True, infinite_ok=True),
-    "slo_tpot_s": Bound(0, 1e6, integer=False, low_open=True, infinite_ok=True),
-}
+# The largest seed of a random draw (`random.Random` takes any integer; this one fits 64 bits).
+MAX_SEED = 2**63 - 1
 
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 2_000

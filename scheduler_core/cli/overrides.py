@@ -1,8 +1,8 @@
 """The scenario a command runs: a preset or a file, with the command line's overrides applied.
 
-`run`, `compare` and `export` share these flags: a whole `--vllm` command line, vLLM's engine
-arguments (`scenario/engine_args.py`, made from `EngineConfig`'s declarations), the workload's
-and the scenario's own.
+`run`, `compare` and `export` share these flags: a whole `--vllm` command line, the scenario's and
+vLLM's engine arguments (`scenario/engine_args.py`, made from `Scenario`'s and `EngineConfig`'s
+declarations), the workload's (from `WorkloadConfig`'s) and a few of the command's own.
 """
 
 from __future__ import annotations
@@ -22,12 +22,18 @@ from ..scenario.engine_args import (
     add_engine_args,
     apply_settings,
     check_like_vllm,
-    normalize_aliases,
     parse_vllm_command,
     settings_from_args,
 )
-from ..scenario.scenario import BATCH_LIMITS, PRESET_SCENARIOS, Scenario, apply_assignments, parse_assignment, with_vllm_defaults
-from ..timing.presets import GPUS, MODELS
+from ..scenario.scenario import (
+    BATCH_LIMITS,
+    PRESET_SCENARIOS,
+    Scenario,
+    apply_assignments,
+    normalize_aliases,
+    parse_assignment,
+    with_vllm_defaults,
+)
 from ..workload.workload import NAMED_LENGTHS, WORKLOAD_SETTINGS
 
 
@@ -119,7 +125,6 @@ def apply_command_line(data: dict, args: argparse.Namespace, command: VllmComman
     then `--set` assignments."""
     if command is not None:
         apply_settings(data, ({"model": command.model} if command.model else {}) | command.settings)
-    apply_settings(data, {flag: getattr(args, flag) for flag in ("model", "gpu") if getattr(args, flag) is not None})
     apply_settings(data, settings_from_args(args))
     engine, workload = data.setdefault("engine", {}), data.setdefault("workload", {})
     for name in WORKLOAD_FLAGS:
@@ -149,9 +154,6 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--vllm", metavar='"vllm serve MODEL ..."',
                        help="a whole vLLM command line: the engine arguments servescope models are applied (flags "
                             "given here win); the others are listed in a warning")
-    group.add_argument("--model", help=f"preset ({', '.join(MODELS)}), its Hugging Face id, or a local config.json "
-                                       "(or its folder)")
-    group.add_argument("--gpu", choices=list(GPUS))
     group.add_argument("--workload",
                        help=f"a named length distribution ({', '.join(NAMED_LENGTHS)}) or a trace file (CSV, JSONL)")
     for name, declared in WORKLOAD_FLAGS.items():

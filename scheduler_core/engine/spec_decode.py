@@ -11,7 +11,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError
+from ..bounds import MAX_SEED, Bound, setting, settings_of
+from ..errors import ConfigError, shown
 from ..files import parse_json
 
 SPEC_METHODS = ("ngram", "eagle", "eagle3", "mtp", "draft_model")
@@ -38,29 +39,34 @@ DEFAULT_ACCEPTANCE = {
 
 @dataclass(frozen=True)
 class SpeculativeConfig:
-    """vLLM's speculative config, plus servescope's acceptance model (rate per position, seed)."""
+    """vLLM's speculative config, plus servescope's acceptance model (rate per position, seed).
+    Each setting is declared once (`bounds.setting`): the web's model is made from it."""
 
-    method: str = "eagle"
-    num_speculative_tokens: int = 3
+    method: str = setting("eagle", "drafter", choices=SPEC_METHODS)
+    num_speculative_tokens: int = setting(3, "draft tokens per step (K)",
+                                          bound=Bound(1, 16, message="must be an integer from 1 to 16, got {value}"))
     # P(accept draft position i); empty: the method's published default (DEFAULT_ACCEPTANCE).
-    acceptance_rate: tuple[float, ...] = ()
-    acceptance_seed: int = 0
+    acceptance_rate: tuple[float, ...] = setting(
+        (), "P(accept) per draft position (empty: published default)", length=Bound(0, 16),
+        bound=Bound(0, 1, integer=False, message="each rate must be a number from 0 to 1"))
+    acceptance_seed: int = setting(0, "seed of the acceptance draws", bound=Bound(0, MAX_SEED))
 
     def __post_init__(self) -> None:
         where = "speculative_config"
-        if self.method not in SPEC_METHODS:
+        declared = SPEC_SETTINGS
+        if self.method not in declared["method"].choices:
             raise ConfigError(f"{where}.method", f"unknown method {self.method!r}; expected one of {list(SPEC_METHODS)}")
         k = self.num_speculative_tokens
-        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 16:
-            raise ConfigError(f"{where}.num_speculative_tokens", f"must be an integer from 1 to 16, got {k!r}")
+        declared["num_speculative_tokens"].bound.check(f"{where}.num_speculative_tokens", k)
+        if not isinstance(self.acceptance_rate, (list, tuple)):
+            raise ConfigError(f"{where}.acceptance_rate", f"must be a list of rates, got {shown(self.acceptance_rate)}")
         rates = tuple(self.acceptance_rate)
         if rates and len(rates) != k:
             raise ConfigError(f"{where}.acceptance_rate", f"needs one rate per draft position ({k}), got {len(rates)}")
-        if any(isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 <= r <= 1 for r in rates):
-            raise ConfigError(f"{where}.acceptance_rate", "each rate must be a number from 0 to 1")
+        for rate in rates:
+            declared["acceptance_rate"].bound.check(f"{where}.acceptance_rate", rate)
         object.__setattr__(self, "acceptance_rate", rates or tuple(DEFAULT_ACCEPTANCE[self.method](i) for i in range(k)))
-        if not isinstance(self.acceptance_seed, int) or isinstance(self.acceptance_seed, bool):
-            raise ConfigError(f"{where}.acceptance_seed", "must be an integer")
+        declared["acceptance_seed"].bound.check(f"{where}.acceptance_seed", self.acceptance_seed)
 
     @property
     def num_lookahead_tokens(self) -> int:
@@ -73,13 +79,16 @@ class SpeculativeConfig:
             value = parse_json(value, "speculative_config")
         if not isinstance(value, dict):
             raise ConfigError("speculative_config", "must be a JSON object")
-        known = {"method", "num_speculative_tokens", "acceptance_rate", "acceptance_seed"}
+        known = set(SPEC_SETTINGS)
         for key in value:
             if key not in known and key not in IGNORED_VLLM_KEYS:
                 raise ConfigError(f"speculative_config.{key}", "unknown setting")
         if "num_speculative_tokens" not in value:
             raise ConfigError("speculative_config.num_speculative_tokens", "missing")
         return cls(**{k: v for k, v in value.items() if k in known})
+
+
+SPEC_SETTINGS = settings_of(SpeculativeConfig)
 
 
 class AcceptanceModel:

@@ -2,8 +2,8 @@
 into scenario settings.
 
 One table (`ENGINE_ARGS`) says, for each argument the simulation models, its flag, the scenario
-field it sets and how its value is read: the engine's are made from `EngineConfig`'s declarations
-(`bounds.setting`), the model's and hardware's are listed here; `servescope run --max-num-seqs 128` and
+field it sets and how its value is read, made from the declarations (`bounds.setting`) of
+`Scenario` (memory and hardware) and `EngineConfig`; `servescope run --max-num-seqs 128` and
 `servescope run --vllm "vllm serve MODEL --max-num-seqs 128"` both go through it, so the two give
 the same scenario. A value vLLM would reject is rejected with vLLM's own reason, naming the flag.
 Names and checks follow vLLM 0.33.0 (`vllm/engine/arg_utils.py`, `vllm/config/cache.py`,
@@ -13,20 +13,17 @@ Names and checks follow vLLM 0.33.0 (`vllm/engine/arg_utils.py`, `vllm/config/ca
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import shlex
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..bounds import Setting
+from ..bounds import Bound, Setting
 from ..engine.config import ENGINE_SETTINGS, EngineConfig
 from ..engine.spec_decode import SpeculativeConfig
 from ..errors import ConfigError
-
-# The KV cache dtypes of `--kv-cache-dtype` that a CUDA GPU serves (a subset of vLLM's CacheDType).
-KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2")
+from .scenario import SCENARIO_ALIASES, SCENARIO_SETTINGS
 
 
 def human_readable_int(text: str) -> int:
@@ -52,20 +49,17 @@ def _int_at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
-def _memory_fraction(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise ValueError(f"Input should be greater than 0, got {value}")
-    if value > 1:
-        raise ValueError(f"Input should be less than or equal to 1, got {value}")
-    return value
-
-
-def _gib(text: str) -> float:
-    value = float(text)
-    if not (value >= 0 and math.isfinite(value)):
-        raise ValueError(f"Input should be greater than or equal to 0, got {text}")
-    return value
+def _number_within(bound: Bound) -> Callable[[str], float]:
+    """A number in `bound`, refused in the words of vLLM's pydantic configs (NaN and inf are out of
+    any finite bound: no comparison lets them through)."""
+    def parse(text: str) -> float:
+        value = float(text)
+        if not (value > bound.low if bound.low_open else value >= bound.low):
+            raise ValueError(f"Input should be greater than {'' if bound.low_open else 'or equal to '}{bound.low:g}, got {value}")
+        if not value <= bound.high:
+            raise ValueError(f"Input should be less than or equal to {bound.high:g}, got {value}")
+        return value
+    return parse
 
 
 def _speculative_config(text: str) -> dict:
@@ -102,8 +96,9 @@ class EngineArg:
         return self.flag.lstrip("-").replace("-", "_")
 
     @classmethod
-    def of_setting(cls, declared: Setting) -> "EngineArg":
-        """The argument of an engine setting, as `EngineConfig` declares it; its value is read by its type."""
+    def of_setting(cls, declared: Setting, section: str = "engine.") -> "EngineArg":
+        """The argument of a setting, as its config declares it (`EngineConfig`'s, or with `section=""`,
+        `Scenario`'s own); its value is read by its type."""
         if declared.type is bool:
             parse = None
         elif declared.choices:
@@ -112,38 +107,34 @@ class EngineArg:
             parse = int  # servescope's own flag: the core's check names a value out of bounds, as for a file's
         elif declared.type is int:
             parse = _int_at_least(int(declared.bound.low))
+        elif declared.type is float:
+            parse = _number_within(declared.bound)
+        elif declared.type is str:
+            parse = str
         elif SpeculativeConfig in typing.get_args(declared.type):
             parse = _speculative_config
         else:
             raise TypeError(f"no command-line reading for {declared.name}: {declared.type}")
-        return cls(declared.flag, f"engine.{declared.name}", parse, declared.help, declared.aliases, declared.choices)
+        return cls(declared.flag, section + declared.name, parse, declared.help, declared.aliases, declared.choices)
 
 
-# The scenario's own vLLM arguments (model and hardware), then the engine's from their declarations.
-ENGINE_ARGS = (
-    EngineArg("--tensor-parallel-size", "tensor_parallel_size", _int_at_least(1), "GPUs of the tensor-parallel group",
-              aliases=("-tp", "--tp")),
-    EngineArg("--gpu-memory-utilization", "gpu_memory_utilization", _memory_fraction,
-              "share of each GPU's memory vLLM may use; the KV cache gets what weights, activations and "
-              "CUDA graphs leave of it"),
-    EngineArg("--enforce-eager", "enforce_eager", None, "no CUDA graphs: the memory vLLM keeps for them goes to "
-              "the KV cache"),
-    EngineArg("--kv-cache-dtype", "kv_cache_dtype", _choice(KV_CACHE_DTYPES),
-              "KV cache storage type; auto: the model's dtype; fp8 halves the bytes per token",
-              choices=KV_CACHE_DTYPES),
-    EngineArg("--swap-space", "swap_space", _gib, "CPU swap space per GPU in GiB, for --preemption-mode swap "
-              "(vLLM 0.10, V0)"),
-    *(EngineArg.of_setting(s) for s in ENGINE_SETTINGS.values() if s.flag and s.vllm_flag),
-)
+def _args_of(settings: dict[str, Setting], vllm_flag: bool, section: str) -> tuple[EngineArg, ...]:
+    return tuple(EngineArg.of_setting(s, section) for s in settings.values() if s.flag and s.vllm_flag == vllm_flag)
+
+
+# vLLM's arguments, from their declarations: the scenario's (memory and hardware), then the engine's.
+ENGINE_ARGS = (*_args_of(SCENARIO_SETTINGS, True, ""), *_args_of(ENGINE_SETTINGS, True, "engine."))
 ARGS_BY_FLAG = {name: arg for arg in ENGINE_ARGS for name in (arg.flag, *arg.aliases)}
-# Engine settings vLLM does not have, under servescope's own flags (a `vllm serve` line cannot carry them).
-OWN_ENGINE_ARGS = tuple(EngineArg.of_setting(s) for s in ENGINE_SETTINGS.values() if s.flag and not s.vllm_flag)
+# Settings vLLM does not have, or spells otherwise, under servescope's own flags (a `vllm serve`
+# line cannot carry them): the engine's, and the scenario's model and GPU.
+OWN_ENGINE_ARGS = _args_of(ENGINE_SETTINGS, False, "engine.")
+OWN_SCENARIO_ARGS = _args_of(SCENARIO_SETTINGS, False, "")
 
 
 # -- the same table on servescope's own command line ----------------------------------------------
 def add_engine_args(group) -> None:
     """Add every engine argument, under vLLM's flag and its older aliases, then servescope's own, to an argparse group."""
-    for arg in (*ENGINE_ARGS, *OWN_ENGINE_ARGS):
+    for arg in (*OWN_SCENARIO_ARGS, *ENGINE_ARGS, *OWN_ENGINE_ARGS):
         names = [arg.flag, *arg.aliases]
         if arg.parse is None:
             group.add_argument(*names, dest=arg.dest, action=argparse.BooleanOptionalAction, default=None, help=arg.help)
@@ -163,7 +154,7 @@ def _argparse_type(arg: EngineArg) -> Callable[[str], object]:
 
 def settings_from_args(args: argparse.Namespace) -> dict[str, object]:
     """The engine arguments given on servescope's command line, as {scenario field: value}."""
-    return {arg.field: getattr(args, arg.dest) for arg in (*ENGINE_ARGS, *OWN_ENGINE_ARGS)
+    return {arg.field: getattr(args, arg.dest) for arg in (*OWN_SCENARIO_ARGS, *ENGINE_ARGS, *OWN_ENGINE_ARGS)
             if getattr(args, arg.dest, None) is not None}
 
 
@@ -259,31 +250,6 @@ def apply_settings(data: dict, settings: dict[str, object]) -> None:
 # A scenario that fixed its pool size keeps it, unless the hardware, the model or the memory given
 # to it changes (then the size no longer means anything).
 RESIZING_FIELDS = {"model", "gpu", "tensor_parallel_size", "gpu_memory_utilization", "kv_cache_dtype", "enforce_eager"}
-# Older names that scenario files used, each under the vLLM name that replaced it.
-SCENARIO_ALIASES = {"tensor_parallel_size": ("tp",)}
-ENGINE_ALIASES = {"num_gpu_blocks": ("num_gpu_blocks_override",), "scheduling_order": ("scheduling_policy",)}
-
-
-def normalize_aliases(data: dict) -> dict:
-    """A copy of a scenario's data with vLLM's argument names and older servescope names folded
-    into one field each; both spellings at once must agree."""
-    data = dict(data)
-    for table, target in ((SCENARIO_ALIASES, data), (ENGINE_ALIASES, None)):
-        if target is None:
-            if not isinstance(data.get("engine"), dict):
-                continue
-            target = data["engine"] = dict(data["engine"])
-        for name, aliases in table.items():
-            for alias in aliases:
-                if alias not in target:
-                    continue
-                value = target.pop(alias)
-                if name in target and target[name] != value:
-                    raise ConfigError(alias, f"conflicts with {name}={target[name]!r}; give one of the two")
-                target[name] = value
-    return data
-
-
 def check_like_vllm(engine: dict) -> None:
     """vLLM's cross-argument checks (`SchedulerConfig.verify_max_model_len`) on a scenario's engine
     settings, with vLLM's messages, naming the flag a user would change."""

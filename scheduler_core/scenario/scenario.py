@@ -3,7 +3,8 @@
 Scenario files are TOML or JSON with the sections `[engine]` and `[workload]` (fields of
 `EngineConfig` and `WorkloadConfig`) and top-level `model`, `gpu`, `tensor_parallel_size` (or `tp`),
 `gpu_memory_utilization`, `kv_cache_dtype`, `swap_space`, `trace`, `slo_*`: vLLM's argument names.
-Without an explicit `engine.num_gpu_blocks` the KV pool is sized from GPU memory.
+Without an explicit `engine.num_gpu_blocks` the KV pool is sized from GPU memory. Each top-level
+setting is declared once on `Scenario` (`bounds.setting`), as the engine's are on `EngineConfig`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..bounds import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SCENARIO_BOUNDS, check_all, check_text
+from ..bounds import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Bound, bounds_of, check_all, check_text, setting, settings_of
 from ..engine.config import (
     GPU_MEMORY_UTILIZATION_DEFAULT,
     EngineConfig,
@@ -30,10 +31,9 @@ from ..sim.replay import load_trace, workload_from_trace
 from ..sim.simulation import Simulation
 from ..timing.cost_model import CostModel, ModelSpec
 from ..timing.memory import GIB, MemoryPlan, kv_block_bytes, num_gpu_blocks_from_memory, plan_memory
-from ..timing.presets import resolve_gpu, resolve_model
+from ..timing.presets import GPUS, MODELS, resolve_gpu, resolve_model
 from ..workload.traces import load_trace_workload
 from ..workload.workload import Workload, WorkloadConfig, build_workload
-from .engine_args import ENGINE_ALIASES, KV_CACHE_DTYPES, normalize_aliases
 
 
 def parse_assignment(text: str) -> tuple[str, object]:
@@ -70,35 +70,55 @@ def apply_assignments(data: dict, assignments) -> None:
 # Top-level settings that change how many KV blocks fit (a new value re-sizes the pool).
 SIZING_KEYS = ("model", "gpu", "tensor_parallel_size", "tp", "gpu_memory_utilization", "kv_cache_dtype",
                "swap_space", "enforce_eager", "trace")
-TOP_LEVEL_KEYS = {"name", "description", "model", "gpu", "tensor_parallel_size", "tp", "gpu_memory_utilization",
-                  "kv_cache_dtype", "swap_space", "enforce_eager", "trace", "slo_ttft_s", "slo_tpot_s", "engine", "workload"}
-# `--kv-cache-dtype` values and the storage type each means; auto keeps the model's own.
+# The KV cache dtypes of `--kv-cache-dtype` that a CUDA GPU serves (a subset of vLLM's CacheDType),
+# and the storage type each means; auto keeps the model's own.
+KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2")
 KV_CACHE_DTYPE_BYTES_NAME = {"float16": "fp16", "bfloat16": "bf16", "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
 
 
 @dataclass(frozen=True)
 class Scenario:
-    name: str = "custom"
-    description: str = ""
-    model: str = "llama-3.1-8b"
-    gpu: str = "h200"
-    tensor_parallel_size: int = 1  # vLLM's --tensor-parallel-size; scenario files may still say `tp`
-    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION_DEFAULT["0.33.0"]
-    kv_cache_dtype: str = "auto"  # vLLM's --kv-cache-dtype
-    swap_space: float = 0.0  # vLLM 0.10's --swap-space: GiB of CPU memory per GPU for swapped-out blocks
-    enforce_eager: bool = False  # vLLM's --enforce-eager: no CUDA graphs, so no memory kept for them
+    """One run: the model, the GPU and how vLLM is given its memory, the engine and the workload.
+    A flag is vLLM's `serve` flag unless `vllm_flag=False` marks it as servescope's own."""
+
+    name: str = setting("custom", "the run's name", max_chars=MAX_NAME_CHARS)
+    description: str = setting("", "what the run shows", max_chars=MAX_DESCRIPTION_CHARS)
+    # vLLM takes the model as `vllm serve`'s positional argument (`parse_vllm_command` reads it
+    # there); on the web only a preset, so no request names a file on the server.
+    model: str = setting("llama-3.1-8b", f"preset ({', '.join(MODELS)}); on the command line also its Hugging Face id "
+                                         "or a local config.json (or its folder)",
+                         flag="--model", vllm_flag=False, web_choices=tuple(MODELS), max_chars=MAX_DESCRIPTION_CHARS)
+    # vLLM runs on the GPU it finds; the simulation needs to be told which.
+    gpu: str = setting("h200", "GPU preset", choices=tuple(GPUS), flag="--gpu", vllm_flag=False,
+                       max_chars=MAX_DESCRIPTION_CHARS)
+    tensor_parallel_size: int = setting(1, "GPUs of the tensor-parallel group", bound=Bound(1, 64),
+                                        flag="--tensor-parallel-size", aliases=("-tp", "--tp"), field_aliases=("tp",))
+    gpu_memory_utilization: float = setting(
+        GPU_MEMORY_UTILIZATION_DEFAULT["0.33.0"], "share of each GPU's memory vLLM may use; the KV cache gets what "
+        "weights, activations and CUDA graphs leave of it (unset: vLLM's default for the version, 0.92 for 0.33.0)",
+        bound=Bound(0, 1, integer=False, low_open=True), flag="--gpu-memory-utilization", left_open=True)
+    kv_cache_dtype: str = setting("auto", "KV cache storage type; auto: the model's dtype; fp8 halves the bytes per token",
+                                  choices=KV_CACHE_DTYPES, flag="--kv-cache-dtype")
+    # vLLM 0.10's (V0) swap space: CPU memory per GPU for swapped-out blocks.
+    swap_space: float = setting(0.0, "CPU swap space per GPU in GiB, for --preemption-mode swap (vLLM 0.10, V0)",
+                                bound=Bound(0, 1024, integer=False), flag="--swap-space")
+    # No CUDA graphs, so no memory kept for them; the web keeps vLLM's default.
+    enforce_eager: bool = setting(False, "no CUDA graphs: the memory vLLM keeps for them goes to the KV cache",
+                                  flag="--enforce-eager", web=False)
     engine: EngineConfig = field(default_factory=EngineConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
-    # A trace file (CSV or JSONL) replacing the synthetic workload's requests.
-    trace: str = ""
-    slo_ttft_s: float = math.inf
-    slo_tpot_s: float = math.inf
+    # A trace file (CSV or JSONL) replacing the synthetic workload's requests: never named on the web.
+    trace: str = setting("", "trace file (CSV or JSONL) replacing the synthetic workload", max_chars=MAX_DESCRIPTION_CHARS,
+                         web=False)
+    slo_ttft_s: float = setting(math.inf, "TTFT objective for goodput, in seconds (unset: none)",
+                                bound=Bound(0, 1e6, integer=False, low_open=True, infinite_ok=True), left_open=True)
+    slo_tpot_s: float = setting(math.inf, "TPOT objective for goodput, in seconds (unset: none)",
+                                bound=Bound(0, 1e6, integer=False, low_open=True, infinite_ok=True), left_open=True)
 
     def __post_init__(self) -> None:
-        check_text("name", self.name, MAX_NAME_CHARS)
-        check_text("description", self.description, MAX_DESCRIPTION_CHARS)
-        for name in ("model", "gpu", "trace"):
-            check_text(name, getattr(self, name), MAX_DESCRIPTION_CHARS)
+        for name, declared in SCENARIO_SETTINGS.items():
+            if declared.max_chars is not None:
+                check_text(name, getattr(self, name), declared.max_chars)
         check_all(SCENARIO_BOUNDS, self)
 
     @classmethod
@@ -119,8 +139,6 @@ class Scenario:
         if scenario.kv_cache_dtype not in KV_CACHE_DTYPES:
             raise ConfigError("kv_cache_dtype", f"invalid choice {scenario.kv_cache_dtype!r}; expected one of "
                                                 f"{list(KV_CACHE_DTYPES)}")
-        if not (isinstance(scenario.swap_space, (int, float)) and 0 <= scenario.swap_space < math.inf):
-            raise ConfigError("swap_space", f"must be a non-negative number of GiB, got {scenario.swap_space!r}")
         model, block_size = scenario.model_spec(), engine.get("block_size", EngineConfig.block_size)
         max_model_len = engine.get("max_model_len", EngineConfig.max_model_len)
         if isinstance(max_model_len, int) and max_model_len > model.max_position_embeddings:
@@ -199,6 +217,35 @@ class Scenario:
             self.engine, self.build_workload(), self.cost_model(), keep_finished=keep_finished,
             slo=SLO(self.slo_ttft_s, self.slo_tpot_s),
         )
+
+
+SCENARIO_SETTINGS = settings_of(Scenario)
+SCENARIO_BOUNDS = bounds_of(Scenario)
+# Older names that scenario files used, each under the vLLM name that replaced it.
+SCENARIO_ALIASES = {name: s.field_aliases for name, s in SCENARIO_SETTINGS.items() if s.field_aliases}
+# What a scenario's top level may hold: its fields, under their names or older ones.
+TOP_LEVEL_KEYS = {f.name for f in dataclasses.fields(Scenario)} | {a for names in SCENARIO_ALIASES.values() for a in names}
+ENGINE_ALIASES = {"num_gpu_blocks": ("num_gpu_blocks_override",), "scheduling_order": ("scheduling_policy",)}
+
+
+def normalize_aliases(data: dict) -> dict:
+    """A copy of a scenario's data with vLLM's argument names and older servescope names folded
+    into one field each; both spellings at once must agree."""
+    data = dict(data)
+    for table, target in ((SCENARIO_ALIASES, data), (ENGINE_ALIASES, None)):
+        if target is None:
+            if not isinstance(data.get("engine"), dict):
+                continue
+            target = data["engine"] = dict(data["engine"])
+        for name, aliases in table.items():
+            for alias in aliases:
+                if alias not in target:
+                    continue
+                value = target.pop(alias)
+                if name in target and target[name] != value:
+                    raise ConfigError(alias, f"conflicts with {name}={target[name]!r}; give one of the two")
+                target[name] = value
+    return data
 
 
 # Starting points; `servescope run --scenario NAME` or a scenario file of your own.

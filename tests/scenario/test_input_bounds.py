@@ -11,10 +11,9 @@ from pydantic import ValidationError
 from app.main import create_app
 from app.schemas import ScenarioModel, SessionCreate
 from app.settings import Settings
-from scheduler_core.bounds import SCENARIO_BOUNDS
 from scheduler_core.engine.config import ENGINE_BOUNDS, EngineConfig
 from scheduler_core.errors import ConfigError
-from scheduler_core.scenario.scenario import Scenario
+from scheduler_core.scenario.scenario import SCENARIO_BOUNDS, Scenario
 from scheduler_core.workload.workload import WORKLOAD_BOUNDS, WorkloadConfig
 
 
