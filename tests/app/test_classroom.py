@@ -16,7 +16,7 @@ from app import wire
 from app.cli import main as cli_main
 from app.main import create_app, uvicorn_options
 from app.settings import PUBLIC_DEFAULTS, Settings
-from tests.app.raw_websocket import masked_text_frame, open_stalled_viewer
+from tests.app.raw_websocket import open_stalled_viewer
 
 
 def frame_of(message: str | bytes) -> dict:
@@ -81,26 +81,32 @@ def test_a_crowd_joining_costs_each_viewer_a_few_status_frames_not_one_per_join(
 
 @pytest.mark.slow
 def test_a_viewer_that_stops_reading_is_dropped_after_the_stall_timeout():
+    """The session plays; one viewer (with a tiny receive buffer) never reads its frames, so its
+    sends stall and it is dropped, while the presenter who reads keeps the session."""
     with Server(Settings(viewer_stall_s=1.0, heartbeat_s=0.2)) as server:
         created = server.create()
         live = server.app.state.manager.get(created["session_id"])
         stalled = open_stalled_viewer(server.port, created["session_id"])
+        deadline = time.monotonic() + 5
+        while not live.viewers:
+            assert time.monotonic() < deadline, "the raw viewer never joined"
+            time.sleep(0.02)
+
+        async def play_until_the_stalled_viewer_is_gone():
+            async with connect(server.ws_url(created)) as ws:
+                await ws.send(json.dumps({"type": "auth", "token": created["control_token"]}))
+                await ws.send(json.dumps({"type": "play", "steps_per_s": 500}))
+                deadline = time.monotonic() + 15
+                while len(live.viewers) < 2:  # the presenter joins beside the stalled viewer
+                    assert time.monotonic() < deadline, "the presenter never joined"
+                    await asyncio.wait_for(ws.recv(), 5)
+                while len(live.viewers) > 1:
+                    assert time.monotonic() < deadline, "the stalled viewer was never dropped"
+                    await asyncio.wait_for(ws.recv(), 5)
+                return len(live.viewers)
+
         try:
-            request = masked_text_frame(json.dumps({"type": "snapshot"}))
-            deadline = time.monotonic() + 5
-            while not live.viewers:
-                assert time.monotonic() < deadline, "the raw viewer never joined"
-                time.sleep(0.02)
-            # It keeps asking for snapshots it never reads: the server's buffers fill, sends stall.
-            deadline = time.monotonic() + 15
-            while live.viewers:
-                assert time.monotonic() < deadline, "the stalled viewer was never dropped"
-                try:
-                    stalled.sendall(request)
-                except OSError:
-                    break
-                time.sleep(0.01)
-            assert not live.viewers
+            assert asyncio.run(play_until_the_stalled_viewer_is_gone()) == 1  # the presenter's
         finally:
             stalled.close()
 
