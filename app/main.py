@@ -92,7 +92,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.lesson_cache = {}
     app.state.fleet_lesson_cache = {}  # (lesson, arm) -> its run and story: fixed, deterministic, a few
     app.state.export_workers = WorkerSlots(settings.max_concurrent_exports)
-    app.state.why_workers = WorkerSlots(1, "steps' reasons are being replayed", retry_after_s=2)
+    app.state.why_workers = WorkerSlots(1, "steps' reasons are being replayed", retry_after_s=2,
+                                        within=app.state.export_workers)
     app.state.reasons = ReasonsCache()
     app.state.viewer_bytes = ViewerBytes(settings.max_viewer_send_bytes)
     app.state.rate_limits = RateLimits(settings)

@@ -1,9 +1,9 @@
 """Work too long for a request: a step log or trace export, a fleet run, a sweep, the "why" of a
 step not answered before. Each is computed by a process of its own (`python -m app.export_worker`):
 it never holds the server's event loop or its GIL, so every session's viewers keep their frame
-rate; at most `max_concurrent_exports` exports, fleets and sweeps run at once (and one "why"
-beside them); each has a budget of time and bytes, and is killed when it spends either or when
-nobody waits for it any more.
+rate; at most `max_concurrent_exports` worker processes run at once, of every kind (one "why"
+at most among them); each has a budget of time and bytes, and is killed when it spends either or
+when nobody waits for it any more.
 """
 
 from __future__ import annotations
@@ -32,12 +32,16 @@ class WorkerSlots:
     """The server's worker processes, at most `limit` at once. A slot is reserved before the
     process starts, in the same turn of the event loop as the count is checked, so requests
     arriving together can never start more than `limit` (checking, then awaiting the start,
-    let twelve simultaneous requests all pass the check)."""
+    let twelve simultaneous requests all pass the check). Slots `within` another pool take one of
+    its slots too: the "why" replays' one slot is also one of the server's worker slots, so the
+    server never runs more than its limit of processes whatever they compute."""
 
-    def __init__(self, limit: int, what: str = "exports, fleets or sweeps are being computed", retry_after_s: int = 5):
+    def __init__(self, limit: int, what: str = "exports, fleets or sweeps are being computed", retry_after_s: int = 5,
+                 within: WorkerSlots | None = None):
         self.limit = limit
         self.what = what  # how a 429 names the work that holds the slots
         self.retry_after_s = retry_after_s
+        self.within = within
         self.num_reserved = 0
         self.processes: set[asyncio.subprocess.Process] = set()
 
@@ -48,20 +52,26 @@ class WorkerSlots:
         return self.num_reserved
 
     def check(self) -> None:
-        """429 if no slot is free now."""
+        """429 if no slot is free now (here, or in the pool these slots are `within`)."""
         if self.num_reserved >= self.limit:
             raise HTTPException(429, f"{self.num_reserved} {self.what}; try again when one has finished",
                                 headers={"Retry-After": str(self.retry_after_s)})
+        if self.within is not None:
+            self.within.check()
 
     def reserve(self) -> None:
         self.check()
         self.num_reserved += 1
+        if self.within is not None:
+            self.within.num_reserved += 1
 
     def started(self, process: asyncio.subprocess.Process) -> None:
         self.processes.add(process)
 
     def release(self) -> None:
         self.num_reserved -= 1
+        if self.within is not None:
+            self.within.num_reserved -= 1
 
     def discard(self, process: asyncio.subprocess.Process) -> None:
         """The process is gone (or going): its slot is free. Idempotent."""

@@ -96,6 +96,24 @@ def test_a_worker_whose_client_hangs_up_is_killed_within_five_seconds():
         assert process.returncode == -signal.SIGKILL  # killed, not finished
 
 
+def test_a_why_replay_takes_one_of_the_servers_worker_slots():
+    """The "why" replays' own slot is one of the server's: with a fleet run and a sweep computing,
+    no "why" worker starts (at most 2 processes of any kind), and a "why" running leaves one."""
+    exports = WorkerSlots(2)
+    why = WorkerSlots(1, "steps' reasons are being replayed", within=exports)
+    why.reserve()
+    assert len(exports) == 1
+    exports.reserve()
+    with pytest.raises(HTTPException) as busy:
+        exports.reserve()
+    assert busy.value.status_code == 429
+    why.release()
+    exports.reserve()
+    with pytest.raises(HTTPException):
+        why.reserve()  # both server slots are taken
+    assert len(why) == 0 and len(exports) == 2
+
+
 def test_a_token_bucket_allows_its_burst_then_refuses_with_the_wait():
     limit = RateLimit("validations", per_client_per_s=1.0, per_server_per_s=100.0, burst=3)
     for _ in range(3):
