@@ -30,7 +30,24 @@ NEUTRAL_FIELDS = frozenset({
     # MTP layers are loaded only for speculative decoding (a separate drafter model in servescope).
     "num_nextn_predict_layers",
     "moe_layer_freq", "decoder_sparse_step", "tie_word_embeddings", "max_position_embeddings",
+    # gpt-oss: YaRN's original context (RoPE frequencies only).
+    "initial_context_length",
+    # Llama 4: a flag for llm-compressor's loader; Gemma 3 / Llama 4: transformers' choice of generation cache.
+    "for_llm_compressor", "cache_implementation",
 })
+
+# transformers' defaults for fields a real config.json leaves out (google/gemma-3-27b-it's text_config
+# gives neither vocab_size, max_position_embeddings, sliding_window_pattern nor tie_word_embeddings:
+# Gemma3TextConfig's defaults fill them, and vLLM reads the same).
+MODEL_TYPE_DEFAULTS = {
+    "gemma3_text": {"vocab_size": 262_208, "max_position_embeddings": 131_072, "sliding_window_pattern": 6,
+                    "tie_word_embeddings": True},
+}
+
+
+def with_model_type_defaults(config: dict) -> dict:
+    """The config with transformers' defaults for the fields its model_type lets it leave out."""
+    return {**MODEL_TYPE_DEFAULTS.get(config.get("model_type"), {}), **config}
 
 
 def _int(config: dict, key: str, where: str, default: int | None = None) -> int:
@@ -88,9 +105,13 @@ def _attention_groups(config: dict, layers: int, kv_heads: int, head_dim: int, w
         interval = _int(config, "full_attention_interval", where, 4)
         types = types or ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
     if config.get("attention_chunk_size"):  # Llama 4: NoPE layers attend globally, the rest in chunks
-        no_rope = config.get("no_rope_layers") or []
-        types = ["full_attention" if (i < len(no_rope) and no_rope[i] == 0) else "chunked_attention"
-                 for i in range(layers)]
+        # Llama4TextConfig: without a no_rope_layers list, every no_rope_layer_interval-th layer is NoPE
+        # (meta-llama/Llama-4-Maverick's config.json gives no list).
+        interval = _int(config, "no_rope_layer_interval", where, 4)
+        no_rope = config.get("no_rope_layers") or [int((i + 1) % interval != 0) for i in range(layers)]
+        if not isinstance(no_rope, list) or len(no_rope) != layers:
+            raise ConfigError(f"{where}.no_rope_layers", f"must give one 0/1 per layer ({layers})")
+        types = ["full_attention" if no_rope[i] == 0 else "chunked_attention" for i in range(layers)]
     if types is None and config.get("sliding_window_pattern") and window:  # Gemma 3 without layer_types
         pattern = _int(config, "sliding_window_pattern", where)
         types = ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(layers)]
@@ -134,7 +155,11 @@ def _moe(config: dict, layers: int, expert_format: str, where: str) -> tuple[Moe
         shared = _int(config, "n_shared_experts", where, 0) * expert_inter
     elif model_type == "llama4_text":
         step = _int(config, "interleave_moe_layer_step", where, 1)
-        dense_layers = layers - layers // step
+        moe_layers = [i for i in range(layers) if step and (i + 1) % step == 0]  # vLLM's llama4.py rule
+        if "moe_layers" in config and sorted(config["moe_layers"] or []) != moe_layers:
+            raise ConfigError(f"{where}.moe_layers", "differs from interleave_moe_layer_step's layers, which "
+                                                     "vLLM follows; such a checkpoint is not modelled")
+        dense_layers = layers - len(moe_layers)
         dense_inter = _int(config, "intermediate_size_mlp", where)
         shared = inter  # one shared expert of intermediate_size in every MoE layer
     elif model_type in ("qwen3_moe", "qwen2_moe", "qwen3_next"):
@@ -204,7 +229,8 @@ MODELLED_FIELDS = frozenset({
     "vocab_size", "quantization_config", "num_experts", "num_local_experts", "n_routed_experts",
     "num_experts_per_tok", "experts_per_token", "moe_intermediate_size", "shared_expert_intermediate_size",
     "n_shared_experts", "first_k_dense_replace", "mlp_only_layers", "interleave_moe_layer_step",
-    "intermediate_size_mlp", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+    "intermediate_size_mlp", "moe_layers", "no_rope_layer_interval", "q_lora_rank", "kv_lora_rank",
+    "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
     "sliding_window", "layer_types", "attention_chunk_size", "no_rope_layers", "full_attention_interval",
     "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
     "linear_conv_kernel_dim", "text_config", "vision_config",

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..files import MAX_SCENARIO_BYTES, read_text
 from .cost_model import ModelSpec
-from .hf_architecture import architecture_from_config, refuse_unmodelled_fields, vision_tower_params
+from .hf_architecture import architecture_from_config, refuse_unmodelled_fields, vision_tower_params, with_model_type_defaults
 
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
 # quantization_config.quant_method values whose linear weights are stored as 8-bit floats.
@@ -66,6 +66,7 @@ def model_from_hf_config(name: str, config: dict, where: str = "model") -> Model
         refuse_unmodelled_fields(config["text_config"], f"{where}.text_config")
         outer = {k: config[k] for k in ("quantization_config", "torch_dtype", "tie_word_embeddings") if k in config}
         config, where = {**outer, **config["text_config"]}, f"{where}.text_config"
+    config = with_model_type_defaults(config)
     layers = _positive_int(config, "num_hidden_layers", where)
     hidden = _positive_int(config, "hidden_size", where)
     heads = _positive_int(config, "num_attention_heads", where)
