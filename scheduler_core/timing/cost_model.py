@@ -62,6 +62,16 @@ class ModelSpec:
         """K and V of one token across all layers."""
         return 2 * self.layers * self.kv_heads * self.head_dim * DTYPE_BYTES[self.kv_dtype]
 
+    def kv_group_bytes_per_token(self, tp: int) -> int:
+        """One token's KV summed over the `tp` GPUs of a tensor-parallel group, as the layer groups'
+        pages hold it (attention_specs.py): an MLA latent sits whole on every GPU, so the group holds
+        `tp` copies; sliding-window and chunked layers are counted as keeping the token (an upper
+        bound), state layers not at all. A dense Llama-shaped decoder keeps `kv_bytes_per_token`."""
+        if self.arch is None:
+            return self.kv_bytes_per_token
+        kv = DTYPE_BYTES[self.kv_dtype]
+        return tp * sum(g.num_layers * g.bytes_per_token(tp, kv) for g in self.arch.groups)
+
 
 @dataclass(frozen=True)
 class GpuSpec:
@@ -245,5 +255,6 @@ class CostModel:
         return self.step_time([(1, context)] * batch, batch)[0]
 
     def swap_time(self, num_blocks: int, block_size: int) -> float:
-        """PCIe time to move `num_blocks` KV blocks between GPU and CPU memory (each GPU its shard)."""
-        return num_blocks * block_size * self.model.kv_bytes_per_token / self.tp / self.gpu.pcie_bandwidth
+        """PCIe time to move `num_blocks` KV blocks between GPU and CPU memory (each GPU its shard, or
+        for MLA its whole copy of the latent)."""
+        return num_blocks * block_size * self.model.kv_group_bytes_per_token(self.tp) / self.tp / self.gpu.pcie_bandwidth

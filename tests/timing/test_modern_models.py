@@ -4,6 +4,7 @@
 import pytest
 
 from scheduler_core.errors import ConfigError
+from scheduler_core.timing.cost_model import CostModel
 from scheduler_core.timing.hf_config import model_from_hf_config, packaged_configs
 from scheduler_core.timing.memory import GIB, model_kv_layout, plan_memory, weight_bytes_per_gpu
 from scheduler_core.timing.moe import MoeSpec
@@ -84,3 +85,19 @@ def test_an_unmodelled_field_is_refused_by_name():
 def test_presets_are_found_by_their_hugging_face_ids():
     assert resolve_model("Qwen/Qwen3-30B-A3B") == MODELS["qwen3-30b-a3b"]
     assert resolve_model("google/gemma-3-27b-it") == MODELS["gemma-3-27b"]
+
+
+def test_mla_kv_group_bytes_hold_one_latent_per_gpu():
+    r1 = MODELS["deepseek-r1"]
+    assert r1.kv_group_bytes_per_token(1) == 70_272  # not the dense formula's 128 heads of K and V
+    assert r1.kv_group_bytes_per_token(8) == 8 * 70_272  # replicated, not split
+
+
+def test_swap_moves_each_gpus_own_copy_of_the_latent():
+    one, eight = CostModel(MODELS["deepseek-r1"], GPUS["h200"], 1), CostModel(MODELS["deepseek-r1"], GPUS["h200"], 8)
+    assert one.swap_time(10, 16) == pytest.approx(eight.swap_time(10, 16))  # TP does not shrink an MLA swap
+
+
+def test_dense_kv_group_bytes_are_the_dense_formula():
+    llama = MODELS["llama-3.1-8b"]
+    assert llama.kv_group_bytes_per_token(4) == llama.kv_bytes_per_token
