@@ -11,13 +11,17 @@ from scheduler_core.timing.moe import MoeSpec
 from scheduler_core.timing.presets import GPUS, MODELS, resolve_model
 from scheduler_core.timing.weight_formats import FORMATS, matmul_flops
 
-# (preset, tp, gpu, published "Model loading took" GiB, source)
+# (preset, tp, gpu, published "Model loading took" GiB, source). Each row is the log's own setting.
 PUBLISHED_WEIGHTS = [
-    ("qwen3-30b-a3b", 4, "h100-sxm", 14.25, "issue 25 (vLLM log, TP 4)"),
+    ("qwen3-30b-a3b", 4, "h100-sxm", 14.2474, "github.com/vllm-project/vllm/issues/17327 (TP 4, bf16)"),
     ("qwen3-235b-a22b-fp8", 8, "l40s", 27.72, "issue 25 (vLLM log, 8 x L40S)"),
     ("qwen3-next-80b-a3b", 2, "h100-sxm", 74.28, "issue 25 (vLLM log)"),
-    # Marlin MXFP4 (the log's marlin_utils_fp4 warning): vLLM 0.33 still runs Marlin before Hopper.
-    ("gpt-oss-120b", 1, "a100-80g", 65.97, "github.com/vllm-project/vllm/issues/23278"),
+    # The log is from an H100 under vLLM 0.10.1, which ran MXFP4 experts on Marlin there (its
+    # marlin_utils_fp4 warning); vLLM 0.33 picks Triton on Hopper and Marlin only before it, so the
+    # A100 stands in for the log's kernel (Marlin pads hidden 2880 to 3072: ~7% more expert bytes).
+    ("gpt-oss-120b", 1, "a100-80g", 65.9651, "github.com/vllm-project/vllm/issues/23278 (H100, Marlin MXFP4)"),
+    # vLLM's V0 engine printed "GB" for GiB (bytes / 2**30); weights include the SigLIP tower.
+    ("gemma-3-27b", 4, "h100-sxm", 13.1664, "github.com/vllm-project/vllm/issues/16378 (TP 4)"),
 ]
 
 
