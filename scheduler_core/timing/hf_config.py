@@ -4,7 +4,7 @@ The fields read are the ones that decide memory and step time: the decoder's sha
 (`num_hidden_layers`, `hidden_size`, `num_attention_heads`, `num_key_value_heads`, `head_dim`,
 `intermediate_size`, `vocab_size`), how the checkpoint stores its weights (`torch_dtype`,
 `quantization_config`), whether the LM head shares the embedding (`tie_word_embeddings`) and the
-longest context (`max_position_embeddings`). The six presets ship as such files in `data/models/`.
+longest context (`max_position_embeddings`). The presets ship as such files in `data/models/`.
 """
 
 from __future__ import annotations
