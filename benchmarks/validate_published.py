@@ -2,8 +2,9 @@
 
 Every row is one published figure (a vLLM benchmark run someone reported with its model, GPU,
 vLLM version, request lengths and load) and the scenario that reproduces its setup. The script runs
-each scenario, prints predicted against published with the error, and with `--readme` rewrites the
-table in docs/cost-model.md's "Validation: how close to real vLLM" section.
+each scenario, prints predicted against published with the error (dense models, then mixtures of
+experts, each table with its own summary), and with `--readme` rewrites both tables in
+docs/cost-model.md's "Validation: how close to real vLLM" section.
 
     python benchmarks/validate_published.py [--readme | --smoke]
 """
@@ -235,10 +236,163 @@ ROWS = [
 ]
 
 
-def table(results: list[tuple[Row, float]]) -> str:
+# Mixtures of experts (issue 25, item 8). Validation only, like the rows above: no figure here set any
+# parameter. Printed as a second table so the dense table above (and its summary) stays as it was.
+GPUSTACK_OSS_120B_H100 = ("GPUStack performance lab, 'Optimizing GPT-OSS-120B Throughput on NVIDIA H100 GPUs', "
+                          "github.com/gpustack/gpustack/blob/main/docs/performance-lab/gpt-oss-120b/h100.md (vLLM "
+                          "v0.10.2, vllm bench serve --backend openai-chat; 'Other Benchmark Cases': baseline `vllm "
+                          "serve openai/gpt-oss-120b --max-model-len 32768`, optimized `--async-scheduling -tp 2`; "
+                          "'ShareGPT batch size 4' is 100 ShareGPT prompts at --max-concurrency 4, 'random 32K input' "
+                          "100 prompts of 32,000 tokens sent at once)")
+GPUSTACK_OSS_20B_H100 = ("GPUStack performance lab, 'Optimizing GPT-OSS-20B Throughput on NVIDIA H100 GPUs', "
+                         "github.com/gpustack/gpustack/blob/main/docs/performance-lab/gpt-oss-20b/h100.md (vLLM v0.11.0, "
+                         "baseline `vllm serve openai/gpt-oss-20b` on one H100: 1000 ShareGPT prompts sent at once, and "
+                         "'random 32K input', 100 prompts of 32,000 tokens sent at once)")
+GPUSTACK_R1_H200 = ("GPUStack performance lab, 'Optimizing DeepSeek-R1 Throughput on NVIDIA H200 GPUs', "
+                    "github.com/gpustack/gpustack/blob/main/docs/performance-lab/deepseek-r1/h200.md (vLLM v0.11.0, "
+                    "baseline `vllm serve deepseek-ai/DeepSeek-R1-0528 -tp 8` on 8 x H200; 'ShareGPT batch size 4' and "
+                    "'random 32K input' as in the gpt-oss pages)")
+GPUSTACK_Q235_H100 = ("GPUStack performance lab, 'Optimizing Qwen3-235B-A22B Throughput on NVIDIA H100 GPUs', "
+                      "github.com/gpustack/gpustack/blob/main/docs/performance-lab/qwen3-235b-a22b/h100.md (vLLM v0.11.0; "
+                      "`vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507-FP8 -tp 4`: 1000 ShareGPT prompts sent at once, "
+                      "984 served; with `--max-num-batched-tokens 16384`: 'random 32K input', 100 prompts at once)")
+VLLM_PR_23151 = ("vLLM PR #23151, 'Add tuned fused_moe configs for Qwen3-30B-A3B', github.com/vllm-project/vllm/pull/23151 "
+                 "(2025-08-19; 'WO tuned configs (TP=1, EP=1, on H100)': `VLLM_USE_DEEP_GEMM=1 vllm serve "
+                 "Qwen/Qwen3-30B-A3B`, benchmark_serving.py random 2048 in / 1024 out, 100 prompts at --max-concurrency 10)")
+VLLM_PR_23696 = ("vLLM PR #23696, '[Kernel][B200] mxfp4 fused cutlass moe', github.com/vllm-project/vllm/pull/23696 "
+                 "(2025-08-26; its 'FlashInfer' baseline: `vllm serve gpt-oss-120b --max-model-len 32768 -tp 8` on "
+                 "B200, `vllm bench serve` on ShareGPT: 1000 prompts sent at once)")
+LMDEPLOY_2019 = ("LMDeploy issue #2019, '[Benchmark] PyTorch Engine Mixtral 8x7B performance issue', "
+                 "github.com/InternLM/lmdeploy/issues/2019 (vLLM 0.5.1, `--model Mixtral-8x7B-v0.1 "
+                 "--tensor-parallel-size 2` on 2 x A800-SXM4-80GB, benchmark_serving.py: 500 ShareGPT prompts at 2 "
+                 "req/s; the vLLM result's totals: 103,017 generated tokens in 275.60 s)")
+
+
+def moe_scenario(model: str, gpu: str, tp: int, max_model_len: int, workload: dict, **engine) -> dict:
+    """`vllm serve MODEL -tp TP --max-model-len L` with vLLM's batch defaults for the GPU, as a
+    scenario; `engine` overrides (async scheduling, a budget the source sets)."""
+    return {"model": model, "gpu": gpu, "tensor_parallel_size": tp, "gpu_memory_utilization": 0.9,
+            "engine": {**served_on(gpu, max_model_len), "async_scheduling": False, **engine}, "workload": workload}
+
+
+def sharegpt_at(concurrency: int, num_requests: int, prompt_len: int, output_len: int) -> dict:
+    """ShareGPT as lognormal lengths (sigma 1.0, as the dense rows) with the means the source's totals give."""
+    return {"num_requests": num_requests, "concurrency": concurrency, "lengths": "lognormal", "prompt_len": prompt_len,
+            "output_len": output_len, "sigma": 1.0, "seed": 0}
+
+
+def sharegpt_burst(num_requests: int, prompt_len: int, output_len: int) -> dict:
+    return {"num_requests": num_requests, "arrival_rate": math.inf, "lengths": "lognormal", "prompt_len": prompt_len,
+            "output_len": output_len, "sigma": 1.0, "seed": 0}
+
+
+def long_prompt_burst(output_len: int) -> dict:
+    """'random 32K input': 100 prompts of 32,000 tokens at once; output_len is the mean the totals give."""
+    return {"num_requests": 100, "arrival_rate": math.inf, "lengths": "fixed", "prompt_len": 32000,
+            "output_len": output_len, "seed": 0}
+
+
+OSS_120B_C4 = moe_scenario("gpt-oss-120b", "h100-sxm", 1, 32768, sharegpt_at(4, 100, 229, 217))
+OSS_120B_TP2_C4 = moe_scenario("gpt-oss-120b", "h100-sxm", 2, 131072, sharegpt_at(4, 100, 229, 217), async_scheduling=True)
+OSS_120B_32K = moe_scenario("gpt-oss-120b", "h100-sxm", 1, 32768, long_prompt_burst(99))
+OSS_20B_BURST = moe_scenario("gpt-oss-20b", "h100-sxm", 1, 131072, sharegpt_burst(1000, 215, 194))
+OSS_20B_32K = moe_scenario("gpt-oss-20b", "h100-sxm", 1, 131072, long_prompt_burst(94))
+# vLLM's pool here (1.45 million blocks) is over servescope's bound on one pool; the run never holds
+# more than a few tens of thousands, so the bound's pool behaves the same.
+OSS_120B_B200 = moe_scenario("gpt-oss-120b", "b200", 8, 32768, sharegpt_burst(1000, 215, 197), max_num_batched_tokens=8192,
+                             num_gpu_blocks=1 << 20)
+R1_C4 = moe_scenario("deepseek-r1", "h200", 8, 163840, sharegpt_at(4, 100, 228, 213))
+R1_32K = moe_scenario("deepseek-r1", "h200", 8, 163840, long_prompt_burst(100))
+Q235_BURST = moe_scenario("qwen3-235b-a22b-fp8", "h100-sxm", 4, 262144, sharegpt_burst(984, 216, 198))
+Q235_32K = moe_scenario("qwen3-235b-a22b-fp8", "h100-sxm", 4, 262144, long_prompt_burst(82), max_num_batched_tokens=16384)
+Q30B_C10 = moe_scenario("qwen3-30b-a3b", "h100-sxm", 1, 40960,
+                        {"num_requests": 100, "concurrency": 10, "lengths": "fixed", "prompt_len": 2042,
+                         "output_len": 1016, "seed": 0})
+MIXTRAL_2RPS = {
+    "model": "mixtral-8x7b", "gpu": "a100-80g", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.9,
+    # vLLM 0.5.1's V0 engine: prefill-first, chunked prefill and prefix caching off by default, so the
+    # budget is one max_model_len prompt (32,768) and 256 sequences.
+    "engine": {"policy": "vllm-v0", "enable_chunked_prefill": False, "enable_prefix_caching": False,
+               "max_num_seqs": 256, "max_model_len": 32768, "max_num_batched_tokens": 32768},
+    "workload": {"num_requests": 500, "arrival_rate": 2.0, "lengths": "lognormal", "prompt_len": 227,
+                 "output_len": 206, "sigma": 1.0, "seed": 0},
+}
+
+GPUSTACK_COMMON = ("request lengths from the printed totals (ShareGPT as lognormal, sigma 1.0; the random set's outputs "
+                   "as their mean: without --ignore-eos some stop early); the launch command's settings and vLLM's "
+                   "defaults otherwise: max_model_len as the command or the model's config gives it, 8192-token "
+                   "budget and 1024 seqs, async scheduling off (vLLM's default before v0.14.0) unless the command "
+                   "turns it on, utilization 0.9")
+H100_SXM = "; H100 read as SXM (80 GB HBM3, as the dense rows)"
+OSS_120B_ASSUMPTIONS = (GPUSTACK_COMMON + H100_SXM + "; the MXFP4 experts on vLLM 0.33's Hopper kernel (Triton) and its padding; "
+                        "ShareGPT batch size 4: 22,946 in / 21,691 out over 100 requests (229 / 217 a request)")
+OSS_20B_ASSUMPTIONS = GPUSTACK_COMMON + H100_SXM + "; ShareGPT: 215,312 in / 193,979 out over 1000 requests"
+R1_ASSUMPTIONS = (GPUSTACK_COMMON + "; DeepSeek-R1-0528 has DeepSeek-R1's shape (the preset); TP 8 without expert "
+                  "parallelism, as the command; the experts' block-wise FP8 at the GPU's fp8 rate; no MTP drafting "
+                  "(the command asks for none); ShareGPT batch size 4: 22,836 in / 21,338 out over 100 requests")
+Q235_ASSUMPTIONS = (GPUSTACK_COMMON + H100_SXM + "; max_model_len 262,144 (the 2507 model's); ShareGPT: 984 of 1000 prompts "
+                    "served (212,992 in / 194,446 out), simulated as 984")
+Q30B_ASSUMPTIONS = ("vLLM version not stated: 0.10.1, the release of the PR's week (2025-08-18); async scheduling off; "
+                    "VLLM_USE_DEEP_GEMM changes nothing for a bf16 model; random lengths fixed at the totals' means "
+                    "(204,169 in / 101,576 out over 100 requests: 2,042 / 1,016, not all outputs reach 1,024 without "
+                    "--ignore-eos); max_model_len 40,960 (the model's), vLLM's H100 defaults, utilization 0.9")
+B200_ASSUMPTIONS = ("the PR names no release: main of late August 2025, taken as 0.10.1's defaults (8192-token budget "
+                    "on every GPU, 1024 seqs, async scheduling off); ShareGPT as lognormal (sigma 1.0) with the means "
+                    "of the totals (215,312 in / 197,144 out over 1000 requests); FlashInfer's MXFP4 kernel and its "
+                    "padding (vLLM 0.33's Blackwell choice), utilization 0.9; the KV pool capped at servescope's bound "
+                    "of 1,048,576 blocks (vLLM's would hold 1.45 million; the run uses a few tens of thousands)")
+MIXTRAL_ASSUMPTIONS = ("the published figure is the totals' quotient (103,017 tokens / 275.60 s), not a printed line; "
+                       "A800-SXM4 simulated as an A100-80GB SXM (same memory and compute; the A800's NVLink is 400 GB/s "
+                       "against the A100's 600); vLLM 0.5.1's V0 engine as servescope's vllm-v0 policy (prefill-first, "
+                       "whole prompts, 32,768-token budget, 256 seqs), whose per-step CPU time is not modelled (see rows "
+                       "21-24); Mixtral-8x7B-v0.1 has the Instruct preset's shape; ShareGPT as lognormal (sigma 1.0) "
+                       "with the totals' means (113,447 in / 103,017 out over 500 requests); Poisson arrivals")
+
+MOE_ROWS = [
+    Row("MoE gpt-oss-120b H100, 4 clients: median TPOT", GPUSTACK_OSS_120B_H100, "0.10.2", "tpot_s.p50", 8.24,
+        OSS_120B_C4, OSS_120B_ASSUMPTIONS),
+    Row("MoE gpt-oss-120b H100, 4 clients: output tok/s", GPUSTACK_OSS_120B_H100, "0.10.2", "output_tokens_per_s", 453.04,
+        OSS_120B_C4, OSS_120B_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE gpt-oss-120b TP2 H100, 4 clients, async: median TPOT", GPUSTACK_OSS_120B_H100, "0.10.2", "tpot_s.p50",
+        5.74, OSS_120B_TP2_C4, OSS_120B_ASSUMPTIONS),
+    # 3,200,000 prompt tokens in 198.92 s.
+    Row("MoE gpt-oss-120b H100, 100 x 32k prompts at once: input tok/s", GPUSTACK_OSS_120B_H100, "0.10.2",
+        "input_tokens_per_s", 3_200_000 / 198.92, OSS_120B_32K, OSS_120B_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE gpt-oss-20b H100, ShareGPT burst: output tok/s", GPUSTACK_OSS_20B_H100, "0.11.0", "output_tokens_per_s",
+        7817.03, OSS_20B_BURST, OSS_20B_ASSUMPTIONS, unit="tok/s"),
+    # 3,200,000 prompt tokens in 107.95 s.
+    Row("MoE gpt-oss-20b H100, 100 x 32k prompts at once: input tok/s", GPUSTACK_OSS_20B_H100, "0.11.0",
+        "input_tokens_per_s", 3_200_000 / 107.95, OSS_20B_32K, OSS_20B_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE gpt-oss-120b TP8 B200, ShareGPT burst: output tok/s", VLLM_PR_23696, "0.10.1", "output_tokens_per_s",
+        7404.72, OSS_120B_B200, B200_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE DeepSeek-R1 TP8 H200, 4 clients: median TPOT", GPUSTACK_R1_H200, "0.11.0", "tpot_s.p50", 19.13,
+        R1_C4, R1_ASSUMPTIONS),
+    Row("MoE DeepSeek-R1 TP8 H200, 4 clients: output tok/s", GPUSTACK_R1_H200, "0.11.0", "output_tokens_per_s", 196.81,
+        R1_C4, R1_ASSUMPTIONS, unit="tok/s"),
+    # 3,199,900 prompt tokens in 206.90 s.
+    Row("MoE DeepSeek-R1 TP8 H200, 100 x 32k prompts at once: input tok/s", GPUSTACK_R1_H200, "0.11.0",
+        "input_tokens_per_s", 3_199_900 / 206.90, R1_32K, R1_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE Qwen3-235B-A22B-FP8 TP4 H100, ShareGPT burst: output tok/s", GPUSTACK_Q235_H100, "0.11.0",
+        "output_tokens_per_s", 3592.57, Q235_BURST, Q235_ASSUMPTIONS, unit="tok/s"),
+    # 3,200,000 prompt tokens in 208.79 s.
+    Row("MoE Qwen3-235B-A22B-FP8 TP4 H100, 100 x 32k prompts at once: input tok/s", GPUSTACK_Q235_H100, "0.11.0",
+        "input_tokens_per_s", 3_200_000 / 208.79, Q235_32K, Q235_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE Qwen3-30B-A3B H100, 10 clients, 2k in / 1k out: median TPOT", VLLM_PR_23151, "0.10.1", "tpot_s.p50", 13.17,
+        Q30B_C10, Q30B_ASSUMPTIONS),
+    Row("MoE Qwen3-30B-A3B H100, 10 clients, 2k in / 1k out: output tok/s", VLLM_PR_23151, "0.10.1",
+        "output_tokens_per_s", 739.79, Q30B_C10, Q30B_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE Qwen3-30B-A3B H100, 10 clients, 2k in / 1k out: mean TTFT", VLLM_PR_23151, "0.10.1", "ttft_s.mean", 267.22,
+        Q30B_C10, Q30B_ASSUMPTIONS),
+    Row("MoE Mixtral-8x7B TP2 A800, 2 req/s, V0: output tok/s", LMDEPLOY_2019, "0.5.1", "output_tokens_per_s",
+        103_017 / 275.60, MIXTRAL_2RPS, MIXTRAL_ASSUMPTIONS, unit="tok/s"),
+]
+
+
+def table(results: list[tuple[Row, float]], first: int = 1) -> str:
+    """The markdown table of `results`, numbered from `first`, its error summary and its sources."""
     lines = ["| # | setup (model, GPUs, load): figure | vLLM | published | servescope | error |",
              "| --- | --- | --- | --- | --- | --- |"]
-    for i, (row, predicted) in enumerate(results, 1):
+    for i, (row, predicted) in enumerate(results, first):
         error = predicted / row.published - 1
         lines.append(f"| {i} | {row.label} | {row.vllm_version} | {row.published:,.1f} {row.unit} | "
                      f"{predicted:,.1f} {row.unit} | {error:+.0%} |")
@@ -251,36 +405,39 @@ def table(results: list[tuple[Row, float]]) -> str:
         if (row.source, row.assumptions) not in sources:
             sources.append((row.source, row.assumptions))
     for source, assumptions in sources:
-        rows = ", ".join(str(i) for i, (r, _) in enumerate(results, 1) if (r.source, r.assumptions) == (source, assumptions))
+        rows = ", ".join(str(i) for i, (r, _) in enumerate(results, first)
+                         if (r.source, r.assumptions) == (source, assumptions))
         lines.append(f"- Rows {rows}: {source}. Assumptions: {assumptions}.")
     return "\n".join(lines)
 
 
-def rewrite_readme(text: str) -> None:
+def rewrite_readme(text: str, marker: str = "validate_published") -> None:
     readme = ROOT / "docs" / "cost-model.md"
     content = readme.read_text()
-    pattern = re.compile(r"(<!-- validate_published:start -->\n).*?(<!-- validate_published:end -->)", re.S)
+    pattern = re.compile(rf"(<!-- {marker}:start -->\n).*?(<!-- {marker}:end -->)", re.S)
     if not pattern.search(content):
-        raise SystemExit("docs/cost-model.md has no validate_published markers")
+        raise SystemExit(f"docs/cost-model.md has no {marker} markers")
     readme.write_text(pattern.sub(lambda m: m.group(1) + text + "\n" + m.group(2), content))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--readme", action="store_true", help="rewrite docs/cost-model.md's table with these results")
-    parser.add_argument("--smoke", action="store_true", help="only the first two rows: does it run")
+    parser.add_argument("--smoke", action="store_true", help="only the first two rows of each table: does it run")
     args = parser.parse_args()
     if args.smoke and args.readme:
         parser.error("--smoke makes a partial table; --readme needs the whole one")
     start = time.perf_counter()
-    results = []
-    for row in ROWS[:2] if args.smoke else ROWS:
-        results.append((row, row.predict()))
-    text = table(results)
+    dense = [(row, row.predict()) for row in (ROWS[:2] if args.smoke else ROWS)]
+    moe = [(row, row.predict()) for row in (MOE_ROWS[:2] if args.smoke else MOE_ROWS)]
+    text, moe_text = table(dense), table(moe, first=len(ROWS) + 1)
     print(text)
+    print("\nMixtures of experts:\n")
+    print(moe_text)
     print(f"\n({time.perf_counter() - start:.0f} s)")
     if args.readme:
         rewrite_readme(text)
+        rewrite_readme(moe_text, "validate_published_moe")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Moving a prefilled request's KV blocks from a prefill replica to a decode replica.
 
 A link has a per-GPU bandwidth (bytes/s, one direction) and a fixed latency per transfer. Each
-GPU of a tensor-parallel group holds its share of the KV heads and sends it over its own link, so
-the shards move in parallel over min(prefill TP, decode TP) links.
+GPU of a tensor-parallel group holds its share of the KV heads (for MLA, a whole copy of the latent)
+and sends it over its own link, so the shards move in parallel over min(prefill TP, decode TP) links.
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ def kv_transfer_cost(model: ModelSpec, link: KVLink, num_tokens: int, block_size
     num_blocks = cdiv(num_tokens, block_size)
     if not num_blocks:
         return KVTransferCost(0, 0, 0.0)
-    num_bytes = num_blocks * block_size * model.kv_bytes_per_token
-    seconds = link.latency_s + num_bytes / (link.bandwidth * min(prefill_tp, decode_tp))
+    links = min(prefill_tp, decode_tp)
+    # Each link carries one GPU's pages: a KV-head shard, or for MLA a whole copy of the latent.
+    num_bytes = num_blocks * block_size * model.kv_group_bytes_per_token(links)
+    seconds = link.latency_s + num_bytes / (link.bandwidth * links)
     return KVTransferCost(num_blocks, num_bytes, seconds)

@@ -41,6 +41,9 @@ class ModelSpec:
     kv_dtype: str = "bf16"
     tie_word_embeddings: bool = False
     max_position_embeddings: int = 131072
+    # Experts, MLA, sliding windows, linear attention or a weight format beyond bf16/fp16/fp8
+    # (architecture.Architecture); None for a dense Llama-shaped decoder.
+    arch: object = None
 
     @property
     def params_per_layer(self) -> int:
@@ -59,6 +62,16 @@ class ModelSpec:
         """K and V of one token across all layers."""
         return 2 * self.layers * self.kv_heads * self.head_dim * DTYPE_BYTES[self.kv_dtype]
 
+    def kv_group_bytes_per_token(self, tp: int) -> int:
+        """One token's KV summed over the `tp` GPUs of a tensor-parallel group, as the layer groups'
+        pages hold it (attention_specs.py): an MLA latent sits whole on every GPU, so the group holds
+        `tp` copies; sliding-window and chunked layers are counted as keeping the token (an upper
+        bound), state layers not at all. A dense Llama-shaped decoder keeps `kv_bytes_per_token`."""
+        if self.arch is None:
+            return self.kv_bytes_per_token
+        kv = DTYPE_BYTES[self.kv_dtype]
+        return tp * sum(g.num_layers * g.bytes_per_token(tp, kv) for g in self.arch.groups)
+
 
 @dataclass(frozen=True)
 class GpuSpec:
@@ -74,6 +87,9 @@ class GpuSpec:
     # Whether every pair of tensor-parallel peers shares NVLink (vLLM's `is_fully_connected`):
     # without it vLLM runs NCCL for groups of more than two GPUs.
     nvlink_fully_connected: bool = True
+    fp4_flops: float = 0.0  # 0: no FP4 tensor cores (before Blackwell)
+    int8_flops: float = 0.0  # 0: INT8 runs at the fp8 rate (Hopper, Ada)
+    generation: str = "hopper"  # picks vLLM's kernels: ampere, ada, hopper, blackwell, cdna3
 
     def matmul_flops(self, wdtype: str) -> float:
         return self.fp8_flops if wdtype == "fp8" else self.bf16_flops
@@ -144,6 +160,9 @@ class CostModel:
         activation_bytes_per_token = m.layers * (4 * m.hidden + 3 * m.inter) * 2 / tp
         self._activation_s_per_token = activation_bytes_per_token * eff.activation_traffic / bandwidth
         self._fixed_s = eff.step_overhead_s + eff.layer_overhead_s * m.layers
+        self._moe = None
+        if m.arch is not None:
+            self._use_inventory(gpu, tp, eff)
         # Two all-reduces of the hidden state per layer (after attention and after the MLP).
         self._allreduce_s_per_token = 0.0
         self._pcie_all_reduce = None
@@ -176,14 +195,38 @@ class CostModel:
         if has_prompt_chunk:
             attention_pairs += (self.efficiency.mixed_decode_query_rows - 1) * decode_context
         p = self.efficiency.roofline_sharpness
+        weight_s = self._weight_s
+        if self._moe is not None:  # the experts this batch's tokens route to (moe.py)
+            moe, expert_s = self._moe
+            weight_s += moe.num_moe_layers * moe.expected_distinct_experts(num_tokens) * expert_s
         linear_s = smooth_max(
-            self._weight_s, num_tokens * self._linear_s_per_token + num_sampled * self._lm_head_s_per_seq, p
+            weight_s, num_tokens * self._linear_s_per_token + num_sampled * self._lm_head_s_per_seq, p
         )
         attention_s = smooth_max(kv_tokens_read * self._kv_s_per_token, attention_pairs * self._attention_s_per_pair, p)
         other_s = self._fixed_s + num_tokens * (self._activation_s_per_token + self._allreduce_s_per_token)
         other_s += self._pcie_all_reduces_s(num_tokens)
         breakdown = {"linear": linear_s, "attention": attention_s, "other": other_s}
         return linear_s + attention_s + other_s, breakdown
+
+    def _use_inventory(self, gpu: "GpuSpec", tp: int, eff: "Efficiency") -> None:
+        """Experts, MLA or other formats (architecture.py): every step reads the always-read weights
+        and the experts its tokens touch, and computes on the active parameters only."""
+        from .architecture import WeightInventory  # architecture imports this module's dataclasses
+        from .moe import ExpertPlacement
+        from .weight_formats import matmul_flops
+
+        inventory = WeightInventory(self.model, ExpertPlacement(tp), gpu)
+        bandwidth = gpu.mem_bandwidth * eff.weight_read
+        self._weight_s = inventory.always_read_bytes / bandwidth
+        if self.model.arch.moe is not None:
+            # Each touched expert, on this GPU: its shard (TP) or, under EP, a share of the experts.
+            share = inventory.experts_per_gpu / self.model.arch.moe.num_experts
+            self._moe = (self.model.arch.moe, share * inventory.expert_bytes_each / bandwidth)
+        # KV read per token from the layer groups' pages (an MLA latent, not 128 heads of K and V).
+        kv_bytes = sum(g.num_layers * g.bytes_per_token(tp, DTYPE_BYTES[self.model.kv_dtype]) for g in self.model.arch.groups)
+        self._kv_s_per_token = kv_bytes / (gpu.mem_bandwidth * eff.kv_read)
+        rate = matmul_flops(gpu, inventory.fmt) * eff.linear_compute
+        self._linear_s_per_token = 2 * inventory.active_params_per_token() / rate
 
     def _pcie_all_reduces_s(self, num_tokens: int) -> float:
         """A step's NCCL all-reduces over PCIe (two a layer, of the tokens' hidden states), where vLLM
@@ -212,5 +255,6 @@ class CostModel:
         return self.step_time([(1, context)] * batch, batch)[0]
 
     def swap_time(self, num_blocks: int, block_size: int) -> float:
-        """PCIe time to move `num_blocks` KV blocks between GPU and CPU memory (each GPU its shard)."""
-        return num_blocks * block_size * self.model.kv_bytes_per_token / self.tp / self.gpu.pcie_bandwidth
+        """PCIe time to move `num_blocks` KV blocks between GPU and CPU memory (each GPU its shard, or
+        for MLA its whole copy of the latent)."""
+        return num_blocks * block_size * self.model.kv_group_bytes_per_token(self.tp) / self.tp / self.gpu.pcie_bandwidth

@@ -4,7 +4,7 @@ The fields read are the ones that decide memory and step time: the decoder's sha
 (`num_hidden_layers`, `hidden_size`, `num_attention_heads`, `num_key_value_heads`, `head_dim`,
 `intermediate_size`, `vocab_size`), how the checkpoint stores its weights (`torch_dtype`,
 `quantization_config`), whether the LM head shares the embedding (`tie_word_embeddings`) and the
-longest context (`max_position_embeddings`). The six presets ship as such files in `data/models/`.
+longest context (`max_position_embeddings`). The presets ship as such files in `data/models/`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from ..errors import ConfigError, shown
 from ..files import MAX_SCENARIO_BYTES, parse_json, read_text
 from .cost_model import ModelSpec
+from .hf_architecture import architecture_from_config, refuse_unmodelled_fields, vision_tower_params, with_model_type_defaults
 
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
 # quantization_config.quant_method values whose linear weights are stored as 8-bit floats.
@@ -64,6 +65,13 @@ def model_from_hf_config(name: str, config: dict, where: str = "model") -> Model
     """A ModelSpec from a config.json's fields, each checked and named on error."""
     if not isinstance(config, dict):
         raise ConfigError(where, "a config.json holds a JSON object")
+    refuse_unmodelled_fields(config, where)
+    vision_params = vision_tower_params(config)
+    if isinstance(config.get("text_config"), dict):  # a multimodal wrapper (Gemma 3, Llama 4): the decoder inside
+        refuse_unmodelled_fields(config["text_config"], f"{where}.text_config")
+        outer = {k: config[k] for k in ("quantization_config", "torch_dtype", "tie_word_embeddings") if k in config}
+        config, where = {**outer, **config["text_config"]}, f"{where}.text_config"
+    config = with_model_type_defaults(config)
     layers = _positive_int(config, "num_hidden_layers", where)
     hidden = _positive_int(config, "hidden_size", where)
     heads = _positive_int(config, "num_attention_heads", where)
@@ -74,7 +82,8 @@ def model_from_hf_config(name: str, config: dict, where: str = "model") -> Model
     tie = config.get("tie_word_embeddings", False)
     if not isinstance(tie, bool):
         raise ConfigError(f"{where}.tie_word_embeddings", f"must be true or false, got {tie!r}")
-    wdtype = weight_dtype(config, where)
+    arch = architecture_from_config(config, layers, heads, kv_heads, head_dim, vision_params, where)
+    wdtype = "bf16" if arch is not None else weight_dtype(config, where)
     return ModelSpec(
         name=name, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
         head_dim=_positive_int({"head_dim": head_dim}, "head_dim", where),
@@ -82,11 +91,12 @@ def model_from_hf_config(name: str, config: dict, where: str = "model") -> Model
         wdtype=wdtype, kv_dtype="fp16" if config.get("torch_dtype") in ("float16", "half") else "bf16",
         tie_word_embeddings=tie,
         max_position_embeddings=_positive_int({"max_position_embeddings": 131072, **config}, "max_position_embeddings", where),
+        arch=arch,
     )
 
 
 def is_hf_config(data: dict) -> bool:
-    return isinstance(data, dict) and "num_hidden_layers" in data
+    return isinstance(data, dict) and ("num_hidden_layers" in data or isinstance(data.get("text_config"), dict))
 
 
 def read_json(path: Path, where: str = "model") -> dict:

@@ -22,7 +22,11 @@ from dataclasses import asdict, dataclass
 
 from ..errors import ConfigError
 from ..utils import cdiv
+from .architecture import WeightInventory
+from .attention_specs import FULL, LayerGroup
 from .cost_model import DTYPE_BYTES, GpuSpec, ModelSpec
+from .kv_groups import KvLayout, kv_layout
+from .moe import ExpertPlacement
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -41,11 +45,14 @@ def kv_heads_per_gpu(model: ModelSpec, tp: int) -> int:
     return max(1, model.kv_heads // tp)
 
 
-def weight_bytes_per_gpu(model: ModelSpec, tp: int) -> int:
+def weight_bytes_per_gpu(model: ModelSpec, tp: int, gpu: GpuSpec | None = None,
+                         placement: ExpertPlacement | None = None) -> int:
     """This GPU's shard of the checkpoint as stored: linear layers in the weight dtype (fp8 with
     an fp32 scale per output channel), the embedding and LM head in the activation dtype (an fp8
     checkpoint keeps both in bf16), the LM head counted once when tied to the embedding, norms and
-    the rotary cos/sin cache replicated."""
+    the rotary cos/sin cache replicated. Models with experts, MLA or other layers: architecture.py."""
+    if model.arch is not None:
+        return WeightInventory(model, placement or ExpertPlacement(tp), gpu).total_bytes
     act_bytes = 2  # activations, embeddings and norms in bf16 or fp16
     qkv_out_channels = (model.heads // tp + 2 * kv_heads_per_gpu(model, tp)) * model.head_dim
     out_channels_per_layer = qkv_out_channels + model.hidden + 2 * model.inter // tp + model.hidden
@@ -61,8 +68,24 @@ def weight_bytes_per_gpu(model: ModelSpec, tp: int) -> int:
     return linear + embeddings + norms + rotary_cache
 
 
+def layer_groups(model: ModelSpec) -> tuple[LayerGroup, ...]:
+    if model.arch is not None:
+        return model.arch.groups
+    return (LayerGroup(FULL, model.layers, model.kv_heads, model.head_dim, model.head_dim),)
+
+
+def model_kv_layout(model: ModelSpec, tp: int, block_size: int, max_model_len: int,
+                    max_num_batched_tokens: int) -> KvLayout:
+    return kv_layout(layer_groups(model), tp, DTYPE_BYTES[model.kv_dtype], block_size, max_model_len,
+                     max_num_batched_tokens)
+
+
 def kv_block_bytes(model: ModelSpec, tp: int, block_size: int) -> int:
-    """One KV block on one GPU: every layer's page of K and V (`FullAttentionSpec.page_size_bytes` x layers)."""
+    """One KV block on one GPU: every layer's page of K and V (`FullAttentionSpec.page_size_bytes` x layers).
+    For other layer kinds, every attention layer's page as if it held every token (state layers none)."""
+    if model.arch is not None:
+        kv = DTYPE_BYTES[model.kv_dtype]
+        return block_size * sum(g.num_layers * g.bytes_per_token(tp, kv) for g in model.arch.groups)
     return block_size * model.layers * 2 * kv_heads_per_gpu(model, tp) * model.head_dim * DTYPE_BYTES[model.kv_dtype]
 
 
@@ -110,10 +133,18 @@ class MemoryPlan:
     max_model_len: int
     profiled_num_gpu_blocks: int  # what the memory gives
     num_gpu_blocks: int  # what the engine uses (num_gpu_blocks_override, when given, wins)
+    # Models whose layers differ (kv_groups.py): vLLM's own pool and a request's blocks across its
+    # groups. The engine's single pool then holds as many blocks of block_size tokens as vLLM's
+    # concurrency at max_model_len implies (its hybrid manager's per-group blocks: issue 25 item 3).
+    kv_groups: tuple[str, ...] = ()
+    vllm_num_blocks: int = 0
+    vllm_blocks_per_request: int = 0
 
     @property
     def max_concurrency(self) -> float:
         """Requests of max_model_len tokens the cache holds at once."""
+        if self.vllm_blocks_per_request and self.num_gpu_blocks == self.profiled_num_gpu_blocks:
+            return self.vllm_num_blocks / self.vllm_blocks_per_request
         return self.num_gpu_blocks / cdiv(self.max_model_len, self.block_size)
 
     @property
@@ -162,12 +193,13 @@ def gib(num_bytes: float) -> str:
 def plan_memory(
     model: ModelSpec, gpu: GpuSpec, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.92,
     block_size: int = 16, max_num_batched_tokens: int = 2048, max_num_seqs: int = 256, max_model_len: int = 4096,
-    enforce_eager: bool = False, num_gpu_blocks_override: int | None = None,
+    enforce_eager: bool = False, num_gpu_blocks_override: int | None = None, data_parallel_size: int = 1,
+    enable_expert_parallel: bool = False,
 ) -> MemoryPlan:
     """How vLLM would divide one GPU's memory for this model and engine configuration."""
     tp = tensor_parallel_size
     requested = math.ceil(gpu.mem_bytes * gpu_memory_utilization)
-    weights = weight_bytes_per_gpu(model, tp)
+    weights = weight_bytes_per_gpu(model, tp, gpu, ExpertPlacement(tp, data_parallel_size, enable_expert_parallel))
     sampler = min(max_num_seqs, max_num_batched_tokens) * model.vocab * SAMPLER_BYTES_PER_LOGIT
     activation = max(forward_activation_bytes(model, tp, max_num_batched_tokens), sampler)
     non_torch = int(NON_TORCH_BYTES[tp > 1])
@@ -175,12 +207,22 @@ def plan_memory(
     available = requested - weights - activation - non_torch - graphs
     block_bytes = kv_block_bytes(model, tp, block_size)
     profiled = max(0, available // block_bytes)
+    hybrid = {}
+    if model.arch is not None:
+        layout = model_kv_layout(model, tp, block_size, max_model_len, max_num_batched_tokens)
+        vllm_blocks = max(0, available // layout.bytes_per_block)
+        per_request = cdiv(max_model_len, block_size)
+        # The engine's blocks: vLLM's concurrency at max_model_len times a request's blocks of block_size.
+        profiled = vllm_blocks * per_request // layout.blocks_per_request
+        block_bytes = cdiv(layout.bytes_per_block * layout.blocks_per_request, per_request)
+        hybrid = {"kv_groups": layout.descriptions, "vllm_num_blocks": vllm_blocks,
+                  "vllm_blocks_per_request": layout.blocks_per_request}
     return MemoryPlan(
         gpu=gpu.name, tensor_parallel_size=tp, total_bytes=int(gpu.mem_bytes), requested_bytes=requested,
         weights_bytes=weights, activation_peak_bytes=activation, non_torch_bytes=non_torch, cuda_graph_bytes=graphs,
         kv_cache_bytes=available, block_bytes=block_bytes, block_size=block_size, max_model_len=max_model_len,
         profiled_num_gpu_blocks=profiled,
-        num_gpu_blocks=profiled if num_gpu_blocks_override is None else num_gpu_blocks_override,
+        num_gpu_blocks=profiled if num_gpu_blocks_override is None else num_gpu_blocks_override, **hybrid,
     )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, shown
 from .cost_model import DTYPE_BYTES, GpuSpec, ModelSpec
+from .gpus import modern_gpus
 from .hf_config import MAX_SHAPE_VALUE, is_hf_config, model_from_hf_config, packaged_configs, read_json
 
 GIB = 1024**3
@@ -38,11 +39,15 @@ ACHIEVED_FRACTION = {
 def gpu_from_datasheet(
     name: str, bandwidth_tbps: float, bf16_tflops: float, fp8_tflops: float | None, mem_gib: float,
     interconnect_gbps: float, pcie_gbps: float, nvlink_fully_connected: bool = True,
+    fp4_tflops: float = 0.0, int8_tops: float = 0.0, generation: str = "",
 ) -> GpuSpec:
     """A GPU from its datasheet. Without fp8 tensor cores, fp8 weights run at the bf16 rate
-    (weight-only quantisation still halves the bytes read)."""
+    (weight-only quantisation still halves the bytes read). FP4 and INT8 peaks take the fraction
+    the H200 achieves of its fp8 peak (low-precision tensor cores alike)."""
     bf16 = bf16_tflops * 1e12 * ACHIEVED_FRACTION["bf16"]
     fp8 = fp8_tflops * 1e12 * ACHIEVED_FRACTION["fp8"] if fp8_tflops else bf16
+    if not generation:
+        generation = "blackwell" if fp4_tflops else "ampere" if not fp8_tflops else "hopper"
     return GpuSpec(
         name=name,
         bf16_flops=bf16,
@@ -52,6 +57,9 @@ def gpu_from_datasheet(
         interconnect_bandwidth=interconnect_gbps * 1e9,
         pcie_bandwidth=pcie_gbps * 1e9,
         nvlink_fully_connected=nvlink_fully_connected,
+        fp4_flops=fp4_tflops * 1e12 * ACHIEVED_FRACTION["fp8"],
+        int8_flops=int8_tops * 1e12 * ACHIEVED_FRACTION["fp8"],
+        generation=generation,
     )
 
 
@@ -69,19 +77,24 @@ GPUS: dict[str, GpuSpec] = {
     # Memory as CUDA reports it (what vLLM multiplies by gpu_memory_utilization): an "80 GB" H100
     # or A100 shows 79.19 / 79.15 GiB in vLLM's logs, a "48 GB" L40S about 44.4 GiB.
     "h100-sxm": gpu_from_datasheet("h100-sxm", 3.35, 989, 1979, 79.19, interconnect_gbps=450, pcie_gbps=50),
-    "a100-80g": gpu_from_datasheet("a100-80g", 2.039, 312, None, 79.15, interconnect_gbps=300, pcie_gbps=25),
+    "a100-80g": gpu_from_datasheet("a100-80g", 2.039, 312, None, 79.15, interconnect_gbps=300, pcie_gbps=25,
+                                   int8_tops=624),
     # A100 80GB PCIe cards without NVLink bridges: tensor-parallel peers talk over PCIe Gen4.
     "a100-80g-pcie": gpu_from_datasheet("a100-80g-pcie", 1.935, 312, None, 79.15, interconnect_gbps=25, pcie_gbps=25,
-                                        nvlink_fully_connected=False),
-    "a100-40g": gpu_from_datasheet("a100-40g", 1.555, 312, None, 39.39, interconnect_gbps=300, pcie_gbps=25),
+                                        nvlink_fully_connected=False, int8_tops=624),
+    "a100-40g": gpu_from_datasheet("a100-40g", 1.555, 312, None, 39.39, interconnect_gbps=300, pcie_gbps=25,
+                                   int8_tops=624),
     # The L40S has no NVLink at all.
     "l40s": gpu_from_datasheet("l40s", 0.864, 362, 733, 44.4, interconnect_gbps=32, pcie_gbps=25,
-                               nvlink_fully_connected=False),
+                               nvlink_fully_connected=False, generation="ada"),
+    **modern_gpus(gpu_from_datasheet),
 }
 
 # The presets are config.json files shipped in data/models (scheduler_core/timing/hf_config.py reads them).
 PRESET_CONFIGS = packaged_configs()
-PRESET_ORDER = ("llama-3.1-8b", "llama-3.3-70b", "llama-3.3-70b-fp8", "qwen2.5-7b", "qwen2.5-72b", "mistral-7b")
+PRESET_ORDER = ("llama-3.1-8b", "llama-3.3-70b", "llama-3.3-70b-fp8", "qwen2.5-7b", "qwen2.5-72b", "mistral-7b",
+                "qwen3-30b-a3b", "qwen3-235b-a22b-fp8", "gpt-oss-20b", "gpt-oss-120b", "deepseek-v3", "deepseek-r1",
+                "llama-4-scout", "llama-4-maverick", "gemma-3-27b", "qwen3-next-80b-a3b", "mixtral-8x7b")
 MODELS: dict[str, ModelSpec] = {name: model_from_hf_config(name, PRESET_CONFIGS[name]) for name in PRESET_ORDER}
 # Hugging Face repository ids of the presets, so `vllm serve meta-llama/Llama-3.1-8B-Instruct` finds one.
 HF_REPOS = {config["_name_or_path"]: name for name, config in PRESET_CONFIGS.items()}

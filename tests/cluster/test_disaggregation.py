@@ -105,3 +105,10 @@ def test_disaggregated_scenario_builds_its_pools():
     assert report["kv_transfer"]["num_blocks"] == 40 * 64
     assert sum(report["decode_router"]["decisions"].values()) == 40
     assert ClusterScenario.from_dict(scenario.to_dict()).to_dict() == scenario.to_dict()
+
+
+def test_an_mla_transfer_sends_the_whole_latent_over_each_link():
+    link = LINKS["infiniband"]
+    one = kv_transfer_cost(MODELS["deepseek-r1"], link, 1024, 16, 1, 1)
+    eight = kv_transfer_cost(MODELS["deepseek-r1"], link, 1024, 16, 8, 8)
+    assert one.num_bytes == 1024 * 70_272 and eight.seconds == pytest.approx(one.seconds)

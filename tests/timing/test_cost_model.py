@@ -214,8 +214,10 @@ def test_nccl_beyond_the_measured_sizes_adds_bytes_at_the_link_rate():
 
 
 def test_only_the_pcie_presets_lack_nvlink():
-    """The A100 PCIe and the L40S have no NVLink between tensor-parallel peers; the SXM parts do."""
-    assert {name for name, gpu in GPUS.items() if not gpu.nvlink_fully_connected} == {"a100-80g-pcie", "l40s"}
+    """The A100 PCIe, the L40S and the PCIe-only cards (L4, A10G, RTX) have no NVLink between
+    tensor-parallel peers; the SXM parts do."""
+    assert {name for name, gpu in GPUS.items() if not gpu.nvlink_fully_connected} == {
+        "a100-80g-pcie", "l40s", "l4", "a10g", "rtx-4090", "rtx-5090"}
 
 
 def test_four_pcie_gpus_pay_nccl_for_each_of_the_two_all_reduces_per_layer():

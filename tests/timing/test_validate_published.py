@@ -17,7 +17,7 @@ spec = importlib.util.spec_from_file_location("validate_published", SCRIPT)
 validate_published = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = validate_published  # its dataclasses look their module up there
 spec.loader.exec_module(validate_published)
-ROWS = validate_published.ROWS
+ROWS = validate_published.ROWS + validate_published.MOE_ROWS
 URL = re.compile(r"\b[a-z0-9-]+(\.[a-z0-9-]+)+/\S+")
 VERSION = re.compile(r"\d+\.\d+(\.\d+)*")
 
@@ -45,3 +45,11 @@ def test_row_reads_a_reported_metric_of_a_valid_scenario(row):
 def test_rows_are_distinct_figures():
     labels = [row.label for row in ROWS]
     assert len(labels) == len(set(labels))
+
+
+def test_the_moe_table_has_eight_figures_or_more_all_of_mixtures_of_experts():
+    moe_rows = validate_published.MOE_ROWS
+    assert len(moe_rows) >= 8
+    for row in moe_rows:
+        model = Scenario.from_dict(row.scenario).model_spec()
+        assert model.arch is not None and model.arch.moe is not None, row.label
