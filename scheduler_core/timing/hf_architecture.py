@@ -8,7 +8,7 @@ model servescope does not understand never gets numbers that look right.
 
 from __future__ import annotations
 
-from ..errors import ConfigError
+from ..errors import ConfigError, shown
 from .architecture import Architecture, LinearAttentionShape, MlaShape
 from .attention_specs import CHUNKED_LOCAL, FULL, MAMBA, MLA, SLIDING_WINDOW, LayerGroup
 from .moe import MoeSpec
@@ -50,11 +50,21 @@ def with_model_type_defaults(config: dict) -> dict:
     return {**MODEL_TYPE_DEFAULTS.get(config.get("model_type"), {}), **config}
 
 
+# The largest value a shape field may have: far past any real model (vocabularies of 2^18,
+# contexts of 10^7), and small enough that the cost model's floats cannot overflow.
+MAX_SHAPE_VALUE = 1 << 30
+
+
 def _int(config: dict, key: str, where: str, default: int | None = None) -> int:
     value = config.get(key, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ConfigError(f"{where}.{key}", f"must be a non-negative integer, got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_SHAPE_VALUE:
+        raise ConfigError(f"{where}.{key}", f"must be an integer from 0 to {MAX_SHAPE_VALUE:,}, got {shown(value)}")
     return value
+
+
+def _first_key(config: dict, *keys: str) -> str:
+    """The first of `keys` the config has (configs of different families spell one field differently)."""
+    return next((key for key in keys if key in config), keys[0])
 
 
 def linear_formats(config: dict, where: str) -> tuple[str, str]:
@@ -141,13 +151,14 @@ def _attention_groups(config: dict, layers: int, kv_heads: int, head_dim: int, w
 
 def _moe(config: dict, layers: int, expert_format: str, where: str) -> tuple[MoeSpec | None, int, int]:
     """(experts, dense-MLP layers, their intermediate size)."""
-    experts = config.get("num_experts", config.get("num_local_experts", config.get("n_routed_experts")))
+    experts_key = _first_key(config, "num_experts", "num_local_experts", "n_routed_experts")
     inter = config.get("intermediate_size")
-    if not experts:
+    if not config.get(experts_key):
         return None, layers, inter
-    k = config.get("num_experts_per_tok", config.get("experts_per_token"))
+    num_experts = _int(config, experts_key, where)
+    k = _int(config, _first_key(config, "num_experts_per_tok", "experts_per_token"), where)
     model_type = config.get("model_type")
-    expert_inter = config.get("moe_intermediate_size", inter)
+    expert_inter = _int(config, _first_key(config, "moe_intermediate_size", "intermediate_size"), where)
     shared = 0
     dense_layers, dense_inter = 0, inter
     if model_type in ("deepseek_v3", "deepseek_v2", "kimi_k2"):
@@ -170,9 +181,7 @@ def _moe(config: dict, layers: int, expert_format: str, where: str) -> tuple[Moe
     elif model_type not in ("mixtral", "gpt_oss"):
         raise ConfigError(f"{where}.model_type", f"experts of model_type {model_type!r} are not modelled; servescope "
                                                  "knows mixtral, qwen2/3 MoE, qwen3_next, deepseek_v2/v3, llama4, gpt_oss")
-    moe = MoeSpec(num_experts=_int(config, "num_experts" if "num_experts" in config else
-                                   "num_local_experts" if "num_local_experts" in config else "n_routed_experts", where),
-                  experts_per_token=_int({"k": k}, "k", where), expert_inter=_int({"e": expert_inter}, "e", where),
+    moe = MoeSpec(num_experts=num_experts, experts_per_token=k, expert_inter=expert_inter,
                   num_moe_layers=layers - dense_layers, shared_expert_inter=shared, expert_format=expert_format,
                   expert_bias=model_type == "gpt_oss")
     return moe, dense_layers, dense_inter

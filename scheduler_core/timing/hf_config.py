@@ -16,16 +16,19 @@ from pathlib import Path
 from ..errors import ConfigError, shown
 from ..files import MAX_SCENARIO_BYTES, parse_json, read_text
 from .cost_model import ModelSpec
-from .hf_architecture import architecture_from_config, refuse_unmodelled_fields, vision_tower_params, with_model_type_defaults
+from .hf_architecture import (
+    MAX_SHAPE_VALUE,
+    architecture_from_config,
+    refuse_unmodelled_fields,
+    vision_tower_params,
+    with_model_type_defaults,
+)
 
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
 # quantization_config.quant_method values whose linear weights are stored as 8-bit floats.
 FP8_QUANT_METHODS = ("fp8", "fbgemm_fp8", "modelopt")
 
 
-# The largest value a shape field may have: far past any real model (vocabularies of 2^18,
-# contexts of 10^7), and small enough that the cost model's floats cannot overflow.
-MAX_SHAPE_VALUE = 1 << 30
 
 
 def _positive_int(config: dict, key: str, where: str) -> int:
