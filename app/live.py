@@ -20,13 +20,9 @@ from .checkpoints import MemoryBudget
 from .frames import PROTOCOL_VERSION
 from .session import Breakpoint, Session
 from .settings import Settings
-from .stepping import SteppingShare
+from .stepping import SteppingShare, advance_in_turns
 from .viewer import MAX_DELTA_STEPS, Viewer, error_frame
 
-# Stepping time between turns of the event loop during a long step, seek or run to breakpoint:
-# short, so viewers keep their frames and a cancel (DELETE, presenter gone, SIGTERM) lands at once
-# however slow a step is. `Session.advance`'s deadline is the one mechanism, for these and for play.
-ADVANCE_SLICE_S = 0.005
 # Play ticks a busy event loop or machine may owe and still make up (sent as frames in quick
 # succession), before play lets them go and slows down instead.
 CATCH_UP_TICKS = 5
@@ -185,29 +181,10 @@ class LiveSession:
         self.session.playing = False
         self.publish_status()
 
-    async def _advance(self, num_steps: int, stop_at_breakpoints: bool = False):
-        """Up to `num_steps` steps, yielding to the event loop every ADVANCE_SLICE_S so the
-        viewers' senders keep running and a cancel lands. Returns (records, or None once too many
-        for one delta; the breakpoint hit, if any)."""
-        records: list | None = []
-        remaining = num_steps
-        while remaining > 0 and not self.session.done:
-            chunk, hit = self.session.advance(remaining, stop_at_breakpoints,
-                                              deadline=time.monotonic() + ADVANCE_SLICE_S)
-            remaining -= len(chunk)
-            if records is not None:
-                records += chunk
-                if len(records) > MAX_DELTA_STEPS:
-                    records = None
-            if hit:
-                return records, hit
-            await asyncio.sleep(0)
-        return records, None
-
     async def cmd_step(self, message: dict) -> None:
         n = self._int(message, "n", 1, 1, 100_000)
         self.session.playing = False
-        records, _ = await self._advance(n)
+        records, _ = await advance_in_turns(self, n)
         self.publish_steps(records)
         self.publish_status()
 
@@ -221,7 +198,7 @@ class LiveSession:
     async def _seek(self, step: int) -> None:
         self.session.playing = False
         self.session.rewind(step)  # one copy; then forward in slices, taking turns with the viewers
-        await self._advance(step - self.session.step)
+        await advance_in_turns(self, step - self.session.step)
         self.session.seek(step)  # there already: sets the replayed steps' changes and events aside
         self.session.jump()
         self.publish_snapshot()
@@ -234,7 +211,7 @@ class LiveSession:
         if not self.session.breakpoints:
             raise CommandError("no_breakpoints", "set a breakpoint first")
         self.session.playing = False
-        records, hit = await self._advance(self.settings.max_requests_per_session * 64, stop_at_breakpoints=True)
+        records, hit = await advance_in_turns(self, self.settings.max_requests_per_session * 64, stop_at_breakpoints=True)
         self.publish_steps(records)
         self.publish_status(note=f"breakpoint: {hit.kind}" if hit else "no breakpoint hit before the end")
 

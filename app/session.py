@@ -250,12 +250,15 @@ class Session:
     def advance(self, num_steps: int, stop_at_breakpoints: bool = False, deadline: float | None = None,
                 checkpoint_later: bool = False) -> tuple[list[StepRecord], Breakpoint | None]:
         """Up to `num_steps` steps (fewer at the end, at a breakpoint if asked, or once the
-        monotonic clock passes `deadline`, after at least one step). With `checkpoint_later`, a
-        checkpoint due at the last step is left to the caller (`take_due_checkpoint`)."""
+        monotonic clock passes `deadline`, after at least one step). With `checkpoint_later`, the
+        steps stop at one that makes a checkpoint due, left to the caller (`take_due_checkpoint`,
+        in a thread) rather than taken here on the event loop."""
         records: list[StepRecord] = []
         hit = None
         for _ in range(num_steps):
             if self.done or (records and deadline is not None and time.monotonic() >= deadline):
+                break
+            if checkpoint_later and self.checkpoint_due:
                 break
             record = self._step_once()
             records.append(record)

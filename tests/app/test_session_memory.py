@@ -7,7 +7,7 @@ import tracemalloc
 
 import pytest
 
-from app import live as live_module
+from app import stepping as stepping_module
 from app import wire
 from app.history import MAX_TIMELINE_ENTRIES, ChartHistory
 from app.live import LiveSession
@@ -118,7 +118,7 @@ async def seek_counting_turns(live: LiveSession, step: int) -> int:
 def test_a_live_step_back_replays_in_slices_and_lands_on_the_exact_state(monkeypatch):
     """A step back late in a long session replays thousands of steps from its checkpoint: in slices
     that give the event loop its turns (other sessions' viewers, a DELETE), to the same state."""
-    monkeypatch.setattr(live_module, "ADVANCE_SLICE_S", 0.0)  # one step per slice
+    monkeypatch.setattr(stepping_module, "ADVANCE_SLICE_S", 0.0)  # one step per slice
     at_once, sliced = Session("a", LONG, SETTINGS), LiveSession(Session("b", LONG, SETTINGS), SETTINGS)
     at_once.advance(1500)
     sliced.session.advance(1500)

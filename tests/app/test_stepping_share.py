@@ -47,3 +47,28 @@ def test_sessions_count_as_playing_while_their_playback_runs():
         assert manager.stepping.playing == {}
 
     asyncio.run(scenario_run())
+
+
+def test_a_commands_stepping_pauses_only_beside_other_clients_stepping():
+    """A seek alone runs flat out; beside a bystander's play, a slice of a student's "step 100,000"
+    is followed by a pause that holds the student's sessions to their client's half of the CPU."""
+    share = SteppingShare()
+    student = [Playing("127.0.0.2"), Playing("127.0.0.2")]
+    bystander = Playing("127.0.0.3")
+    share.start(student[0])
+    assert share.pause_s(student[0], 0.005) == 0.0  # nobody else steps
+    share.start(student[1])
+    share.start(bystander)
+    # Two clients: the student's half, split between its two sessions: a quarter each.
+    assert abs(share.pause_s(student[0], 0.005) - 0.015) < 1e-12
+    assert abs(share.pause_s(bystander, 0.005) - 0.005) < 1e-12
+
+
+def test_a_session_both_playing_and_stepping_counts_until_both_have_stopped():
+    share, live = SteppingShare(), Playing("a")
+    share.start(live)  # its play
+    share.start(live)  # a step command meanwhile
+    share.stop(live)  # play ends (the command set playing to False)
+    assert "a" in share.playing
+    share.stop(live)
+    assert share.playing == {}
