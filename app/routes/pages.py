@@ -91,8 +91,12 @@ def compare_page(request: Request, lesson: str = "", a: str = "", b: str = "", s
         if lesson not in LESSONS_BY_NAME:
             raise HTTPException(404, f"no lesson {lesson!r}")
         arms = list(LESSONS_BY_NAME[lesson].arms)
-        bodies = [(a or arms[0], SessionCreate(lesson=lesson, arm=a or arms[0])),
-                  (b or arms[1], SessionCreate(lesson=lesson, arm=b or arms[1]))]
+        bodies = []
+        for key, arm in (("a", a or arms[0]), ("b", b or arms[1])):
+            try:
+                bodies.append((arm, SessionCreate(lesson=lesson, arm=arm)))
+            except ValidationError:
+                raise HTTPException(422, [{"loc": ["query", key], "msg": f"not an arm of {lesson!r}"}]) from None
     else:
         name = scenario or request.app.state.settings.default_scenario
         try:

@@ -13,13 +13,19 @@ const params = new URLSearchParams(location.search);
 if (params.get("theme") === "projector" || localStorage.getItem("servescope-theme") === "projector") {
   document.documentElement.dataset.theme = "projector";
 }
+// A value from the address bar that is none of a select's options would leave it empty: keep its default then.
+function setFromQuery(id, value) {
+  const control = $(id), before = control.value;
+  control.value = value;
+  if (control.value === "") control.value = before;
+}
 for (const [key, id] of [["scenario", "preset"], ["router", "router"], ["replicas", "replicas"], ["layout", "layout"],
   ["rate", "rate"], ["requests", "num-requests"]]) {
-  if (params.get(key)) $(id).value = params.get(key);
+  if (params.get(key)) setFromQuery(id, params.get(key));
 }
 if (params.get("lesson")) {
   const lesson = JSON.parse(document.body.dataset.lessons)[params.get("lesson")];
-  if (lesson) $("preset").value = `lesson:${params.get("lesson")}:${params.get("arm") || lesson.arms[0]}`;
+  if (lesson) setFromQuery("preset", `lesson:${params.get("lesson")}:${params.get("arm") || lesson.arms[0]}`);
 }
 
 let run = null;      // the last fleet run

@@ -131,6 +131,8 @@ PAGE_ROWS = [
     ("/compare", {"set_b": f"max_num_seqs={LONG_INT}"}, 422),
     ("/compare", {"set_b": "arrival_rate=NaN"}, 422),
     ("/compare", {"set_b": "name=" + "[" * 5000}, 422),
+    ("/compare", {"lesson": "priority", "a": "<img src=x>"}, 422),
+    ("/compare", {"lesson": "priority", "b": "x" * 300}, 422),
 ]
 
 
