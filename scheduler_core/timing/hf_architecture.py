@@ -165,7 +165,9 @@ def _moe(c: ConfigFields, layers: int, expert_format: str, model_type: str) -> t
     if k is None:
         c.refuse("num_experts_per_tok", "missing")
     expert_inter = (c.integer("moe_intermediate_size", inter) if model_type in EXPERTS_OF_INTERMEDIATE_SIZE
-                    else c.integer("moe_intermediate_size"))
+                    else c.integer("moe_intermediate_size", None))
+    if expert_inter is None:
+        c.refuse("moe_intermediate_size", f"missing: the experts of model_type {model_type!r} are not intermediate_size wide")
     shared = 0
     dense_layers, dense_inter = 0, inter
     if model_type in DEEPSEEK:

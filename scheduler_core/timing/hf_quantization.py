@@ -3,8 +3,14 @@ attention and dense layers, and of the routed experts (weight_formats.py gives t
 
 from __future__ import annotations
 
-from .config_fields import ConfigFields
+from .config_fields import MAX_TEXT_CHARS, ConfigFields
 
+# Fields of a quantization_config (and of compressed-tensors' weights / input_activations) that change
+# neither bytes nor rate as servescope models them: never read, so any value passes. The e4m3 / e5m2
+# choice and static or dynamic activation scales store the same bytes; `strategy` (channel, tensor,
+# block) moves the scales' bytes by well under 0.1%.
+QUANT_NEUTRAL_FIELDS = frozenset({"activation_scheme", "fmt", "format", "dynamic", "symmetric", "strategy",
+                                  "targets", "observer", "observer_kwargs", "actorder", "block_structure"})
 QUANT_METHODS = ("fp8", "fbgemm_fp8", "mxfp4", "modelopt", "awq", "gptq", "compressed-tensors")
 UNMODELLED = ("servescope knows fp8 (per-tensor, per-channel, 128x128 blocks), mxfp4, nvfp4, awq/gptq 4-bit "
               "group 128, compressed-tensors w4a16 and w8a8")
@@ -17,6 +23,12 @@ def linear_formats(config: ConfigFields, dtype: str) -> tuple[str, str]:
     if quant is None:
         return dtype, dtype
     method = quant.choice("quant_method", QUANT_METHODS)
+    # The modules kept in 16 bits: servescope assumes what these checkpoints keep (the LM head, and
+    # for gpt-oss attention, router and embeddings), so only their shape is checked.
+    for key in ("ignore", "modules_to_not_convert"):
+        for i, module in enumerate(quant.items(key)):
+            if not isinstance(module, str) or len(module) > MAX_TEXT_CHARS:
+                quant.refuse(f"{key}[{i}]", f"must be a module name of at most {MAX_TEXT_CHARS} characters")
     if method == "fp8" and quant.has("weight_block_size"):
         if quant.integers("weight_block_size", 1, 1 << 20) != [128, 128]:
             quant.refuse("weight_block_size", f"blocks other than [128, 128] are not modelled; {UNMODELLED}")
