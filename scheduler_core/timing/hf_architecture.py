@@ -1,5 +1,6 @@
 """The parts of a config.json beyond a Llama shape: experts, MLA, sliding windows, chunked local
-attention, linear attention, multimodal wrappers and weight formats (read by hf_config.py).
+attention, linear attention and multimodal wrappers (read by hf_config.py; weight formats in
+hf_quantization.py; every field through config_fields.py's checked reader).
 
 Every field a config.json may hold is either modelled here or in hf_config.py, or listed in
 NEUTRAL_FIELDS as changing neither memory nor step time; any other field is refused by name, so a
