@@ -13,93 +13,66 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from ..errors import ConfigError, shown
+from ..errors import ConfigError
 from ..files import MAX_SCENARIO_BYTES, parse_json, read_text
+from .config_fields import ConfigFields
 from .cost_model import ModelSpec
 from .hf_architecture import (
-    MAX_SHAPE_VALUE,
     architecture_from_config,
+    model_type_fields,
     refuse_unmodelled_fields,
     vision_tower_params,
-    with_model_type_defaults,
 )
+from .hf_quantization import linear_formats
 
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
-# quantization_config.quant_method values whose linear weights are stored as 8-bit floats.
-FP8_QUANT_METHODS = ("fp8", "fbgemm_fp8", "modelopt")
 
 
-
-
-def _positive_int(config: dict, key: str, where: str) -> int:
-    value = config.get(key)
-    if value is None:
-        raise ConfigError(f"{where}.{key}", "missing")
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_SHAPE_VALUE:
-        raise ConfigError(f"{where}.{key}", f"must be a positive integer of at most {MAX_SHAPE_VALUE:,}, got {shown(value)}")
-    return value
-
-
-def weight_dtype(config: dict, where: str) -> str:
-    """How the checkpoint stores its linear layers: fp8 under an fp8 quantization_config, else torch_dtype."""
-    quant = config.get("quantization_config")
-    if quant is not None:
-        method = quant.get("quant_method") if isinstance(quant, dict) else None
-        if method in FP8_QUANT_METHODS or (isinstance(quant, dict) and _is_fp8_compressed_tensors(quant)):
-            return "fp8"
-        raise ConfigError(f"{where}.quantization_config", f"quant_method {method!r} is not modelled; "
-                                                          f"servescope knows fp8 ({', '.join(FP8_QUANT_METHODS)})")
-    dtype = config.get("torch_dtype", config.get("dtype", "bfloat16"))
-    if not isinstance(dtype, str) or dtype not in TORCH_DTYPES:
-        raise ConfigError(f"{where}.torch_dtype", f"{shown(dtype)} is not modelled; expected one of {sorted(TORCH_DTYPES)}")
-    return TORCH_DTYPES[dtype]
-
-
-def _is_fp8_compressed_tensors(quant: dict) -> bool:
-    # compressed-tensors checkpoints (e.g. RedHatAI's FP8-dynamic) describe weights per config group.
-    if quant.get("quant_method") != "compressed-tensors":
-        return False
-    groups = quant.get("config_groups")
-    weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)] if isinstance(groups, dict) else []
-    return any(isinstance(w, dict) and w.get("type") == "float" and w.get("num_bits") == 8 for w in weights)
+def torch_dtype(config: ConfigFields) -> str:
+    """The activations' dtype (bf16 or fp16) from torch_dtype, or transformers' newer `dtype`."""
+    for key in ("torch_dtype", "dtype"):
+        holder = config.holder(key)
+        if holder.has(key):
+            return TORCH_DTYPES[holder.choice(key, TORCH_DTYPES)]
+    return "bf16"
 
 
 def model_from_hf_config(name: str, config: dict, where: str = "model") -> ModelSpec:
-    """A ModelSpec from a config.json's fields, each checked and named on error."""
-    if not isinstance(config, dict):
-        raise ConfigError(where, "a config.json holds a JSON object")
-    refuse_unmodelled_fields(config, where)
-    vision_params = vision_tower_params(config)
-    if isinstance(config.get("text_config"), dict):  # a multimodal wrapper (Gemma 3, Llama 4): the decoder inside
-        refuse_unmodelled_fields(config["text_config"], f"{where}.text_config")
-        outer = {k: config[k] for k in ("quantization_config", "torch_dtype", "tie_word_embeddings") if k in config}
-        config, where = {**outer, **config["text_config"]}, f"{where}.text_config"
-    config = with_model_type_defaults(config)
-    layers = _positive_int(config, "num_hidden_layers", where)
-    hidden = _positive_int(config, "hidden_size", where)
-    heads = _positive_int(config, "num_attention_heads", where)
-    kv_heads = _positive_int({"num_key_value_heads": heads, **config}, "num_key_value_heads", where)
-    head_dim = config.get("head_dim") or hidden // heads  # configs without head_dim split hidden evenly
+    """A ModelSpec from a config.json's fields, each checked and named on error (config_fields.py)."""
+    outer = ConfigFields(config, where)
+    refuse_unmodelled_fields(outer)
+    text = outer.section("text_config")
+    if text is not None:  # a multimodal wrapper (Gemma 3, Llama 4): the decoder inside
+        refuse_unmodelled_fields(text)
+        # The wrapper's own copies of what the decoder may give as well: checked even where shadowed.
+        outer.text("model_type")
+        outer.flag("tie_word_embeddings", False)
+        linear_formats(outer, torch_dtype(outer))
+    fields = model_type_fields(text or outer, outer if text is not None else None)
+    vision_params = vision_tower_params(outer, fields)
+    layers = fields.integer("num_hidden_layers")
+    hidden = fields.integer("hidden_size")
+    heads = fields.integer("num_attention_heads")
+    kv_heads = fields.integer("num_key_value_heads", heads, high=heads)
     if heads % kv_heads:
-        raise ConfigError(f"{where}.num_key_value_heads", f"must divide num_attention_heads ({heads})")
-    tie = config.get("tie_word_embeddings", False)
-    if not isinstance(tie, bool):
-        raise ConfigError(f"{where}.tie_word_embeddings", f"must be true or false, got {tie!r}")
-    arch = architecture_from_config(config, layers, heads, kv_heads, head_dim, vision_params, where)
-    wdtype = "bf16" if arch is not None else weight_dtype(config, where)
+        fields.refuse("num_key_value_heads", f"must divide num_attention_heads ({heads})")
+    if not fields.has("head_dim") and hidden < heads:
+        fields.refuse("hidden_size", f"splits into no head_dim over {heads} heads")
+    head_dim = fields.integer("head_dim", hidden // heads)  # configs without head_dim split hidden evenly
+    tie = fields.holder("tie_word_embeddings").flag("tie_word_embeddings", False)
+    dtype = torch_dtype(fields)
+    arch, linear_format = architecture_from_config(fields, layers, heads, kv_heads, head_dim, vision_params, dtype)
     return ModelSpec(
-        name=name, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
-        head_dim=_positive_int({"head_dim": head_dim}, "head_dim", where),
-        inter=_positive_int(config, "intermediate_size", where), vocab=_positive_int(config, "vocab_size", where),
-        wdtype=wdtype, kv_dtype="fp16" if config.get("torch_dtype") in ("float16", "half") else "bf16",
-        tie_word_embeddings=tie,
-        max_position_embeddings=_positive_int({"max_position_embeddings": 131072, **config}, "max_position_embeddings", where),
+        name=name, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+        inter=fields.integer("intermediate_size"), vocab=fields.integer("vocab_size"),
+        wdtype="bf16" if arch is not None else linear_format, kv_dtype=dtype, tie_word_embeddings=tie,
+        max_position_embeddings=fields.integer("max_position_embeddings", 131072),
         arch=arch,
     )
 
 
 def is_hf_config(data: dict) -> bool:
-    return isinstance(data, dict) and ("num_hidden_layers" in data or isinstance(data.get("text_config"), dict))
+    return isinstance(data, dict) and ("num_hidden_layers" in data or "text_config" in data)
 
 
 def read_json(path: Path, where: str = "model") -> dict:

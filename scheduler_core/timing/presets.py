@@ -13,9 +13,10 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import ConfigError, shown
+from .config_fields import MAX_SHAPE_VALUE
 from .cost_model import DTYPE_BYTES, GpuSpec, ModelSpec
 from .gpus import modern_gpus
-from .hf_config import MAX_SHAPE_VALUE, is_hf_config, model_from_hf_config, packaged_configs, read_json
+from .hf_config import is_hf_config, model_from_hf_config, packaged_configs, read_json
 
 GIB = 1024**3
 

@@ -79,7 +79,7 @@ def test_float16_checkpoint_keeps_an_fp16_kv_cache():
     ({"num_hidden_layers": 0}, "model.num_hidden_layers"),
     ({"num_key_value_heads": 5}, "model.num_key_value_heads"),
     ({"torch_dtype": "float32"}, "model.torch_dtype"),
-    ({"quantization_config": {"quant_method": "awq"}}, "model.quantization_config"),
+    ({"quantization_config": {"quant_method": "awq"}}, "model.quantization_config.bits"),
     ({"hidden_size": "4096"}, "model.hidden_size"),
 ])
 def test_bad_config_names_the_field(change, field):
