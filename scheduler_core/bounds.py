@@ -45,7 +45,7 @@ class Bound:
             self.refuse(field, value, f"must be {kind}")
         if self.infinite_ok and value == math.inf:
             return
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):  # (an int is finite, and may be too big for a float)
             self.refuse(field, value, "must be finite")
         low_ok = value > self.low if self.low_open else value >= self.low
         if not low_ok or value > self.high:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..bounds import Bound, Setting
-from ..engine.config import ENGINE_SETTINGS, EngineConfig
+from ..engine.config import ENGINE_BOUNDS, ENGINE_SETTINGS, EngineConfig
 from ..engine.spec_decode import SpeculativeConfig
 from ..errors import ConfigError
 from .scenario import SCENARIO_ALIASES, SCENARIO_SETTINGS
@@ -250,6 +250,8 @@ def apply_settings(data: dict, settings: dict[str, object]) -> None:
 # A scenario that fixed its pool size keeps it, unless the hardware, the model or the memory given
 # to it changes (then the size no longer means anything).
 RESIZING_FIELDS = {"model", "gpu", "tensor_parallel_size", "gpu_memory_utilization", "kv_cache_dtype", "enforce_eager"}
+
+
 def check_like_vllm(engine: dict) -> None:
     """vLLM's cross-argument checks (`SchedulerConfig.verify_max_model_len`) on a scenario's engine
     settings, with vLLM's messages, naming the flag a user would change."""
@@ -258,8 +260,9 @@ def check_like_vllm(engine: dict) -> None:
 
     tokens, seqs, max_model_len = get("max_num_batched_tokens"), get("max_num_seqs"), get("max_model_len")
     threshold = get("long_prefill_token_threshold")
-    if not all(isinstance(v, int) for v in (tokens, seqs, max_model_len, threshold)):
-        return  # EngineConfig names the field that is not an integer
+    names = ("max_num_batched_tokens", "max_num_seqs", "max_model_len", "long_prefill_token_threshold")
+    for name in names:  # each within its own bounds first: a message below never quotes a 1,000-digit number
+        ENGINE_BOUNDS[name].check(f"engine.{name}", get(name))
     if tokens < max_model_len and not get("enable_chunked_prefill"):
         raise ConfigError("--max-num-batched-tokens", (
             f"max_num_batched_tokens ({tokens}) is smaller than max_model_len ({max_model_len}). This "

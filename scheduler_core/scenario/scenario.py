@@ -24,7 +24,7 @@ from ..engine.config import (
     vllm_default_async_scheduling,
     vllm_default_batch_limits,
 )
-from ..errors import ConfigError
+from ..errors import ConfigError, shown
 from ..files import MAX_INT_DIGITS, MAX_SCENARIO_BYTES, parse_json, read_text
 from ..sim.metrics import SLO
 from ..sim.replay import load_trace, workload_from_trace
@@ -317,7 +317,7 @@ def with_vllm_defaults(data: dict) -> dict:
     if "max_num_seqs" in defaults and type(tokens) is int and tokens < defaults["max_num_seqs"]:
         # vLLM refuses this as well; say where the other number came from.
         raise ConfigError("max_num_batched_tokens", (
-            f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "
+            f"max_num_batched_tokens ({shown(tokens)}) must be greater than or equal to max_num_seqs "
             f"({defaults['max_num_seqs']}, vLLM's default on {resolve_gpu(data.get('gpu', Scenario.gpu)).name}); "
             "set max_num_seqs as well"))
     engine.update(defaults)
