@@ -37,6 +37,10 @@ class KVCacheManager:
         self.req_to_blocks: dict[str, list[int]] = {}
         # request id -> how many leading blocks of its table are already in the prefix cache.
         self.num_cached_block: dict[str, int] = {}
+        # request id -> how many tokens (computed, new and lookahead) its table can reach with
+        # nothing for `allocate_slots` to do: no block to take and, with prefix caching, none filled
+        # to cache. Most decode steps stay under it, so the scheduler compares before calling.
+        self.req_to_room: dict[str, int] = {}
         # Prefix-cache hits handed out, in blocks (a step record reports the change).
         self.num_hit_blocks_total = 0
         # The KV event queue, shared with the block pool (None: off; see `enable_events`).
@@ -47,6 +51,7 @@ class KVCacheManager:
         clone.block_pool = copy.deepcopy(self.block_pool, memo)
         clone.req_to_blocks = {rid: table[:] for rid, table in self.req_to_blocks.items()}
         clone.num_cached_block = dict(self.num_cached_block)
+        clone.req_to_room = dict(self.req_to_room)
         clone.kv_events = copy.deepcopy(self.kv_events, memo)  # the pool's clone shares it (memo)
         memo[id(self)] = clone
         return clone
@@ -132,16 +137,9 @@ class KVCacheManager:
         the new tokens that a speculative drafter writes KV into.
         """
         request_id = request.request_id
-        req_blocks = self.req_to_blocks.get(request_id)
-        if (req_blocks is not None and not new_computed_blocks and not num_new_computed_tokens and not full_sequence_must_fit
-                and request.num_computed_tokens + num_new_tokens + num_lookahead_tokens <= len(req_blocks) * self.block_size):
-            # The table's last block still has room (most decode steps): nothing to take from the pool,
-            # and a block to cache only when these tokens fill one.
-            if self.enable_caching:
-                num_tokens = request.num_computed_tokens + num_new_tokens
-                if num_tokens >= (self.num_cached_block[request_id] + 1) * self.block_size:
-                    self.cache_blocks(request, min(num_tokens, request.num_tokens))
-            return []
+        if (not new_computed_blocks and not num_new_computed_tokens and not full_sequence_must_fit
+                and request.num_computed_tokens + num_new_tokens + num_lookahead_tokens <= self.req_to_room.get(request_id, -1)):
+            return []  # the table's last block still has room, and no block fills (most decode steps)
         num_computed_tokens = min(request.num_computed_tokens + num_new_computed_tokens, self.max_model_len)
         free = self.block_pool.num_free_blocks
         if full_sequence_must_fit:
@@ -152,6 +150,7 @@ class KVCacheManager:
         if self.num_blocks_to_allocate(request_id, num_tokens_need_slot, new_computed_blocks) > free:
             return None
 
+        req_blocks = self.req_to_blocks.get(request_id)
         if req_blocks is None:
             req_blocks = self.req_to_blocks[request_id] = []
             self.num_cached_block[request_id] = 0
@@ -172,7 +171,16 @@ class KVCacheManager:
             # Blocks become hittable as soon as they are scheduled, before the model runs: the
             # step that computes them finishes before any later step could read them.
             self.cache_blocks(request, min(num_computed_tokens + num_new_tokens, request.num_tokens))
+        self._update_room(request_id)
         return new_blocks
+
+    def _update_room(self, request_id: str) -> None:
+        """`req_to_room` after the request's table or its cached blocks changed."""
+        room = len(self.req_to_blocks[request_id]) * self.block_size
+        if self.enable_caching:
+            # One token short of filling the first block not cached yet.
+            room = min(room, (self.num_cached_block[request_id] + 1) * self.block_size - 1)
+        self.req_to_room[request_id] = room
 
     def cache_blocks(self, request: Request, num_tokens: int) -> None:
         request_id = request.request_id
@@ -183,11 +191,13 @@ class KVCacheManager:
         block_hashes = request.update_block_hashes(self.block_size, num_tokens)
         self.block_pool.cache_full_blocks(self.req_to_blocks[request_id][num_cached:num_full], block_hashes[num_cached:num_full])
         self.num_cached_block[request_id] = num_full
+        self._update_room(request_id)
 
     def free(self, request: Request) -> None:
         """Release a request's blocks, tail first, so a chain's tail is evicted before its head."""
         blocks = self.req_to_blocks.pop(request.request_id, [])
         self.num_cached_block.pop(request.request_id, None)
+        self.req_to_room.pop(request.request_id, None)
         self.block_pool.free_blocks(reversed(blocks))
         if self.kv_events is not None:
             self.kv_events.append(self._freed(request.request_id, blocks[::-1]))
