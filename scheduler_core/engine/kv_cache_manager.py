@@ -39,7 +39,8 @@ class KVCacheManager:
         self.num_cached_block: dict[str, int] = {}
         # request id -> how many tokens (computed, new and lookahead) its table can reach with
         # nothing for `allocate_slots` to do: no block to take and, with prefix caching, none filled
-        # to cache. Most decode steps stay under it, so the scheduler compares before calling.
+        # to cache (it may lag behind that, never run ahead). Most decode steps stay within it, so
+        # the scheduler compares before calling.
         self.req_to_room: dict[str, int] = {}
         # Prefix-cache hits handed out, in blocks (a step record reports the change).
         self.num_hit_blocks_total = 0
@@ -137,9 +138,16 @@ class KVCacheManager:
         the new tokens that a speculative drafter writes KV into.
         """
         request_id = request.request_id
-        if (not new_computed_blocks and not num_new_computed_tokens and not full_sequence_must_fit
-                and request.num_computed_tokens + num_new_tokens + num_lookahead_tokens <= self.req_to_room.get(request_id, -1)):
-            return []  # the table's last block still has room, and no block fills (most decode steps)
+        req_blocks = self.req_to_blocks.get(request_id)
+        if (req_blocks is not None and not new_computed_blocks and not num_new_computed_tokens and not full_sequence_must_fit
+                and request.num_computed_tokens + num_new_tokens + num_lookahead_tokens <= len(req_blocks) * self.block_size):
+            # The table's last block still has room (most decode steps): nothing to take from the pool,
+            # and a block to cache only when these tokens fill one.
+            if self.enable_caching:
+                num_tokens = request.num_computed_tokens + num_new_tokens
+                if num_tokens >= (self.num_cached_block[request_id] + 1) * self.block_size:
+                    self.cache_blocks(request, min(num_tokens, request.num_tokens))
+            return []
         num_computed_tokens = min(request.num_computed_tokens + num_new_computed_tokens, self.max_model_len)
         free = self.block_pool.num_free_blocks
         if full_sequence_must_fit:
@@ -150,7 +158,6 @@ class KVCacheManager:
         if self.num_blocks_to_allocate(request_id, num_tokens_need_slot, new_computed_blocks) > free:
             return None
 
-        req_blocks = self.req_to_blocks.get(request_id)
         if req_blocks is None:
             req_blocks = self.req_to_blocks[request_id] = []
             self.num_cached_block[request_id] = 0
@@ -175,10 +182,11 @@ class KVCacheManager:
         return new_blocks
 
     def _update_room(self, request_id: str) -> None:
-        """`req_to_room` after the request's table or its cached blocks changed."""
+        """`req_to_room` once allocate_slots changed the table: up to its slots and, with prefix caching,
+        one token short of filling its first block not cached yet. Blocks cached later (by the fast
+        path above, or after an async update) leave it lagging, which only costs a call."""
         room = len(self.req_to_blocks[request_id]) * self.block_size
         if self.enable_caching:
-            # One token short of filling the first block not cached yet.
             room = min(room, (self.num_cached_block[request_id] + 1) * self.block_size - 1)
         self.req_to_room[request_id] = room
 
@@ -191,7 +199,6 @@ class KVCacheManager:
         block_hashes = request.update_block_hashes(self.block_size, num_tokens)
         self.block_pool.cache_full_blocks(self.req_to_blocks[request_id][num_cached:num_full], block_hashes[num_cached:num_full])
         self.num_cached_block[request_id] = num_full
-        self._update_room(request_id)
 
     def free(self, request: Request) -> None:
         """Release a request's blocks, tail first, so a chain's tail is evicted before its head."""
