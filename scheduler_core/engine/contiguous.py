@@ -34,7 +34,7 @@ class ContiguousKVCacheManager:
         self.free_extents: list[tuple[int, int]] = [(1, num_gpu_blocks - 1)]  # (start, length), by start
         self.num_free_blocks = num_gpu_blocks - 1
         self.req_to_blocks: dict[str, list[int]] = {}
-        # request id -> the tokens its region holds: `allocate_slots` has nothing to do below (see KVCache).
+        # request id -> the tokens its region holds: `allocate_slots` has nothing to do within it (see KVCache).
         self.req_to_room: dict[str, int] = {}
         self.num_allocated_total = 0
         self.num_freed_total = 0
