@@ -34,6 +34,8 @@ class ContiguousKVCacheManager:
         self.free_extents: list[tuple[int, int]] = [(1, num_gpu_blocks - 1)]  # (start, length), by start
         self.num_free_blocks = num_gpu_blocks - 1
         self.req_to_blocks: dict[str, list[int]] = {}
+        # request id -> the tokens its region holds: `allocate_slots` has nothing to do within it (see KVCache).
+        self.req_to_room: dict[str, int] = {}
         self.num_allocated_total = 0
         self.num_freed_total = 0
         # The KV event queue (None: off; see `enable_events`).
@@ -90,6 +92,7 @@ class ContiguousKVCacheManager:
                     self.free_extents[index] = (start + needed, length - needed)
                 region = list(range(start, start + needed))
                 self.req_to_blocks[request.request_id] = region
+                self.req_to_room[request.request_id] = needed * self.block_size
                 if self.kv_events is not None:
                     self.kv_events.append(RegionReserved(request.request_id, tuple(region)))
                 self.num_free_blocks -= needed
@@ -99,6 +102,7 @@ class ContiguousKVCacheManager:
 
     def free(self, request: Request) -> None:
         region = self.req_to_blocks.pop(request.request_id, None)
+        self.req_to_room.pop(request.request_id, None)
         if not region:
             return
         start, length = region[0], len(region)

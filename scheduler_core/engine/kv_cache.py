@@ -29,6 +29,9 @@ class KVCache(Protocol):
     block_pool: BlockPool | None
     # request id -> its block table: logical block i -> physical block id (only the manager writes).
     req_to_blocks: dict[str, list[int]]
+    # request id -> how many tokens (computed, new and lookahead) it may reach with nothing for
+    # `allocate_slots` to do: it would return [] and change nothing (only the manager writes).
+    req_to_room: dict[str, int]
     # The KV event queue (see kv_events.py); None while events are off.
     kv_events: list[KVEvent] | None
 

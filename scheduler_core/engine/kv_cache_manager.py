@@ -37,6 +37,11 @@ class KVCacheManager:
         self.req_to_blocks: dict[str, list[int]] = {}
         # request id -> how many leading blocks of its table are already in the prefix cache.
         self.num_cached_block: dict[str, int] = {}
+        # request id -> how many tokens (computed, new and lookahead) its table can reach with
+        # nothing for `allocate_slots` to do: no block to take and, with prefix caching, none filled
+        # to cache (it may lag behind that, never run ahead). Most decode steps stay within it, so
+        # the scheduler compares before calling.
+        self.req_to_room: dict[str, int] = {}
         # Prefix-cache hits handed out, in blocks (a step record reports the change).
         self.num_hit_blocks_total = 0
         # The KV event queue, shared with the block pool (None: off; see `enable_events`).
@@ -47,6 +52,7 @@ class KVCacheManager:
         clone.block_pool = copy.deepcopy(self.block_pool, memo)
         clone.req_to_blocks = {rid: table[:] for rid, table in self.req_to_blocks.items()}
         clone.num_cached_block = dict(self.num_cached_block)
+        clone.req_to_room = dict(self.req_to_room)
         clone.kv_events = copy.deepcopy(self.kv_events, memo)  # the pool's clone shares it (memo)
         memo[id(self)] = clone
         return clone
@@ -172,7 +178,17 @@ class KVCacheManager:
             # Blocks become hittable as soon as they are scheduled, before the model runs: the
             # step that computes them finishes before any later step could read them.
             self.cache_blocks(request, min(num_computed_tokens + num_new_tokens, request.num_tokens))
+        self._update_room(request_id)
         return new_blocks
+
+    def _update_room(self, request_id: str) -> None:
+        """`req_to_room` once allocate_slots changed the table: up to its slots and, with prefix caching,
+        one token short of filling its first block not cached yet. Blocks cached later (by the fast
+        path above, or after an async update) leave it lagging, which only costs a call."""
+        room = len(self.req_to_blocks[request_id]) * self.block_size
+        if self.enable_caching:
+            room = min(room, (self.num_cached_block[request_id] + 1) * self.block_size - 1)
+        self.req_to_room[request_id] = room
 
     def cache_blocks(self, request: Request, num_tokens: int) -> None:
         request_id = request.request_id
@@ -188,6 +204,7 @@ class KVCacheManager:
         """Release a request's blocks, tail first, so a chain's tail is evicted before its head."""
         blocks = self.req_to_blocks.pop(request.request_id, [])
         self.num_cached_block.pop(request.request_id, None)
+        self.req_to_room.pop(request.request_id, None)
         self.block_pool.free_blocks(reversed(blocks))
         if self.kv_events is not None:
             self.kv_events.append(self._freed(request.request_id, blocks[::-1]))

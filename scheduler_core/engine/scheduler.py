@@ -98,6 +98,9 @@ class Scheduler:
         self.spec_stats = SpecDecodeStats()
         # The reasons behind each step, for whoever asks "why?" (None: not recorded, no cost).
         self.decision_trace: DecisionTrace | None = None
+        # Whether each request keeps the time of every output token (`token_times`: TTFT and
+        # inter-token latency). The replay reports no latencies and turns it off: an append per token.
+        self.keep_token_times = True
 
     def enable_decision_trace(self, trace: DecisionTrace | None = None) -> DecisionTrace:
         """Record the reasons behind every decision from now on (see `decision_trace.py`); where
@@ -239,12 +242,14 @@ class Scheduler:
         request sampled for is still here, and gets exactly one token."""
         requests = self.requests
         max_model_len = self.config.max_model_len
+        keep_token_times = self.keep_token_times
         stopped: list[Request] = []
         # Prefill chunks that have not reached the end of the prompt sample nothing.
         for rid in output.sampling_reqs:
             request = requests[rid]
             request.num_output_tokens = num_output_tokens = request.num_output_tokens + 1
-            request.token_times.append(now)
+            if keep_token_times:
+                request.token_times.append(now)
             # vLLM's finish reason "length"; the simulated model never samples EOS.
             if num_output_tokens >= request.max_tokens or request.num_prompt_tokens + num_output_tokens >= max_model_len:
                 stopped.append(request)
@@ -276,7 +281,8 @@ class Scheduler:
             else:
                 num_new_tokens = 1
                 request.num_output_tokens += 1
-                request.token_times.append(now)
+                if self.keep_token_times:
+                    request.token_times.append(now)
                 is_stopped = (request.num_output_tokens >= request.max_tokens
                               or request.num_prompt_tokens + request.num_output_tokens >= max_model_len)
             if had_placeholders and not is_stale:
@@ -330,7 +336,8 @@ class Scheduler:
         stopped = room <= num_new_tokens
         num_appended = max(room, 1) if stopped else num_new_tokens
         request.num_output_tokens += num_appended
-        request.token_times.extend(array("d", [now]) * num_appended)
+        if self.keep_token_times:
+            request.token_times.extend(array("d", [now]) * num_appended)
         if stopped and not stale:
             request.num_computed_tokens -= num_new_tokens - num_appended
         return stopped

@@ -141,6 +141,7 @@ def replay(
     # order vLLM added them in), whatever order the trace lists the steps in.
     pending = sorted(entries, key=lambda item: item[0])
     scheduler = VllmV1Scheduler(config)
+    scheduler.keep_token_times = False  # the log reports no latencies
     loop = BatchQueueLoop(scheduler) if config.async_scheduling else None
     why = scheduler.enable_decision_trace(decision_trace) if decision_trace is not None else None
     next_pending = 0

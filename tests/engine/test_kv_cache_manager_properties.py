@@ -12,6 +12,7 @@ The last section checks the contiguous allocator (the pre-PagedAttention baselin
 
 from __future__ import annotations
 
+import copy
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -370,6 +371,25 @@ def test_block_table_covers_exactly_the_computed_tokens(enable_caching, scenario
         for request in lifecycle.running:
             table = lifecycle.kv.get_block_ids(request.request_id)
             assert len(table) == cdiv(request.num_computed_tokens, scenario.block_size), request
+
+
+@prefix_caching
+@PROPERTY
+@given(scenario=scenarios())
+def test_within_its_room_allocate_slots_has_nothing_to_do(enable_caching, scenario):
+    """req_to_room never runs ahead (the v1 scheduler skips allocate_slots within it): allocating a
+    running request's tokens up to its room returns [] and changes no table, block or cached count."""
+    for lifecycle, _ in lifecycle_steps(scenario, enable_caching):
+        kv = lifecycle.kv
+        assert set(kv.req_to_room) == set(kv.req_to_blocks)
+        for request in lifecycle.running:
+            num_new_tokens = kv.req_to_room[request.request_id] - request.num_computed_tokens
+            if num_new_tokens <= 0:
+                continue
+            clone = copy.deepcopy(kv)
+            assert clone.allocate_slots(request, num_new_tokens) == []
+            assert Snapshot.of(clone) == Snapshot.of(kv)
+            assert clone.num_cached_block == kv.num_cached_block
 
 
 @prefix_caching

@@ -40,6 +40,7 @@ class VllmV1Scheduler(Scheduler):
         spec = config.speculative_config
         lookahead = spec.num_lookahead_tokens if spec else 0
         max_num_new_tokens = config.max_model_len - 1  # the last position never needs computing
+        room = kv.req_to_room
         while req_index < len(running) and token_budget > 0:
             request = running[req_index]
             if request.num_output_placeholders > 0 and self._last_token_in_flight(request):
@@ -63,35 +64,38 @@ class VllmV1Scheduler(Scheduler):
                 req_index += 1
                 continue
 
-            while (new_blocks := kv.allocate_slots(request, num_new_tokens, num_lookahead_tokens=lookahead)) is None:
-                # Out of blocks: preempt the lowest-priority running request and retry. Under
-                # FCFS that is the newest (last) one, which may be this request itself.
-                if by_priority:
-                    victim = max(running, key=Request.sort_key)
-                    victim_index = running.index(victim)
-                    del running[victim_index]
-                    if victim.request_id in num_scheduled and compat.priority_victim_unscheduled:
-                        if trace is not None:
-                            trace.running_unscheduled(victim.request_id, num_scheduled[victim.request_id])
-                        token_budget += num_scheduled.pop(victim.request_id)
-                        output.scheduled_spec_decode_tokens.pop(victim.request_id, None)
-                    if victim_index < req_index and compat.priority_victim_unscheduled:
-                        req_index -= 1
-                else:
-                    victim = running.pop()
-                if trace is not None:
-                    trace.allocation_failed(request, num_new_tokens, victim,
-                                            why.RULE_PRIORITY if by_priority else why.RULE_FCFS)
-                self._preempt(victim, output)
-                if victim is request:
+            # vLLM calls allocate_slots for every running request. Within the manager's room for this
+            # request (most decode steps) it would return [] and change nothing, so this comparison
+            # makes the same decisions without the call (a tenth of the replay's time).
+            if request.num_computed_tokens + num_new_tokens + lookahead > room.get(request.request_id, -1):
+                while (new_blocks := kv.allocate_slots(request, num_new_tokens, num_lookahead_tokens=lookahead)) is None:
+                    # Out of blocks: preempt the lowest-priority running request and retry. Under
+                    # FCFS that is the newest (last) one, which may be this request itself.
+                    if by_priority:
+                        victim = max(running, key=Request.sort_key)
+                        victim_index = running.index(victim)
+                        del running[victim_index]
+                        if victim.request_id in num_scheduled and compat.priority_victim_unscheduled:
+                            if trace is not None:
+                                trace.running_unscheduled(victim.request_id, num_scheduled[victim.request_id])
+                            token_budget += num_scheduled.pop(victim.request_id)
+                            output.scheduled_spec_decode_tokens.pop(victim.request_id, None)
+                        if victim_index < req_index and compat.priority_victim_unscheduled:
+                            req_index -= 1
+                    else:
+                        victim = running.pop()
+                    if trace is not None:
+                        trace.allocation_failed(request, num_new_tokens, victim,
+                                                why.RULE_PRIORITY if by_priority else why.RULE_FCFS)
+                    self._preempt(victim, output)
+                    if victim is request:
+                        break
+                if new_blocks is None:
+                    if by_priority and compat.priority_victim_unscheduled and request.status != RequestStatus.RUNNING:
+                        # It was the lowest-priority request and preempted itself; the ones after
+                        # it rank higher and may fit in the blocks it just freed.
+                        continue
                     break
-
-            if new_blocks is None:
-                if by_priority and compat.priority_victim_unscheduled and request.status != RequestStatus.RUNNING:
-                    # It was the lowest-priority request and preempted itself; the ones after
-                    # it rank higher and may fit in the blocks it just freed.
-                    continue
-                break
             num_scheduled[request.request_id] = num_new_tokens
             token_budget -= num_new_tokens
             req_index += 1
