@@ -2,12 +2,16 @@
 shared by the app tests (test_api.py, test_why_api.py)."""
 
 import json
+import threading
+import time
 
+import httpx
 import pytest
+import uvicorn
 from fastapi.testclient import TestClient
 
 from app import wire
-from app.main import create_app
+from app.main import create_app, uvicorn_options
 from app.settings import Settings
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, with_vllm_defaults
 
@@ -49,3 +53,34 @@ def default_scenario() -> dict:
     data = json.loads(json.dumps(PRESET_SCENARIOS["default"]))
     data["name"] = "default"
     return with_vllm_defaults(data)
+
+
+class Server:
+    """The app under a real uvicorn in a thread, so its state can be looked at while it serves."""
+
+    def __init__(self, settings: Settings):
+        self.app = create_app(settings)
+        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning",
+                                                    **uvicorn_options(settings)))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        self.port = self.server.servers[0].sockets[0].getsockname()[1]
+        return self
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+
+    def create(self, body: dict | None = None) -> dict:
+        response = httpx.post(f"http://127.0.0.1:{self.port}/api/sessions", json=body or {"preset": "default"})
+        assert response.status_code == 201, response.text
+        return response.json()
+
+    def ws_url(self, created: dict) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws/{created['session_id']}"

@@ -3,10 +3,8 @@ dropped and keep nothing alive, and a crowd joining costs each viewer one status
 
 import asyncio
 import json
-import threading
 import time
 
-import httpx
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
@@ -14,43 +12,15 @@ from websockets.asyncio.client import connect
 
 from app import wire
 from app.cli import main as cli_main
-from app.main import create_app, uvicorn_options
+from app.main import create_app
 from app.settings import PUBLIC_DEFAULTS, Settings
+from tests.app.clients import Server
 from tests.app.raw_websocket import open_stalled_viewer
 
 
 def frame_of(message: str | bytes) -> dict:
     """State frames come binary (app/wire.py, protocol v2), the others as JSON text."""
     return wire.decode(message) if isinstance(message, bytes) else json.loads(message)
-
-
-class Server:
-    def __init__(self, settings: Settings):
-        self.app = create_app(settings)
-        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning",
-                                                    **uvicorn_options(settings)))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        self.port = self.server.servers[0].sockets[0].getsockname()[1]
-        return self
-
-    def __exit__(self, *exc):
-        self.server.should_exit = True
-        self.thread.join(timeout=15)
-
-    def create(self, body: dict | None = None) -> dict:
-        response = httpx.post(f"http://127.0.0.1:{self.port}/api/sessions", json=body or {"preset": "default"})
-        assert response.status_code == 201, response.text
-        return response.json()
-
-    def ws_url(self, created: dict) -> str:
-        return f"ws://127.0.0.1:{self.port}/ws/{created['session_id']}"
 
 
 @pytest.mark.slow

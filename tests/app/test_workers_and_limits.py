@@ -5,19 +5,18 @@ Retry-After) on every endpoint that computes, counted per client address and for
 import asyncio
 import signal
 import socket
-import threading
 import time
 from types import SimpleNamespace
 
 import pytest
-import uvicorn
 from fastapi import HTTPException
 from fastapi.testclient import TestClient
 
-from app.main import create_app, uvicorn_options
+from app.main import create_app
 from app.rate_limits import RateLimit
 from app.settings import Settings
 from app.workers import WorkerSlots, start_worker, stop_worker
+from tests.app.clients import Server
 
 TEST_HOST = ("testserver",)
 
@@ -41,29 +40,6 @@ def test_simultaneous_requests_start_at_most_the_limit_of_workers():
         assert len(workers) == 0 and not workers.processes
 
     asyncio.run(scenario())
-
-
-class Server:
-    """The app under a real uvicorn in a thread, so its state can be looked at while it serves."""
-
-    def __init__(self, settings: Settings):
-        self.app = create_app(settings)
-        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning",
-                                                    **uvicorn_options(settings)))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        self.port = self.server.servers[0].sockets[0].getsockname()[1]
-        return self
-
-    def __exit__(self, *exc):
-        self.server.should_exit = True
-        self.thread.join(timeout=15)
 
 
 # The largest sweep the web runs: far longer than the five seconds the test allows its worker.
