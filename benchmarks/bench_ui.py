@@ -34,7 +34,7 @@ import statistics
 import time
 import urllib.request
 
-from screenshots import chromium, serving
+from screenshots import chromium, serving, wait_until
 
 SCENARIO = {
     "name": "bench-ui",
@@ -126,14 +126,14 @@ def open_playing_page(browser, base_url: str, width: int, height: int, speed: fl
     page = context.new_page()
     page.add_init_script(MEASURE)
     page.goto(f"{session['control_url']}#token={session['control_token']}")  # the fragment hands over control
-    page.wait_for_function("window.servescope && window.servescope.store.session !== null")
+    wait_until(page, "window.servescope && window.servescope.store.session !== null")
     page.evaluate("n => window.servescope.send({type: 'step', n})", WARMUP_STEPS)
-    page.wait_for_function("n => window.servescope.store.step === n", arg=WARMUP_STEPS)
+    wait_until(page, "n => window.servescope.store.step === n", arg=WARMUP_STEPS)
     running = page.evaluate("window.servescope.store.queues.running.length")
     if running < 250:
         raise SystemExit(f"expected about 256 running requests after warm-up, found {running}")
     page.evaluate("speed => window.servescope.send({type: 'speed', steps_per_s: speed})", speed)
-    page.wait_for_function("speed => window.servescope.store.status.steps_per_s === speed", arg=speed)
+    wait_until(page, "speed => window.servescope.store.status.steps_per_s === speed", arg=speed)
     page.wait_for_timeout(500)
     return session, context, page
 
@@ -283,7 +283,7 @@ def soak(browser, base_url: str, seconds: float) -> None:
         state = page.evaluate("({ playing: window.servescope.store.status.playing, done: window.servescope.store.done })")
         if state["done"] or not state["playing"]:  # the run ended: play it again from the warm-up step
             page.evaluate("n => window.servescope.send({type: 'seek', step: n})", WARMUP_STEPS)
-            page.wait_for_function("n => window.servescope.store.step === n", arg=WARMUP_STEPS)
+            wait_until(page, "n => window.servescope.store.step === n", arg=WARMUP_STEPS)
             page.evaluate("window.servescope.send({type: 'play'})")
         if elapsed >= next_sample:
             step = page.evaluate("window.servescope.store.step")

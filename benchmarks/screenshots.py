@@ -29,6 +29,15 @@ from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
 from app.main import create_app, uvicorn_options  # noqa: E402
 from app.settings import Settings  # noqa: E402
+from tests.browser import pages  # noqa: E402
+
+# As long as the pages' own default timeout below: the benchmarks wait for long plays.
+WAIT_MS = 20_000
+
+
+def wait_until(page: Page, expression: str, arg=None, timeout: float = WAIT_MS):
+    """page.wait_for_function, under the pages' CSP (tests/browser/pages.py says why)."""
+    return pages.wait_until(page, expression, arg, timeout)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -74,7 +83,7 @@ def chromium():
 
 
 def wait_for_dashboard(page: Page) -> None:
-    page.wait_for_function("window.servescope && window.servescope.store.session !== null")
+    wait_until(page, "window.servescope && window.servescope.store.session !== null")
 
 
 def shoot(browser, base_url: str, theme: str, step: int, path: Path) -> None:
@@ -88,7 +97,7 @@ def shoot(browser, base_url: str, theme: str, step: int, path: Path) -> None:
     if theme == "projector":  # on stage: the requests, the KV cache and the inspector
         page.evaluate("window.servescope.stage.follow(['queues', 'kv', 'side'])")
     page.evaluate("n => window.servescope.send({type: 'step', n})", step)
-    page.wait_for_function("n => window.servescope.store.step === n", arg=step)
+    wait_until(page, "n => window.servescope.store.step === n", arg=step)
     chip = page.locator(".lane.running .chip").first
     request_id = chip.get_attribute("data-id")
     chip.click()
@@ -104,13 +113,13 @@ def shoot(browser, base_url: str, theme: str, step: int, path: Path) -> None:
 
 def lesson_beats(page: Page) -> list[dict]:
     """The beats of the lesson the page shows, once its story has loaded."""
-    page.wait_for_function("window.servescope.narration.beats().length > 0")
+    wait_until(page, "window.servescope.narration.beats().length > 0")
     return page.evaluate("window.servescope.narration.beats()")
 
 
 def go_to_step(page: Page, step: int) -> None:
     page.evaluate("step => window.servescope.send({type: 'seek', step})", step)
-    page.wait_for_function("step => window.servescope.store.step === step", arg=step, timeout=60_000)
+    wait_until(page, "step => window.servescope.store.step === step", arg=step, timeout=60_000)
     page.wait_for_timeout(600)  # the charts' and the canvas' next animation frames
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from screenshots import ROOT, chromium, serving  # noqa: E402
+from screenshots import ROOT, chromium, serving, wait_until  # noqa: E402
 
 SHOTS = (("normal", 1920, 1080, ""), ("projector", 1280, 720, "-projector"))
 
@@ -52,13 +52,13 @@ def shoot_fleet_lesson(browser, base_url: str, name: str, arm: str, theme: str, 
     context.add_init_script(f"localStorage.setItem('servescope-theme', '{theme}')")
     page = context.new_page()
     page.goto(f"{base_url}/fleet?lesson={name}&arm={arm}")
-    page.wait_for_function("window.servescope && window.servescope.story.beats().length > 0")
+    wait_until(page, "window.servescope && window.servescope.story.beats().length > 0")
     beats = page.evaluate("window.servescope.story.beats()")
     paths = []
     for index, beat in enumerate(beats):
         if index:
             page.keyboard.press("n")
-        page.wait_for_function("frame => window.servescope.frame() === frame", arg=beat["frame"])
+        wait_until(page, "frame => window.servescope.frame() === frame", arg=beat["frame"])
         page.wait_for_timeout(300)
         page.mouse.move(0, height - 1)
         path = out / f"{name}-{arm}-{index + 1}.png"

@@ -4,7 +4,7 @@ between tests). Every test here is marked `browser` (`make test-fast` leaves the
 
 from __future__ import annotations
 
-import time
+import functools
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,7 @@ from playwright.sync_api import Page, sync_playwright
 
 from app.main import create_app
 from app.settings import Settings
-from tests.browser.pages import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, LiveServer, free_port, open_dashboard
+from tests.browser.pages import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, LiveServer, free_port, open_dashboard, wait_until
 
 HERE = Path(__file__).parent
 
@@ -45,24 +45,6 @@ def browser():
         chromium.close()
 
 
-def csp_safe_wait(page: Page):
-    """page.wait_for_function that works under the pages' CSP (no 'unsafe-eval'): this Playwright
-    compiles the predicate once per poll inside the page, which the CSP refuses (fixed upstream in
-    microsoft/playwright#36986). Each poll here is one page.evaluate, which the CSP lets through."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    def wait_for_function(expression: str, arg=None, timeout: float | None = None, polling=None):
-        deadline = time.monotonic() + (timeout if timeout is not None else WAIT_MS) / 1000
-        while True:
-            if value := page.evaluate(expression if "=>" in expression or expression.lstrip().startswith("function")
-                                      else f"() => ({expression})", arg):
-                return value
-            if time.monotonic() > deadline:
-                raise PlaywrightTimeout(f"wait_for_function timed out: {expression[:200]}")
-            page.wait_for_timeout(polling if isinstance(polling, (int, float)) else 30)
-    return wait_for_function
-
-
 @pytest.fixture
 def new_page(browser):
     """Pages in fresh contexts; each records its console errors and uncaught exceptions."""
@@ -81,7 +63,7 @@ def new_page(browser):
 
         page.on("console", on_console)
         page.on("pageerror", lambda error: page.errors.append(str(error)))
-        page.wait_for_function = csp_safe_wait(page)
+        page.wait_for_function = functools.partial(wait_until, page)
         return page
 
     yield open_page

@@ -19,6 +19,22 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 WAIT_MS = 5_000
+
+
+def wait_until(page: Page, expression: str, arg=None, timeout: float | None = None, polling=None):
+    """page.wait_for_function that works under the pages' CSP (no 'unsafe-eval'): this Playwright
+    compiles the predicate once per poll inside the page, which the CSP refuses (fixed upstream in
+    microsoft/playwright#36986). Each poll here is one page.evaluate, which the CSP lets through."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    deadline = time.monotonic() + (timeout if timeout is not None else WAIT_MS) / 1000
+    function = expression if "=>" in expression or expression.lstrip().startswith("function") else f"() => ({expression})"
+    while True:
+        if value := page.evaluate(function, arg):
+            return value
+        if time.monotonic() > deadline:
+            raise PlaywrightTimeout(f"wait_for_function timed out: {expression[:200]}")
+        page.wait_for_timeout(polling if isinstance(polling, (int, float)) else 30)
 # A lesson's seek replays its run: a shared machine may take long.
 SEEK_MS = 90_000
 PROJECTOR = {"width": 1280, "height": 720}
