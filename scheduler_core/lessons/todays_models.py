@@ -6,8 +6,9 @@ What the engine does today, and so what the lesson says: the KV cache is sized a
 sizes it (each layer group's blocks for a request of max_model_len, the sliding-window group holding
 its window plus the tokens that may be in flight), and the engine's one pool gets as many blocks as
 that concurrency implies. Blocks that fall out of a sliding window are not given back while a request
-runs (vLLM's SlidingWindowManager does): each block here costs the pool's average bytes, so a run of
-requests shorter than max_model_len fits at most what vLLM would fit, never more.
+runs (vLLM's SlidingWindowManager does): each block here costs the pool's average bytes, so for
+requests shorter than max_model_len the runs approximate vLLM's, and no claim is about blocks given
+back mid-request.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ MOE_LESSONS = [
                   < r["dense-8b"].model["kv_bytes_per_token_all_layers"]
                   < r["dense-70b-fp8"].model["kv_bytes_per_token_all_layers"]),
             Claim("Half of gpt-oss's layers attend to the last 128 tokens only. vLLM's planner counts their blocks for "
-                  f"a {MAX_MODEL_LEN:,}-token request as the window plus the 2 x 8,192 tokens that may be in flight, "
+                  f"a {MAX_MODEL_LEN:,}-token request as the window plus the 2 x {ENGINE['max_num_batched_tokens']:,} tokens that may be in flight, "
                   "so the KV cache holds {gpt-oss-120b:memory.kv_cache_size_tokens:,} tokens where, every layer keeping "
                   "every token, it would hold {gpt-oss-120b:model.kv_tokens_without_windows:,}.",
                   lambda r: r[GPT_OSS].memory["kv_cache_size_tokens"] > 1.2 * r[GPT_OSS].model["kv_tokens_without_windows"]),
