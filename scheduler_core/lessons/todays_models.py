@@ -81,7 +81,8 @@ MOE_LESSONS = [
                   < r["dense-8b"].model["kv_bytes_per_token_all_layers"]
                   < r["dense-70b-fp8"].model["kv_bytes_per_token_all_layers"]),
             Claim("Half of gpt-oss's layers attend to the last 128 tokens only. vLLM's planner counts their blocks for "
-                  f"a {MAX_MODEL_LEN:,}-token request as the window plus the 2 x {ENGINE['max_num_batched_tokens']:,} tokens that may be in flight, "
+                  f"a {MAX_MODEL_LEN:,}-token request as the window plus the "
+                  f"2 x {ENGINE['max_num_batched_tokens']:,} tokens that may be in flight, "
                   "so the KV cache holds {gpt-oss-120b:memory.kv_cache_size_tokens:,} tokens where, every layer keeping "
                   "every token, it would hold {gpt-oss-120b:model.kv_tokens_without_windows:,}.",
                   lambda r: r[GPT_OSS].memory["kv_cache_size_tokens"] > 1.2 * r[GPT_OSS].model["kv_tokens_without_windows"]),
