@@ -10,6 +10,8 @@ from fastapi import APIRouter, Header, HTTPException, Request, Response
 from scheduler_core.lessons.catalog import LESSONS, LESSONS_BY_NAME
 from scheduler_core.lessons.framework import claims_slide, story
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
+from scheduler_core.timing.model_summary import model_summary
+from scheduler_core.timing.presets import resolve_gpu
 
 from ..checkpoints import MemoryBudgetSpent
 from ..frames import finite
@@ -130,8 +132,10 @@ def validate_scenario(body: SessionCreate, request: Request) -> dict:
     manager_of(request).check_limits(scenario)
     limit(request, "validate", scenario_cost(scenario, request.app.state.settings))
     scenario.build(keep_finished=False)
-    # vLLM's startup numbers for this configuration, which the configuration form shows.
-    return {"ok": True, "num_gpu_blocks": scenario.engine.num_gpu_blocks, "memory": scenario.memory_plan().to_dict()}
+    # vLLM's startup numbers for this configuration and the model's size, which the configuration form shows.
+    model = model_summary(scenario.model_spec(), resolve_gpu(scenario.gpu), scenario.tensor_parallel_size)
+    return {"ok": True, "num_gpu_blocks": scenario.engine.num_gpu_blocks, "memory": scenario.memory_plan().to_dict(),
+            "model": model}
 
 
 @router.post("/sessions", status_code=201)

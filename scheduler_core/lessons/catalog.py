@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from .mechanisms import MECHANISM_LESSONS
 from .todays_engine import TODAYS_ENGINE_LESSONS
+from .todays_models import MOE_LESSONS
 
-LESSONS = [*MECHANISM_LESSONS, *TODAYS_ENGINE_LESSONS]
+LESSONS = [*MECHANISM_LESSONS, *TODAYS_ENGINE_LESSONS, *MOE_LESSONS]
 
 LESSONS_BY_NAME = {lesson.name: lesson for lesson in LESSONS}

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 
 from ..scenario.scenario import Scenario
 from ..sim.simulation import Simulation
+from ..timing.memory import GIB, MemoryPlan
+from ..timing.model_summary import model_summary
+from ..timing.presets import resolve_gpu
 from ..utils import cdiv
 from .events import EVENT_KINDS, StoryEvents
 
@@ -54,6 +57,7 @@ class ArmResult:
     ttft_by_priority: dict = field(default_factory=dict)
     events: dict = field(default_factory=dict)  # story moment -> its step and facts (lesson_events)
     memory: dict = field(default_factory=dict)  # vLLM's startup memory figures for the arm (memory.MemoryPlan)
+    model: dict = field(default_factory=dict)  # the arm's model: parameters, weights, KV per group (model_figures)
 
     @property
     def preemptions(self) -> int:
@@ -196,8 +200,21 @@ class Lesson:
         for label in self.arms:
             scenario = self.scenario(label)
             results[label] = run_arm(label, scenario.build())
-            results[label].memory = scenario.memory_plan().to_dict()
+            plan = scenario.memory_plan()
+            results[label].memory = plan.to_dict()
+            results[label].model = model_figures(scenario, plan)
         return results
+
+
+def model_figures(scenario: Scenario, plan: MemoryPlan) -> dict:
+    """The arm's model as the configuration panel shows it (timing/model_summary.py), in the units a
+    caption quotes (billions of parameters, GiB), and the tokens its KV cache would hold if every
+    attention layer kept every token: what sliding windows and state layers are measured against."""
+    summary = model_summary(scenario.model_spec(), resolve_gpu(scenario.gpu), scenario.tensor_parallel_size)
+    per_token = summary["kv_bytes_per_token_all_layers"]
+    return {**summary, "total_params_b": summary["total_params"] / 1e9, "active_params_b": summary["active_params"] / 1e9,
+            "weights_gib": summary["weights_bytes_per_gpu"] / GIB,
+            "kv_tokens_without_windows": max(0, plan.kv_cache_bytes) // per_token if per_token else 0}
 
 
 def fill(text: str, results: dict[str, ArmResult]) -> str:

@@ -2,6 +2,7 @@
 // (built from the served JSON Schema), share and export links, theme, and the keyboard.
 
 import { html, render } from "./dom.js";
+import { modelLines } from "./model_lines.js";
 import { downloadExport } from "./sessions.js";
 import { setAttr, setProp } from "./writes.js";
 
@@ -160,7 +161,8 @@ async function openConfigForm(store, dialog) {
     .map(([n, spec]) => field("top", n, spec, current[n]));
   render(dialog, html`<h2 id="config-title">Configuration</h2><p class="muted">Starts a new session with these settings; the URL then captures them.</p>
     <form method="dialog"><fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div>
-    <div class="startup-lines" aria-live="polite"><span class="muted">vLLM at startup, per GPU:</span><pre id="cfg-startup"></pre></div></fieldset>
+    <div class="startup-lines" aria-live="polite"><span class="muted">vLLM at startup, per GPU:</span><pre id="cfg-startup"></pre></div>
+    <div class="model-summary" aria-live="polite"><span class="muted">The model:</span><div id="cfg-model"></div></div></fieldset>
     ${section("engine", "EngineModel", current.engine || {})}${section("workload", "WorkloadModel", current.workload || {})}
     <p class="form-error" role="alert"></p>
     <button value="cancel">Cancel</button> <button id="cfg-submit" value="ok" class="primary">Start session</button></form>`);
@@ -187,6 +189,7 @@ async function openConfigForm(store, dialog) {
     const response = await validate(formScenario());
     const body = await response.json();
     dialog.querySelector("#cfg-startup").textContent = response.ok ? body.memory.startup_lines.join("\n") : errorText(body);
+    render(dialog.querySelector("#cfg-model"), response.ok ? modelLines(body.model) : html``);
   };
   dialog.querySelector("form").addEventListener("change", showStartup);
   showStartup();

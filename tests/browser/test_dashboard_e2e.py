@@ -19,6 +19,8 @@ from app.routes.api import scenario_from
 from app.schemas import SessionCreate
 from app.settings import Settings
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario
+from scheduler_core.timing.model_summary import model_summary
+from scheduler_core.timing.presets import GPUS, MODELS
 from tests.browser.pages import WAIT_MS, LiveServer, free_port, open_dashboard, wait_for_dashboard, wait_for_step
 
 PANELS = [".panel.queues", ".panel.batch", ".panel.kv", ".panel.charts", ".panel.side"]
@@ -386,6 +388,24 @@ def test_config_form_shows_vllms_startup_lines_and_updates_them(presenter):
                                               if k != "num_gpu_blocks"}}).memory_plan()
     assert tokens == expected.kv_cache_size_tokens
     assert f"Maximum concurrency for 4,096 tokens per request: {expected.max_concurrency:.2f}x" in text
+
+
+def test_config_form_shows_the_models_parameters_weights_experts_and_kv_per_group(presenter):
+    """Picking gpt-oss-120b, the form says its total and active parameters, its weights per GPU with
+    their formats, its experts and each KV group's bytes per token, as the server computed them."""
+    presenter.click("#configure")
+    presenter.wait_for_function("document.querySelector('#cfg-model li') !== null", timeout=WAIT_MS)
+    presenter.select_option("#cfg-top-model", "gpt-oss-120b")
+    presenter.wait_for_function("document.querySelector('#cfg-model b')?.textContent === 'gpt-oss-120b'", timeout=WAIT_MS)
+    lines = presenter.locator("#cfg-model li").all_inner_texts()
+    assert lines[0] == "gpt-oss-120b: 116.8B parameters, 5.13B active per token"
+    weights = model_summary(MODELS["gpt-oss-120b"], GPUS["h200"])["weights_bytes_per_gpu"] / 2**30
+    assert lines[1] == f"weights per GPU: {weights:.2f} GiB (linear bf16, experts mxfp4)"
+    assert lines[2] == "experts: 128 in each of 36 MoE layers, 4 per token, no shared expert"
+    assert lines[-2:] == ["sliding window 128, 18 layers: 2,048 B/token per layer",
+                          "full attention, 18 layers: 2,048 B/token per layer"]
+    # No line wider than its box: nothing clipped or running under the next column.
+    assert presenter.evaluate("[...document.querySelectorAll('#cfg-model li')].every(e => e.scrollWidth <= e.clientWidth + 1)")
 
 
 # -- help and theme ------------------------------------------------------------------------

@@ -31,10 +31,10 @@ def test_every_claim_of_the_lesson_holds(lesson, results):
 def test_the_lessons_of_the_issues_exist():
     """Paged vs contiguous, static vs continuous, chunked prefill, memory pressure, prefix caching,
     the 0.10 admission thrash and priority (issue 10), capacity (issue 12), speculative decoding and
-    async scheduling (issue 14) each have a lesson."""
+    async scheduling (issue 14), mixtures of experts with sliding windows (issue 25) each have a lesson."""
     assert set(LESSONS_BY_NAME) == {"paged-vs-contiguous", "static-vs-continuous", "chunked-prefill", "memory-pressure",
                                     "prefix-caching", "admission-thrash", "priority", "capacity", "speculative-decoding",
-                                    "async-scheduling"}
+                                    "async-scheduling", "moe-sliding-window"}
 
 
 def test_capacity_lesson_shows_the_startup_numbers_vllm_would_print(results):

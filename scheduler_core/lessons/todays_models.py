@@ -1,0 +1,158 @@
+"""The lesson on the models of today: a mixture of experts with sliding-window layers (gpt-oss-120b)
+beside dense models of similar weight bytes (Llama-3.3-70B in FP8) and of similar active size
+(Llama-3.1-8B), on one H200 at the same memory share.
+
+What the engine does today, and so what the lesson says: the KV cache is sized as vLLM 0.33's planner
+sizes it (each layer group's blocks for a request of max_model_len, the sliding-window group holding
+its window plus the tokens that may be in flight), and the engine's one pool gets as many blocks as
+that concurrency implies. Blocks that fall out of a sliding window are not given back while a request
+runs (vLLM's SlidingWindowManager does): each block here costs the pool's average bytes, so for
+requests shorter than max_model_len the runs approximate vLLM's, and no claim is about blocks given
+back mid-request.
+"""
+
+from __future__ import annotations
+
+from ..timing.cost_model import CostModel
+from ..timing.memory import GIB
+from ..timing.model_summary import model_summary
+from ..timing.presets import GPUS, MODELS
+from .arms import TABLE_LATENCY
+from .framework import Beat, Claim, Lesson
+
+# 128 clients with long prompts (documents, retrieved passages): about 6,300 tokens a conversation.
+LONG_PROMPTS = {"num_requests": 256, "concurrency": 128, "lengths": "lognormal", "prompt_len": 6000, "output_len": 300,
+                "sigma": 0.5, "seed": 21}
+# vLLM's defaults on an H200 and its own async loop; 32,768 tokens of context, as gpt-oss is often served.
+MAX_MODEL_LEN = 32768
+ENGINE = {"max_num_batched_tokens": 8192, "max_num_seqs": 1024, "max_model_len": MAX_MODEL_LEN, "async_scheduling": True}
+GPT_OSS = "gpt-oss-120b"
+
+
+def on_h200(model: str) -> dict:
+    return {"model": model, "gpu": "h200", "engine": dict(ENGINE), "workload": dict(LONG_PROMPTS)}
+
+
+def decode_step_ms(model: str, batch: int, context: int = 6000) -> float:
+    """The simulation's cost of one decode step of `batch` requests (timing/cost_model.py)."""
+    return 1e3 * CostModel(MODELS[model], GPUS["h200"]).decode_time(batch, context)
+
+
+MOE = MODELS[GPT_OSS].arch.moe
+# What a step reads of the experts: a lone decode its k experts per layer, a full batch nearly all.
+STEP_MS = {(m, b): decode_step_ms(m, b) for m in (GPT_OSS, "llama-3.1-8b") for b in (1, 128)}
+# A prompt chunk of the whole token budget: compute on the active parameters, every expert read once.
+CHUNK_MS = {m: 1e3 * CostModel(MODELS[m], GPUS["h200"]).prefill_time(ENGINE["max_num_batched_tokens"])
+            for m in (GPT_OSS, "llama-3.1-8b")}
+EXPERTS_AT_128 = MOE.expected_distinct_experts(128)
+# The openings quote each model's size as the configuration panel shows it.
+SIZE = {m: model_summary(MODELS[m], GPUS["h200"]) for m in (GPT_OSS, "llama-3.3-70b-fp8", "llama-3.1-8b")}
+
+
+def size_words(model: str) -> str:
+    size = SIZE[model]
+    return (f"{size['total_params'] / 1e9:.1f}B parameters in {size['weights_bytes_per_gpu'] / GIB:.1f} GiB, "
+            f"{size['active_params'] / 1e9:.2f}B active per token, {size['kv_bytes_per_token_all_layers']:,} KV bytes a token")
+
+MOE_LESSONS = [
+    Lesson(
+        name="moe-sliding-window",
+        title="Mixture of experts and sliding windows: why gpt-oss fits more requests than its size suggests",
+        summary="128 clients with prompts of about 6,000 tokens on one H200 at vLLM's defaults (0.92 of memory, "
+                f"--max-model-len {MAX_MODEL_LEN:,}): gpt-oss-120b (128 experts, 4 a token, MXFP4; sliding window "
+                "128 on half its layers) beside Llama-3.3-70B in FP8 (similar weight bytes) and Llama-3.1-8B (similar "
+                "active parameters).",
+        arms={GPT_OSS: on_h200(GPT_OSS), "dense-70b-fp8": on_h200("llama-3.3-70b-fp8"),
+              "dense-8b": on_h200("llama-3.1-8b")},
+        claims=[
+            Claim("gpt-oss-120b holds {gpt-oss-120b:model.total_params_b:.1f}B parameters in "
+                  "{gpt-oss-120b:model.weights_gib:.1f} GiB (its experts in MXFP4, 4.25 bits a weight): less memory "
+                  "than Llama-3.3-70B's {dense-70b-fp8:model.total_params_b:.1f}B in FP8, "
+                  "{dense-70b-fp8:model.weights_gib:.1f} GiB.",
+                  lambda r: r[GPT_OSS].model["total_params"] > 1.5 * r["dense-70b-fp8"].model["total_params"]
+                  and r[GPT_OSS].model["weights_bytes_per_gpu"] < r["dense-70b-fp8"].model["weights_bytes_per_gpu"]),
+            Claim("Each token multiplies through {gpt-oss-120b:model.active_params_b:.2f}B of them (4 of 128 experts a "
+                  "layer): fewer than the dense 8B's {dense-8b:model.active_params_b:.2f}B.",
+                  lambda r: r[GPT_OSS].model["active_params"] < r["dense-8b"].model["active_params"]),
+            Claim("A token's K and V take {gpt-oss-120b:model.kv_bytes_per_token_all_layers:,} bytes over gpt-oss's 36 "
+                  "layers (8 KV heads of 64), against {dense-8b:model.kv_bytes_per_token_all_layers:,} over the 8B's 32 "
+                  "and {dense-70b-fp8:model.kv_bytes_per_token_all_layers:,} over the 70B's 80 (8 KV heads of 128).",
+                  lambda r: r[GPT_OSS].model["kv_bytes_per_token_all_layers"]
+                  < r["dense-8b"].model["kv_bytes_per_token_all_layers"]
+                  < r["dense-70b-fp8"].model["kv_bytes_per_token_all_layers"]),
+            Claim("Half of gpt-oss's layers attend to the last 128 tokens only. vLLM's planner counts their blocks for "
+                  f"a {MAX_MODEL_LEN:,}-token request as the window plus the "
+                  f"2 x {ENGINE['max_num_batched_tokens']:,} tokens that may be in flight, "
+                  "so the KV cache holds {gpt-oss-120b:memory.kv_cache_size_tokens:,} tokens where, every layer keeping "
+                  "every token, it would hold {gpt-oss-120b:model.kv_tokens_without_windows:,}.",
+                  lambda r: r[GPT_OSS].memory["kv_cache_size_tokens"] > 1.2 * r[GPT_OSS].model["kv_tokens_without_windows"]),
+            Claim("vLLM would log a maximum concurrency of {gpt-oss-120b:memory.max_concurrency:.2f}x for "
+                  f"{MAX_MODEL_LEN:,}-token requests, against {{dense-8b:memory.max_concurrency:.2f}}x for the dense 8B "
+                  "and {dense-70b-fp8:memory.max_concurrency:.2f}x for the dense 70B: the 117B-parameter model fits "
+                  "more requests than the 8B.",
+                  lambda r: r[GPT_OSS].memory["max_concurrency"] > r["dense-8b"].memory["max_concurrency"]
+                  > r["dense-70b-fp8"].memory["max_concurrency"]),
+            Claim("All {gpt-oss-120b:peak_running} clients run at once on gpt-oss-120b, with "
+                  "{gpt-oss-120b:preemptions} preemptions; on the dense 70B at most {dense-70b-fp8:peak_running} run "
+                  "at once, with {dense-70b-fp8:preemptions} preemptions.",
+                  lambda r: r[GPT_OSS].peak_running == 128 and r[GPT_OSS].preemptions == 0
+                  and r["dense-70b-fp8"].peak_running < 64 and r["dense-70b-fp8"].preemptions > 0),
+            Claim("Output: {gpt-oss-120b:report.output_tokens_per_s:,.0f} tokens/s on gpt-oss-120b against "
+                  "{dense-70b-fp8:report.output_tokens_per_s:,.0f} on the dense 70B; median time to first token "
+                  "{gpt-oss-120b:report.ttft_s.p50:.2f} s against {dense-70b-fp8:report.ttft_s.p50:.1f} s.",
+                  lambda r: r[GPT_OSS].report["output_tokens_per_s"] > 3 * r["dense-70b-fp8"].report["output_tokens_per_s"]
+                  and r[GPT_OSS].report["ttft_s"]["p50"] < r["dense-70b-fp8"].report["ttft_s"]["p50"]),
+            Claim(f"Active size is not the whole cost: a lone decode reads {MOE.experts_per_token} experts a layer and "
+                  f"takes {STEP_MS[GPT_OSS, 1]:.2f} ms against the dense 8B's {STEP_MS['llama-3.1-8b', 1]:.2f} ms, but "
+                  f"128 decodes route to about {EXPERTS_AT_128:.0f} of the 128 experts a layer, so a step reads nearly "
+                  f"every weight: {STEP_MS[GPT_OSS, 128]:.1f} ms against {STEP_MS['llama-3.1-8b', 128]:.1f} ms. Here "
+                  "the long prompts decide it: an 8,192-token chunk, computed on the active parameters, takes "
+                  f"{CHUNK_MS[GPT_OSS]:.0f} ms against {CHUNK_MS['llama-3.1-8b']:.0f} ms, and the output is "
+                  "{gpt-oss-120b:report.output_tokens_per_s:,.0f} against {dense-8b:report.output_tokens_per_s:,.0f} "
+                  "tokens/s.",
+                  lambda r: STEP_MS[GPT_OSS, 1] < STEP_MS["llama-3.1-8b", 1] and EXPERTS_AT_128 > 0.9 * MOE.num_experts
+                  and STEP_MS[GPT_OSS, 128] > 0.9 * STEP_MS["llama-3.1-8b", 128]
+                  and CHUNK_MS[GPT_OSS] < CHUNK_MS["llama-3.1-8b"]
+                  and r[GPT_OSS].report["output_tokens_per_s"] > r["dense-8b"].report["output_tokens_per_s"]),
+        ],
+        beats=[
+            Beat("opening", "More parameters, less memory", f"gpt-oss-120b: {size_words(GPT_OSS)}. After the weights, "
+                 "{num_gpu_blocks:,} KV blocks of {block_size} tokens: its sliding-window layers keep 128 tokens, so a "
+                 "block costs less than 36 full layers' pages. 128 clients, prompts of about 6,000 tokens.",
+                 ("kv", "queues"), arms=(GPT_OSS,)),
+            Beat("opening", "A dense 70B", f"Llama-3.3-70B in FP8: {size_words('llama-3.3-70b-fp8')}, every layer full "
+                 "attention: {num_gpu_blocks:,} KV blocks of {block_size} tokens for 128 clients. Watch the KV gauge.",
+                 ("kv", "queues"), arms=("dense-70b-fp8",)),
+            Beat("opening", "A dense 8B", f"Llama-3.1-8B: {size_words('llama-3.1-8b')}: {{num_gpu_blocks:,}} KV blocks "
+                 "of {block_size} tokens.", ("kv", "queues"), arms=("dense-8b",)),
+            Beat("first_chunk", "Long prompts", "Step {step}: {request}'s {prompt}-token prompt is computed in chunks: "
+                 "{tokens} tokens now, {rest} left. Prompt tokens cost compute on the 5.1B active parameters only.",
+                 ("batch", "queues"), arms=(GPT_OSS,)),
+            Beat("kv_high", "Full already", "Step {step}: KV usage is {kv}% with {running} requests running and "
+                 "{waiting} waiting.", ("kv", "queues"), arms=("dense-70b-fp8",)),
+            Beat("first_preemption", "Preemption", "Step {step}: blocks ran out; {request}, the newest running request, "
+                 "is preempted: {fate}.", ("queues", "kv"), arms=("dense-70b-fp8",)),
+            Beat("peak_running", "Everyone runs", "Step {step}: {running} requests run at once, the most in this run; "
+                 "{waiting} wait. A decode step of 128 touches nearly every expert: it reads about all the weights.",
+                 ("queues", "kv"), arms=(GPT_OSS,)),
+            Beat("peak_running", "How many run", "Step {step}: {running} requests run at once, the most in this run; "
+                 "{waiting} wait.", ("queues", "kv"), arms=("dense-70b-fp8", "dense-8b")),
+            Beat("first_finish", "Blocks back", "Step {step}: {request} finishes after {output} tokens and its {blocks} "
+                 "blocks return to the pool. (vLLM would have given its sliding-window blocks back earlier, as the "
+                 "request moved past the window; this engine returns them at the end.)", ("kv", "queues"),
+                 arms=(GPT_OSS,)),
+            Beat("end", "Result", "gpt-oss-120b: {gpt-oss-120b:memory.kv_cache_size_tokens:,} KV tokens, "
+                 "{gpt-oss-120b:peak_running} running at once, {gpt-oss-120b:report.output_tokens_per_s:,.0f} tokens/s. "
+                 "Dense 70B FP8: {dense-70b-fp8:memory.kv_cache_size_tokens:,} tokens, {dense-70b-fp8:peak_running} at "
+                 "once, {dense-70b-fp8:report.output_tokens_per_s:,.0f} tokens/s. Dense 8B: "
+                 "{dense-8b:memory.kv_cache_size_tokens:,} tokens, {dense-8b:report.output_tokens_per_s:,.0f} tokens/s.",
+                 ("queues", "charts")),
+        ],
+        columns=[("weights per GPU (GiB)", "model.weights_gib", ".1f"), ("parameters (B)", "model.total_params_b", ".1f"),
+                 ("active per token (B)", "model.active_params_b", ".2f"),
+                 ("KV bytes per token", "model.kv_bytes_per_token_all_layers", ",d"),
+                 ("KV cache (tokens)", "memory.kv_cache_size_tokens", ",d"),
+                 ("max concurrency", "memory.max_concurrency", ".2f"), ("peak running", "peak_running", "d"),
+                 *TABLE_LATENCY[:2], ("preemptions", "preemptions", "d")],
+    ),
+]
