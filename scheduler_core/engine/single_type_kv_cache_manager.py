@@ -81,16 +81,21 @@ class SingleTypeKVCacheManager:
     def add_local_computed_blocks(self, request_id: str, new_computed_blocks: Sequence[int],
                                   num_computed_tokens: int) -> list[int]:
         """A new request's hits enter its table: those below the window as null blocks, the rest
-        touched (a hit sitting free comes off the queue). Returns the blocks touched."""
+        touched (a hit sitting free comes off the queue). Returns the blocks touched.
+
+        The hit may still hold null slots past the skipped ones (a chunked-local hit that ends
+        where its chunk's cached blocks do): they stay null and are never touched, the null block
+        being in no queue."""
         num_skipped_blocks = self.get_num_skipped_tokens(num_computed_tokens) // self.block_size
         kept = list(new_computed_blocks[num_skipped_blocks:])
+        touched = [block_id for block_id in kept if block_id != NULL_BLOCK_ID]
         if self.enable_caching:
-            self.block_pool.touch(kept)
+            self.block_pool.touch(touched)
         req_blocks = self.req_to_blocks.setdefault(request_id, [])
         req_blocks.extend([NULL_BLOCK_ID] * num_skipped_blocks)
         req_blocks.extend(kept)
         self.num_cached_block[request_id] = len(req_blocks)
-        return kept
+        return touched
 
     def allocate_new_blocks(self, request_id: str, num_tokens: int) -> list[int]:
         req_blocks = self.req_to_blocks.setdefault(request_id, [])

@@ -211,3 +211,17 @@ def test_scheduler_runs_a_hybrid_workload_to_the_end_and_gets_every_block_back()
         scheduler.update_from_output(output, 0.0)
     assert not scheduler.has_unfinished_requests()
     assert scheduler.kv_cache_manager.num_free_blocks == 23
+
+
+def test_a_chunked_local_hit_keeps_its_null_slots_untouched():
+    # Chunks of 5 tokens, blocks of 4: for a 16-token candidate the hit starts at block 3 (the
+    # chunk holding token 15 starts at 15); block 3 is not cached, so the hit is 12 tokens of null
+    # slots. Admitting it touches nothing: the null block is in no queue.
+    pool = BlockPool(16, True)
+    coordinator = HybridKVCacheCoordinator((KVCacheGroupSpec("chunked_local", 5),), pool, BLOCK_SIZE, 64, True, 16)
+    hit, num_tokens = coordinator.find_longest_cache_hit([1, 2, 3, 4, 5], 16)
+    assert hit.blocks == ([NULL_BLOCK_ID] * 3,) and num_tokens == 12
+    free_before = pool.num_free_blocks
+    assert coordinator.allocate_new_computed_blocks("a", hit, 12) == []
+    assert pool.num_free_blocks == free_before
+    assert coordinator.get_blocks("a") == ([NULL_BLOCK_ID] * 3,)
