@@ -119,7 +119,10 @@ class EngineConfig:
     # vLLM's `KVCacheConfig.kv_cache_groups`: one group per layer type of a hybrid model, all taking
     # blocks from the one pool of num_gpu_blocks (see kv_cache_groups.py). The default, one
     # full-attention group, is every dense model and the engine's single-group fast path.
-    kv_cache_groups: tuple[KVCacheGroupSpec, ...] = FULL_ATTENTION_ONLY
+    # Not on the web or the command line: the model's layers decide it, not a flag (scenario files
+    # and traces may give it).
+    kv_cache_groups: tuple[KVCacheGroupSpec, ...] = setting(
+        FULL_ATTENTION_ONLY, "KV cache groups over the one pool (default: one full-attention group)", web=False)
 
     def __post_init__(self) -> None:
         check_all(ENGINE_BOUNDS, self)
