@@ -43,13 +43,29 @@ class KVCacheGroupSpec:
 
 
 # Every model before hybrids, and the default: one full-attention group (the fast single-group path).
-FULL_ATTENTION_ONLY = (KVCacheGroupSpec(),)
+FULL_ATTENTION_ONLY = FULL_ATTENTION
+MAX_KV_CACHE_GROUPS = 8
+MAX_KV_CACHE_GROUPS_CHARS = 200
 
 
-def check_kv_cache_groups(groups, enable_prefix_caching: bool) -> tuple[KVCacheGroupSpec, ...]:
-    """The groups as specs, or a ConfigError naming what vLLM would refuse."""
-    if not isinstance(groups, (tuple, list)) or not groups or len(groups) > 8:
-        raise ConfigError("kv_cache_groups", f"must be a list of 1 to 8 groups, got {groups!r}")
+def parse_kv_cache_groups(value, enable_prefix_caching: bool) -> tuple[KVCacheGroupSpec, ...]:
+    """The groups as specs, from their spelling ("full_attention,sliding_window:128": kinds in group
+    order, a window or chunk after a colon) or from a list of {"kind", "window"} tables (a trace's
+    config); a ConfigError names what is wrong or what vLLM would refuse."""
+    if isinstance(value, str):
+        entries = [entry.strip() for entry in value.split(",")]
+        groups = []
+        for entry in entries:
+            kind, _, window = entry.partition(":")
+            if window and not window.isdigit():
+                raise ConfigError("kv_cache_groups.window", f"must be a whole number of tokens, got {window!r}")
+            groups.append({"kind": kind, "window": int(window)} if window else {"kind": kind})
+    elif isinstance(value, (tuple, list)):
+        groups = list(value)
+    else:
+        raise ConfigError("kv_cache_groups", f"must be like 'full_attention,sliding_window:128', got {value!r:.80}")
+    if not groups or len(groups) > MAX_KV_CACHE_GROUPS:
+        raise ConfigError("kv_cache_groups", f"must be 1 to {MAX_KV_CACHE_GROUPS} groups, got {len(groups)}")
     specs = tuple(KVCacheGroupSpec.from_json(group) for group in groups)
     if all(spec.kind == MAMBA for spec in specs):
         raise ConfigError("kv_cache_groups", "needs at least one attention group (a pure state model has no block tables)")
@@ -59,3 +75,8 @@ def check_kv_cache_groups(groups, enable_prefix_caching: bool) -> tuple[KVCacheG
         raise ConfigError("enable_prefix_caching", "Mamba groups with prefix caching need mamba_cache_mode='align', "
                                                    "which is not modelled; turn prefix caching off")
     return specs
+
+
+def spell_kv_cache_groups(specs: tuple[KVCacheGroupSpec, ...]) -> str:
+    """The one spelling of these groups (what `EngineConfig.kv_cache_groups` holds once checked)."""
+    return ",".join(f"{spec.kind}:{spec.window}" if spec.window else spec.kind for spec in specs)

@@ -68,7 +68,7 @@ def make_kv_cache_manager(config: EngineConfig) -> KVCache:
         return ContiguousKVCacheManager(config.num_gpu_blocks, config.block_size, config.max_model_len)
     if config.is_hybrid:
         return HybridKVCacheManager(
-            config.kv_cache_groups, config.num_gpu_blocks, config.block_size, config.max_model_len,
+            config.kv_cache_group_specs, config.num_gpu_blocks, config.block_size, config.max_model_len,
             config.enable_prefix_caching, config.max_in_flight_tokens,
             unhashed_blocks_reused_first=config.compat.unhashed_blocks_reused_first,
             usage_excludes_null_block=config.compat.usage_excludes_null_block,

@@ -170,6 +170,14 @@ def test_mamba_with_prefix_caching_is_refused_by_name():
     assert error.value.field == "enable_prefix_caching"
 
 
+def test_groups_have_one_spelling_whether_given_as_text_or_as_tables():
+    tables = EngineConfig(kv_cache_groups=[{"kind": "full_attention"}, {"kind": "sliding_window", "window": 128}])
+    text = EngineConfig(kv_cache_groups="full_attention, sliding_window:128")
+    assert tables == text and text.kv_cache_groups == "full_attention,sliding_window:128"
+    assert text.kv_cache_group_specs == (FULL, sliding(128))
+    assert EngineConfig.from_dict(text.to_dict()) == text
+
+
 def test_bad_window_is_refused_by_name():
     with pytest.raises(ConfigError) as error:
         EngineConfig(kv_cache_groups=({"kind": "sliding_window", "window": 0},))
