@@ -194,6 +194,18 @@ def test_free_returns_every_group_and_the_view_sees_all_blocks():
     assert kv.get_group_block_ids("a") == ([], [])
 
 
+def test_the_view_shows_each_groups_table_with_its_null_slots():
+    kv = manager(FULL, sliding(5), caching=False)
+    req = request("a", 12)
+    run_chunk(kv, req, 12)
+    run_chunk(kv, req, 1)
+    full_table, window_table = KVCacheView(kv).group_block_tables("a")
+    assert len(full_table) == 4 and window_table[:2] == (NULL_BLOCK_ID, NULL_BLOCK_ID)
+    single = KVCacheManager(16, BLOCK_SIZE, 64, False)
+    single.allocate_slots(request("b", 6), 6)
+    assert KVCacheView(single).group_block_tables("b") == (KVCacheView(single).block_table("b"),)
+
+
 def test_blocks_left_window_is_an_event():
     kv = manager(FULL, sliding(5), caching=False)
     kv.enable_events()
