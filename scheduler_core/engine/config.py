@@ -10,8 +10,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field, fields
 
-from ..bounds import MAX_BLOCKS, MAX_TOKENS_PER_CONTEXT, Bound, bounds_of, check_all, setting, settings_of
+from ..bounds import MAX_BLOCKS, MAX_TOKENS_PER_CONTEXT, Bound, bounds_of, check_all, check_text, setting, settings_of
 from ..errors import ConfigError
+from .kv_cache_groups import (
+    FULL_ATTENTION_ONLY,
+    MAX_KV_CACHE_GROUPS_CHARS,
+    KVCacheGroupSpec,
+    parse_kv_cache_groups,
+    spell_kv_cache_groups,
+)
 from .spec_decode import SpeculativeConfig
 
 POLICIES = ("vllm-v1", "vllm-v0", "static")
@@ -115,9 +122,24 @@ class EngineConfig:
         None, 'speculative decoding as vLLM spells it, e.g. \'{"method": "eagle", "num_speculative_tokens": 3}\', '
               'plus servescope\'s "acceptance_rate" (per position) and "acceptance_seed" (unset: none)',
         flag="--speculative-config")
+    # vLLM's `KVCacheConfig.kv_cache_groups`: one group per layer type of a hybrid model, all taking
+    # blocks from the one pool of num_gpu_blocks (see kv_cache_groups.py). The default, one
+    # full-attention group, is every dense model and the engine's single-group fast path. A trace's
+    # config may give a list of {"kind", "window"} tables; it is held in its one spelling.
+    kv_cache_groups: str = setting(
+        FULL_ATTENTION_ONLY, "KV cache groups sharing the pool, in order: full_attention, sliding_window:W, "
+                             "chunked_local:C or mamba, comma-separated (a hybrid model's layer types)",
+        max_chars=MAX_KV_CACHE_GROUPS_CHARS)
 
     def __post_init__(self) -> None:
         check_all(ENGINE_BOUNDS, self)
+        if isinstance(self.kv_cache_groups, str):
+            check_text("kv_cache_groups", self.kv_cache_groups, MAX_KV_CACHE_GROUPS_CHARS)
+        specs = parse_kv_cache_groups(self.kv_cache_groups, self.enable_prefix_caching)
+        object.__setattr__(self, "kv_cache_groups", spell_kv_cache_groups(specs))
+        if self.is_hybrid and (self.policy != "vllm-v1" or self.kv_allocator != "paged" or self.preemption_mode != "recompute"):
+            raise ConfigError("kv_cache_groups", "several KV cache groups are vLLM V1's: they need policy vllm-v1, "
+                                                 "the paged allocator and recompute preemption")
         for name in ENGINE_SWITCHES:
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, f"must be true or false, got {getattr(self, name)!r}")
@@ -146,11 +168,30 @@ class EngineConfig:
         """Whether prompts may be split over steps; vllm-v0 is V0's prefill-first mode, whole prompts only."""
         return self.enable_chunked_prefill and self.policy != "vllm-v0"
 
+    @property
+    def kv_cache_group_specs(self) -> tuple[KVCacheGroupSpec, ...]:
+        return parse_kv_cache_groups(self.kv_cache_groups, self.enable_prefix_caching)
+
+    @property
+    def is_hybrid(self) -> bool:
+        """Whether the KV cache is anything but the one full-attention group."""
+        return self.kv_cache_groups != FULL_ATTENTION_ONLY
+
+    @property
+    def max_in_flight_tokens(self) -> int:
+        """Tokens scheduled but not settled (vLLM's `VllmConfig.max_in_flight_tokens`): a budget per
+        batch in flight, two under async scheduling."""
+        return (2 if self.async_scheduling else 1) * self.max_num_batched_tokens
+
     def replace(self, **changes) -> "EngineConfig":
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        if not self.is_hybrid:
+            # Left out for the default so every scenario file and export written before groups existed reads the same.
+            del data["kv_cache_groups"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> "EngineConfig":

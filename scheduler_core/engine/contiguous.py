@@ -52,6 +52,10 @@ class ContiguousKVCacheManager:
     def get_block_ids(self, request_id: str) -> list[int]:
         return self.req_to_blocks.get(request_id, [])
 
+    def get_group_block_ids(self, request_id: str) -> tuple[list[int], ...]:
+        """The request's table per KV cache group: here the one group's."""
+        return (self.req_to_blocks.get(request_id, [])[:],)
+
     def num_blocks_holding(self, num_tokens: int) -> int:
         """A request holds its whole region however few tokens it has."""
         return self.blocks_per_request

@@ -52,6 +52,8 @@ class KVCache(Protocol):
 
     def get_block_ids(self, request_id: str) -> list[int]: ...
 
+    def get_group_block_ids(self, request_id: str) -> tuple[list[int], ...]: ...
+
     def num_blocks_holding(self, num_tokens: int) -> int: ...
 
     def get_computed_blocks(self, request: Request) -> tuple[list[int], int]: ...
@@ -106,7 +108,13 @@ class KVCacheView:
         return MappingProxyType(self._kv.req_to_blocks)
 
     def block_table(self, request_id: str) -> tuple[int, ...]:
+        """Every block the request holds (with several KV cache groups: group after group, no null slots)."""
         return tuple(self._kv.get_block_ids(request_id))
+
+    def group_block_tables(self, request_id: str) -> tuple[tuple[int, ...], ...]:
+        """The request's table in each KV cache group, in group order; 0 (the null block) where a
+        sliding-window or chunked-local group gave a block back. One group: its table alone."""
+        return tuple(tuple(table) for table in self._kv.get_group_block_ids(request_id))
 
     def num_blocks_holding(self, num_tokens: int) -> int:
         """Blocks in the table of a request whose KV holds `num_tokens`."""

@@ -81,6 +81,10 @@ class KVCacheManager:
     def get_block_ids(self, request_id: str) -> list[int]:
         return self.req_to_blocks.get(request_id, [])
 
+    def get_group_block_ids(self, request_id: str) -> tuple[list[int], ...]:
+        """The request's table per KV cache group: here the one group's."""
+        return (self.req_to_blocks.get(request_id, [])[:],)
+
     def num_blocks_holding(self, num_tokens: int) -> int:
         """Blocks in the table of a request whose KV holds `num_tokens` (a block at a time)."""
         return cdiv(min(num_tokens, self.max_model_len), self.block_size)

@@ -66,6 +66,25 @@ class BlocksFreed:
 
 
 @dataclass(frozen=True, slots=True)
+class BlocksLeftWindow:
+    """A running request gave back blocks that fell out of a sliding window or a local-attention
+    chunk (vLLM's `remove_skipped_blocks`), tail first; its table keeps the null block in their
+    place. Where each went, as in `BlocksFreed`: the free queue's head (nothing cached: reused
+    first), its tail (a cached prefix, LRU; or any block, in versions that do not reuse first), or
+    nowhere, because another request still holds it."""
+
+    request_id: str
+    group_id: int
+    to_head: tuple[int, ...]
+    to_tail: tuple[int, ...]
+    still_shared: tuple[int, ...]
+
+    @property
+    def block_ids(self) -> tuple[int, ...]:
+        return self.to_head + self.to_tail + self.still_shared
+
+
+@dataclass(frozen=True, slots=True)
 class RegionReserved:
     """The contiguous allocator reserved a request's whole region of `max_model_len` slots."""
 
@@ -81,7 +100,7 @@ class RegionReleased:
     block_ids: tuple[int, ...]
 
 
-KVEvent = BlockStored | BlockRemoved | BlocksAllocated | BlocksFreed | RegionReserved | RegionReleased
+KVEvent = BlockStored | BlockRemoved | BlocksAllocated | BlocksFreed | BlocksLeftWindow | RegionReserved | RegionReleased
 # Events that change one block's cached state only (the others change a request's block table).
 CACHE_EVENTS = (BlockStored, BlockRemoved)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from .config import EngineConfig
 from .contiguous import ContiguousKVCacheManager
 from .decision_trace import DecisionTrace
+from .hybrid_kv_cache_manager import HybridKVCacheManager
 from .kv_cache import KVCache
 from .kv_cache_manager import KVCacheManager, SwapSpace
 from .request import Request, RequestStatus
@@ -65,6 +66,13 @@ class UpdateResult:
 def make_kv_cache_manager(config: EngineConfig) -> KVCache:
     if config.kv_allocator == "contiguous":
         return ContiguousKVCacheManager(config.num_gpu_blocks, config.block_size, config.max_model_len)
+    if config.is_hybrid:
+        return HybridKVCacheManager(
+            config.kv_cache_group_specs, config.num_gpu_blocks, config.block_size, config.max_model_len,
+            config.enable_prefix_caching, config.max_in_flight_tokens,
+            unhashed_blocks_reused_first=config.compat.unhashed_blocks_reused_first,
+            usage_excludes_null_block=config.compat.usage_excludes_null_block,
+        )
     return KVCacheManager(
         config.num_gpu_blocks,
         config.block_size,

@@ -36,6 +36,8 @@ TRACE_CONFIG_KEYS = {
     "enable_chunked_prefill",
     "enable_prefix_caching",
     "long_prefill_token_threshold",
+    # A hybrid model's KV cache groups, e.g. [{"kind": "full_attention"}, {"kind": "sliding_window", "window": 64}].
+    "kv_cache_groups",
 }
 
 

@@ -207,3 +207,30 @@ def test_drafts_cut_the_step_count_and_rejections_roll_back():
     rid, accepted = next((r, n) for r, n in rejected["accepted_tokens"].items() if n < 3)
     following = drafted[rejected["step"] + 1]
     assert following["scheduled"][rid] == 1 + following["spec_tokens"].get(rid, 0)
+
+
+HYBRID = FIXTURES / "vllm_oracle_hybrid"
+
+
+def hybrid_cases():
+    for log in sorted(HYBRID.glob("out_0.33.0_*.jsonl.gz")):
+        name = log.name[len("out_0.33.0_"):-len(".jsonl.gz")]
+        is_async = name.startswith("async_")
+        yield pytest.param(name.removeprefix("async_"), is_async, id=name)
+
+
+@pytest.mark.parametrize("scenario, async_scheduling", list(hybrid_cases()))
+def test_hybrid_replay_matches_vllms_hybrid_kv_cache_manager_byte_for_byte(scenario, async_scheduling):
+    """vLLM 0.33.0's scheduler with a KVCacheConfig of several groups over one pool (full attention
+    with sliding windows, chunked local attention or a Mamba state group), under chunked prefill,
+    memory pressure and prefix caching, synchronous and async: same steps, same free blocks."""
+    with gzip.open(HYBRID / f"out_0.33.0_{'async_' if async_scheduling else ''}{scenario}.jsonl.gz", "rt") as f:
+        expected = f.read()
+    lines = replay(load_trace(HYBRID / f"trace_{scenario}.json.gz"), async_scheduling=async_scheduling)
+    assert "".join(json.dumps(line, separators=(", ", ": ")) + "\n" for line in lines) == expected
+
+
+def test_hybrid_recordings_cover_every_group_kind():
+    kinds = {group["kind"] for path in HYBRID.glob("trace_*.json.gz")
+             for group in load_trace(path)["config"]["kv_cache_groups"]}
+    assert kinds == {"full_attention", "sliding_window", "chunked_local", "mamba"}

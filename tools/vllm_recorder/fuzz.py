@@ -1,10 +1,12 @@
 """Differential fuzz: random small traces, each replayed by servescope and run through vLLM's own
 scheduler (record.py), compared byte for byte. Tight pools, chunking on and off, prefix caching
-with shared prefixes, priority, long-prefill caps, arrivals over the first steps.
+with shared prefixes, priority, long-prefill caps, arrivals over the first steps; with --hybrid,
+several KV cache groups over the pool (full attention with sliding windows, chunked local
+attention or a Mamba state group).
 
 Run with the recorder's venv (README.md); servescope's core is standard library only and is
 imported from this checkout:
-    nice -n 10 /tmp/vllm-venv/bin/python tools/vllm_recorder/fuzz.py [--traces 2000] [--seed 0] [--async-scheduling]
+    nice -n 10 /tmp/vllm-venv/bin/python tools/vllm_recorder/fuzz.py [--traces 2000] [--seed 0] [--async-scheduling] [--hybrid]
 
 Prints how many traces were compared, their steps, how many preempted, and every trace whose logs
 differ (kept in --keep, default /tmp/servescope-fuzz, to replay and record again by hand).
@@ -51,12 +53,24 @@ def random_trace(rng: random.Random, max_blocks: int) -> dict:
     return {"config": config, "requests": requests}
 
 
+def random_groups(rng: random.Random, caching: bool) -> list[dict]:
+    """Full attention plus one to three other groups, in random order (Mamba only without prefix
+    caching, the one way servescope models it); small windows, so blocks leave them often."""
+    groups = [{"kind": "full_attention"}]
+    for _ in range(rng.randint(1, 3)):
+        kind = rng.choice(["sliding_window", "sliding_window", "chunked_local"] + ([] if caching else ["mamba"]))
+        groups.append({"kind": kind} if kind == "mamba" else {"kind": kind, "window": rng.choice([5, 16, 20, 33, 48])})
+    rng.shuffle(groups)
+    return groups
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-blocks", type=int, default=24, help="pools of 4 to this many blocks")
     parser.add_argument("--async-scheduling", action="store_true")
+    parser.add_argument("--hybrid", action="store_true", help="add random KV cache groups to every trace")
     parser.add_argument("--keep", type=Path, default=Path("/tmp/servescope-fuzz"))
     args = parser.parse_args()
     args.keep.mkdir(parents=True, exist_ok=True)
@@ -64,7 +78,10 @@ def main() -> int:
     differing = []
     seed = args.seed
     while compared < args.traces:
-        trace = random_trace(random.Random(seed), args.max_blocks)
+        rng = random.Random(seed)
+        trace = random_trace(rng, args.max_blocks)
+        if args.hybrid:
+            trace["config"]["kv_cache_groups"] = random_groups(rng, trace["config"]["enable_prefix_caching"])
         seed += 1
         try:
             ours = "".join(json.dumps(line, separators=(", ", ": ")) + "\n"
@@ -82,7 +99,8 @@ def main() -> int:
             path.unlink()
         else:
             differing.append(path)
-    print(f"{compared} traces ({'async' if args.async_scheduling else 'sync'} loop), {steps:,} steps, "
+    kind = f"{'hybrid ' if args.hybrid else ''}traces ({'async' if args.async_scheduling else 'sync'} loop)"
+    print(f"{compared} {kind}, {steps:,} steps, "
           f"{preempting} with preemptions: {compared - len(differing)} byte-identical to vLLM")
     for path in differing:
         print(f"DIFFERENT: {path}")

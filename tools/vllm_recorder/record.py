@@ -26,7 +26,7 @@ import torch
 import vllm
 from vllm.config import CacheConfig, DeviceConfig, ModelConfig, SchedulerConfig, VllmConfig
 from vllm.sampling_params import SamplingParams
-from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
+from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash, resolve_kv_cache_block_sizes
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
 from vllm.v1.outputs import ModelRunnerOutput
@@ -85,16 +85,43 @@ def build_scheduler(config: dict, async_scheduling: bool, speculative_config: di
     kv_cache_config = KVCacheConfig(
         num_blocks=config["num_gpu_blocks"],
         kv_cache_tensors=[],
-        kv_cache_groups=[KVCacheGroupSpec(["layer.0"], FullAttentionSpec(
-            block_size=config["block_size"], num_kv_heads=1, head_size=32, dtype=torch.float16))],
+        kv_cache_groups=kv_cache_groups(config),
     )
     if async_scheduling:
         from vllm.v1.core.sched.async_scheduler import AsyncScheduler as cls
     else:
         cls = Scheduler
+    # As EngineCore does: with several groups the scheduler's block is the LCM of theirs (a Mamba
+    # group's is max_model_len); one group keeps the cache's block size.
+    scheduler_block_size, hash_block_size = resolve_kv_cache_block_sizes(kv_cache_config, vllm_config)
     return cls(vllm_config=vllm_config, kv_cache_config=kv_cache_config,
                structured_output_manager=StructuredOutputManager(vllm_config),
-               block_size=config["block_size"], log_stats=True)
+               block_size=scheduler_block_size, hash_block_size=hash_block_size, log_stats=True)
+
+
+def kv_cache_groups(config: dict) -> list[KVCacheGroupSpec]:
+    """One vLLM KV cache group per entry of the trace's `kv_cache_groups` (default: one full-attention
+    group), one fake layer each, all sharing the pool of num_gpu_blocks, as vLLM's hybrid models do."""
+    from vllm.v1.kv_cache_interface import ChunkedLocalAttentionSpec, MambaSpec, SlidingWindowSpec
+
+    block_size = config["block_size"]
+    attention = dict(block_size=block_size, num_kv_heads=1, head_size=32, dtype=torch.float16)
+    groups = []
+    for index, group in enumerate(config.get("kv_cache_groups", [{"kind": "full_attention"}])):
+        kind = group["kind"]
+        if kind == "full_attention":
+            spec = FullAttentionSpec(**attention)
+        elif kind == "sliding_window":
+            spec = SlidingWindowSpec(**attention, sliding_window=group["window"])
+        elif kind == "chunked_local":
+            spec = ChunkedLocalAttentionSpec(**attention, attention_chunk_size=group["window"])
+        elif kind == "mamba":
+            # mamba_cache_mode 'none': one state block per request, a block as long as max_model_len.
+            spec = MambaSpec(block_size=config["max_model_len"], shapes=((16,),), dtypes=(torch.float16,))
+        else:
+            raise ValueError(f"kv_cache_groups[{index}].kind: unknown {kind!r}")
+        groups.append(KVCacheGroupSpec([f"layer.{index}"], spec))
+    return groups
 
 
 class FakeModel:
