@@ -173,7 +173,7 @@ async function openConfigForm(store, dialog) {
       const { path, name, type } = input.dataset;
       let value = type === "boolean" ? input.checked : input.value;
       if (type === "number") value = value === "" ? null : Number(value);
-      if (value === null) continue;
+      if (value === null || value === "") continue; // left empty: the server's default (kv_cache_groups, say)
       if (path === "top") scenario[name] = value; else scenario[path][name] = value;
     }
     // An empty block count sizes the KV cache from GPU memory, as vLLM does.
