@@ -148,7 +148,7 @@ async function openConfigForm(store, dialog) {
     else if (spec.type === "boolean" || (spec.anyOf && spec.anyOf.some((s) => s.type === "boolean"))) input = html`<input type="checkbox" id="${id}" data-path="${path}" data-name="${name}" data-type="boolean" ${value ? "checked" : ""}>`;
     else if (spec.type === "integer" || spec.type === "number" || (spec.anyOf && spec.anyOf.some((s) => s.type === "integer" || s.type === "number")))
       input = html`<input type="number" step="any" id="${id}" data-path="${path}" data-name="${name}" data-type="number" value="${value ?? ""}">`;
-    else input = html`<input type="text" id="${id}" data-path="${path}" data-name="${name}" value="${value ?? ""}">`;
+    else input = html`<input type="text" id="${id}" data-path="${path}" data-name="${name}" value="${value ?? ""}" placeholder="${spec.default ? "(default)" : ""}">`;
     return html`<label for="${id}" title="${title}"><span>${name}</span>${input}</label>`;
   };
   const section = (path, refName, values) => {
