@@ -246,3 +246,33 @@ class BlockPool:
         total = self.num_blocks - 1 if exclude_null_block else self.num_blocks
         # vLLM reports 0 for a pool that is only the null block.
         return 1.0 - self.num_free_blocks / total if total else 0.0
+
+
+class BlockPoolGauges:
+    """The pool's figures as a paged KV cache manager reports them (the `KVCache` gauges), for
+    a manager with a `block_pool`, a `block_size` and `usage_excludes_null_block`."""
+
+    block_pool: BlockPool
+    block_size: int
+    usage_excludes_null_block: bool
+
+    @property
+    def num_free_blocks(self) -> int:
+        return self.block_pool.num_free_blocks
+
+    @property
+    def num_total_blocks(self) -> int:
+        return self.block_pool.num_blocks
+
+    @property
+    def usage(self) -> float:
+        return self.block_pool.usage(self.usage_excludes_null_block)
+
+    @property
+    def num_used_blocks(self) -> int:
+        return self.block_pool.num_blocks - 1 - self.block_pool.num_free_blocks
+
+    @property
+    def num_shared_slots(self) -> int:
+        """Token slots that prefix sharing saves: every reference to a block beyond its first."""
+        return self.block_pool.num_shared_refs * self.block_size

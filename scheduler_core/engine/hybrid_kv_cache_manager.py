@@ -13,14 +13,14 @@ import copy
 from collections.abc import Sequence
 
 from ..utils import cdiv
-from .block_pool import BlockPool
+from .block_pool import BlockPool, BlockPoolGauges
 from .kv_cache_coordinator import HybridKVCacheCoordinator, KVCacheBlocks
 from .kv_cache_groups import KVCacheGroupSpec
 from .kv_events import BlocksAllocated, BlocksFreed, BlocksLeftWindow, KVEvent, take_events
 from .request import Request
 
 
-class HybridKVCacheManager:
+class HybridKVCacheManager(BlockPoolGauges):
     """Block tables per KV cache group over one shared pool (vLLM's `KVCacheManager` with a
     `HybridKVCacheCoordinator`)."""
 
@@ -57,7 +57,7 @@ class HybridKVCacheManager:
         memo[id(self)] = clone
         return clone
 
-    # -- gauges (the KVCache interface) --------------------------------------------------------
+    # -- its tables (the KVCache interface; the gauges are BlockPoolGauges) -------------------
     @property
     def req_to_blocks(self) -> dict[str, list[int]]:
         """request id -> every block it holds, group after group, without null slots (for views)."""
@@ -67,28 +67,9 @@ class HybridKVCacheManager:
                 tables.setdefault(rid, []).extend(block_id for block_id in table if block_id)
         return tables
 
-    @property
-    def num_free_blocks(self) -> int:
-        return self.block_pool.num_free_blocks
-
-    @property
-    def num_total_blocks(self) -> int:
-        return self.block_pool.num_blocks
-
-    @property
-    def usage(self) -> float:
-        return self.block_pool.usage(self.usage_excludes_null_block)
-
-    @property
-    def num_used_blocks(self) -> int:
-        return self.block_pool.num_blocks - 1 - self.block_pool.num_free_blocks
-
-    @property
-    def num_shared_slots(self) -> int:
-        return self.block_pool.num_shared_refs * self.block_size
-
     def get_block_ids(self, request_id: str) -> list[int]:
-        return self.req_to_blocks.get(request_id, [])
+        """The request's blocks, group after group, without null slots (its own tables only)."""
+        return [block_id for table in self.coordinator.get_blocks(request_id) for block_id in table if block_id]
 
     def get_group_block_ids(self, request_id: str) -> tuple[list[int], ...]:
         """The request's table in each group, null slots (0) included."""

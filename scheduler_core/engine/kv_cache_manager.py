@@ -11,12 +11,12 @@ import copy
 from collections.abc import Sequence
 
 from ..utils import cdiv
-from .block_pool import BlockPool
+from .block_pool import BlockPool, BlockPoolGauges
 from .kv_events import BlocksAllocated, BlocksFreed, KVEvent, take_events
 from .request import Request
 
 
-class KVCacheManager:
+class KVCacheManager(BlockPoolGauges):
     """vLLM V1's `KVCacheManager` for one full-attention KV cache group."""
 
     def __init__(
@@ -56,27 +56,6 @@ class KVCacheManager:
         clone.kv_events = copy.deepcopy(self.kv_events, memo)  # the pool's clone shares it (memo)
         memo[id(self)] = clone
         return clone
-
-    @property
-    def num_free_blocks(self) -> int:
-        return self.block_pool.num_free_blocks
-
-    @property
-    def num_total_blocks(self) -> int:
-        return self.block_pool.num_blocks
-
-    @property
-    def usage(self) -> float:
-        return self.block_pool.usage(self.usage_excludes_null_block)
-
-    @property
-    def num_used_blocks(self) -> int:
-        return self.block_pool.num_blocks - 1 - self.block_pool.num_free_blocks
-
-    @property
-    def num_shared_slots(self) -> int:
-        """Token slots that prefix sharing saves: every reference to a block beyond its first."""
-        return self.block_pool.num_shared_refs * self.block_size
 
     def get_block_ids(self, request_id: str) -> list[int]:
         return self.req_to_blocks.get(request_id, [])
