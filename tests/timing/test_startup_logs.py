@@ -47,7 +47,7 @@ class StartupLog:
 
 STARTUP_LOGS = [
     StartupLog("qwen3-30b-a3b", 4, "h100-sxm", 0.9, 4096, "", 14.2474,
-               "github.com/vllm-project/vllm/issues/17327 (TP 4, bf16)"),
+               "github.com/vllm-project/vllm/issues/17327, comment by cpwan of 2025-04-29 (TP 4, bf16)"),
     StartupLog("qwen3-235b-a22b-fp8", 8, "l40s", 0.9, 32768, "0.10.2", 27.7183,
                "issue 25 (a vLLM 0.10.2 log: 8 x L40S, --enable-expert-parallel, 0.9, --max-model-len 32K; "
                "the smallest rank's KV lines)", kv_gib=10.64, kv_tokens=237_344, concurrency=7.24,
