@@ -34,6 +34,7 @@ from ..timing.memory import GIB, MemoryPlan, kv_block_bytes, num_gpu_blocks_from
 from ..timing.presets import GPUS, MODELS, resolve_gpu, resolve_model
 from ..workload.traces import load_trace_workload
 from ..workload.workload import Workload, WorkloadConfig, build_workload
+from .kv_cache_wiring import startup_notes, wire_kv_cache_groups
 
 
 def parse_assignment(text: str) -> tuple[str, object]:
@@ -146,6 +147,8 @@ class Scenario:
                 f"User-specified max_model_len ({max_model_len}) is greater than the derived max_model_len "
                 f"(max_position_embeddings={model.max_position_embeddings} or model_max_length=None in "
                 "model's config.json)."))
+        wire_kv_cache_groups(model, tp, engine)  # the model's KV cache groups and block size, as vLLM's
+        block_size = engine["block_size"]
         if scenario.swap_space:
             # vLLM V0: swap_space bytes // one block's K and V on this GPU.
             engine["num_cpu_blocks"] = int(scenario.swap_space * GIB // kv_block_bytes(model, tp, block_size))
@@ -181,7 +184,8 @@ class Scenario:
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)
-        data["engine"] = self.engine.to_dict()
+        # The KV cache groups follow the model: left out, so a new model read back gets its own.
+        data["engine"] = {k: v for k, v in self.engine.to_dict().items() if k != "kv_cache_groups"}
         return data
 
     def model_spec(self) -> ModelSpec:
@@ -197,9 +201,10 @@ class Scenario:
         plan = plan_memory(
             self.model_spec(), resolve_gpu(self.gpu), self.tensor_parallel_size, self.gpu_memory_utilization,
             engine.block_size, engine.max_num_batched_tokens, engine.max_num_seqs, engine.max_model_len,
-            self.enforce_eager,
+            self.enforce_eager, max_concurrent_batches=2 if engine.async_scheduling else 1,
+            hybrid_kv_cache_manager=engine.is_hybrid,
         )
-        return dataclasses.replace(plan, num_gpu_blocks=engine.num_gpu_blocks)
+        return dataclasses.replace(plan, num_gpu_blocks=engine.num_gpu_blocks, notes=startup_notes(engine))
 
     def cost_model(self) -> CostModel:
         return CostModel(self.model_spec(), resolve_gpu(self.gpu), self.tensor_parallel_size)
