@@ -63,7 +63,8 @@ def apply_assignments(data: dict, assignments) -> None:
             data.setdefault("workload", {})[key] = value
         elif key in SIZING_KEYS:
             data[key] = value
-            data.setdefault("engine", {}).pop("num_gpu_blocks", None)  # resize the pool
+            for derived in ("num_gpu_blocks", "kv_cache_groups"):  # resize the pool, regroup for the model
+                data.setdefault("engine", {}).pop(derived, None)
         else:
             raise ConfigError(key, "not an engine, workload or scenario field")
 
@@ -184,8 +185,7 @@ class Scenario:
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)
-        # The KV cache groups follow the model: left out, so a new model read back gets its own.
-        data["engine"] = {k: v for k, v in self.engine.to_dict().items() if k != "kv_cache_groups"}
+        data["engine"] = self.engine.to_dict()
         return data
 
     def model_spec(self) -> ModelSpec:

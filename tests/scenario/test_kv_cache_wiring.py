@@ -16,7 +16,7 @@ import pytest
 
 from scheduler_core.engine.kv_events import BlocksLeftWindow
 from scheduler_core.errors import ConfigError
-from scheduler_core.scenario.scenario import Scenario
+from scheduler_core.scenario.scenario import Scenario, apply_assignments
 
 ENGINE = {"max_model_len": 32768, "max_num_batched_tokens": 8192, "async_scheduling": True}
 
@@ -125,7 +125,8 @@ def test_a_mamba_hybrid_starts_with_prefix_caching_off_and_says_why():
     assert error.value.field == "policy"
 
 
-def test_a_model_switch_read_back_gets_the_new_models_groups():
+def test_a_model_switch_gets_the_new_models_groups():
     data = scenario("gpt-oss-120b").to_dict()
-    data["model"] = "llama-3.1-8b"
+    assert data["engine"]["kv_cache_groups"] == "sliding_window:128,full_attention"  # what ran, in exports too
+    apply_assignments(data, [("model", "llama-3.1-8b")])
     assert Scenario.from_dict(data).engine.kv_cache_groups == "full_attention"
