@@ -45,6 +45,18 @@ class KvLayout:
     # The engine's `kv_cache_groups`: one entry per vLLM KV cache group, in vLLM's group order.
     kv_cache_groups: str = "full_attention"
     max_memory_usage_bytes: int = 0  # one max_model_len request, summed over layers (not padding slots)
+    # What vLLM logs of it: the Mamba block-size raise (its tokens, else 0) and, per bucket that does
+    # not fill its groups, (padding layers, the bucket's layers).
+    raised_block_size: int = 0
+    padding: tuple[tuple[int, int], ...] = ()
+
+    def planner_lines(self) -> tuple[str, ...]:
+        """vLLM's own log lines about the block size and the groups (`_align_hybrid_block_size`,
+        `_get_kv_cache_groups_uniform_page_size`), in the order it prints them."""
+        lines = [f"Setting attention block size to {self.raised_block_size} tokens to ensure that attention page size "
+                 "is >= mamba page size."] if self.raised_block_size else []
+        return tuple(lines + [f"Add {pad} padding layers, may waste at most {pad / layers * 100:.2f}% KV cache memory"
+                              for pad, layers in self.padding])
 
 
 def engine_group_entry(group: LayerGroup) -> str:
@@ -79,10 +91,14 @@ def kv_layout(groups: tuple[LayerGroup, ...], tp: int, dtype_bytes: int, block_s
         raise ConfigError("model.layer_types", "attention layers with different bytes per token are not modelled "
                                                "(vLLM pads their pages to one size)")
     token_bytes = per_token.pop() if per_token else 0
+    raised = 0
     if states and token_bytes:
         state_page = max(g.state_bytes(tp) for g in states)
         alignment = max(KERNEL_BLOCK_ALIGNMENT, block_size)
         block_size = max(block_size, alignment * cdiv(state_page, alignment * token_bytes))
+        # vLLM logs the raise from its default size; a block already raised (a scenario's engine) still shows it.
+        from_default = KERNEL_BLOCK_ALIGNMENT * cdiv(state_page, KERNEL_BLOCK_ALIGNMENT * token_bytes)
+        raised = block_size if block_size == from_default > KERNEL_BLOCK_ALIGNMENT else 0
     page = token_bytes * block_size if token_bytes else max(g.state_bytes(tp) for g in states)
     counts = [g.num_layers for g in groups]
     group_size = max(counts) if max(counts) < 1.5 * min(counts) else min(counts)
@@ -97,5 +113,6 @@ def kv_layout(groups: tuple[LayerGroup, ...], tp: int, dtype_bytes: int, block_s
         per_layer = g.blocks_per_request(max_model_len, block_size, max_in_flight_tokens)
         blocks += n * per_layer
         needed += g.num_layers * per_layer * page
+    padding = tuple((-g.num_layers % group_size, g.num_layers) for g in groups if g.num_layers % group_size)
     return KvLayout(block_size, group_size * page, blocks, num_groups,
-                    tuple(g.describe(tp, dtype_bytes) for g in groups), ",".join(entries), needed)
+                    tuple(g.describe(tp, dtype_bytes) for g in groups), ",".join(entries), needed, raised, padding)

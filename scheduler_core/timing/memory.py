@@ -144,6 +144,7 @@ class MemoryPlan:
     needed_bytes: int = 0  # the KV one request of max_model_len needs, every layer's (vLLM's max_memory_usage_bytes)
     estimated_max_model_len: int = 0  # when that does not fit: the longest that would
     notes: tuple[str, ...] = ()  # where the run differs from vLLM's defaults, said after vLLM's lines
+    planner_lines: tuple[str, ...] = ()  # vLLM's lines about a hybrid's block size and group padding
 
     @property
     def max_concurrency(self) -> float:
@@ -173,8 +174,10 @@ class MemoryPlan:
 
     def startup_lines(self) -> list[str]:
         """The lines vLLM logs while it starts, with the simulation's numbers."""
-        lines = [f"Model loading took {gib(self.weights_bytes)} GiB memory",
-                 f"Available KV cache memory: {gib(self.kv_cache_bytes)} GiB"]
+        raise_line = [line for line in self.planner_lines if line.startswith("Setting")]  # at config time, first
+        lines = [*raise_line, f"Model loading took {gib(self.weights_bytes)} GiB memory",
+                 f"Available KV cache memory: {gib(self.kv_cache_bytes)} GiB",
+                 *(line for line in self.planner_lines if line not in raise_line)]
         if self.num_gpu_blocks != self.profiled_num_gpu_blocks:
             lines.append(f"Overriding num_gpu_blocks={self.profiled_num_gpu_blocks} with "
                          f"num_gpu_blocks_override={self.num_gpu_blocks}")
@@ -232,6 +235,7 @@ def plan_memory(
         num_gpu_blocks=profiled if num_gpu_blocks_override is None else num_gpu_blocks_override,
         kv_cache_groups=layout.kv_cache_groups, blocks_per_request=layout.blocks_per_request, kv_groups=layout.descriptions,
         needed_bytes=layout.max_memory_usage_bytes, estimated_max_model_len=estimated,
+        planner_lines=layout.planner_lines(),
     )
 
 

@@ -130,3 +130,14 @@ def test_a_model_switch_gets_the_new_models_groups():
     assert data["engine"]["kv_cache_groups"] == "sliding_window:128,full_attention"  # what ran, in exports too
     apply_assignments(data, [("model", "llama-3.1-8b")])
     assert Scenario.from_dict(data).engine.kv_cache_groups == "full_attention"
+
+
+def test_the_startup_lines_say_what_vllm_logs_of_the_groups():
+    """vLLM's own lines: Gemma-3-27B's 52 sliding layers fill 6 groups of 10 with 8 padding layers
+    (8 / 52 = 15.38%); Qwen3-Next's block raised to 272 tokens (worked out in the table above)."""
+    gemma = scenario("gemma-3-27b").memory_plan().startup_lines()
+    assert "Add 8 padding layers, may waste at most 15.38% KV cache memory" in gemma
+    qwen = scenario("qwen3-next-80b-a3b", 4).memory_plan().startup_lines()
+    assert qwen[0] == "Setting attention block size to 272 tokens to ensure that attention page size is >= mamba page size."
+    dense = scenario("llama-3.1-8b").memory_plan().startup_lines()
+    assert dense[0].startswith("Model loading took") and len(dense) == 4
