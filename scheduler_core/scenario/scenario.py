@@ -289,6 +289,20 @@ PRESET_SCENARIOS: dict[str, dict] = {
         "model": "qwen2.5-7b", "gpu": "l40s",
         "workload": {"num_requests": 1000, "concurrency": 128, "lengths": "sharegpt"},
     },
+    # Hybrids: vLLM 0.33's KV cache groups, derived from the model (kv_cache_wiring.py).
+    "gpt-oss-120b-h200-sharegpt": {
+        "description": "gpt-oss-120b on one H200 (sliding window 128 on half its layers: two KV cache groups), "
+                       "ShareGPT lengths, 256 concurrent clients.",
+        "model": "gpt-oss-120b", "gpu": "h200", "engine": {"max_model_len": 32768},
+        "workload": {"num_requests": 1000, "concurrency": 256, "lengths": "sharegpt"},
+    },
+    "qwen3-next-h200-tp4-sharegpt": {
+        "description": "Qwen3-Next-80B-A3B over 4 H200s (gated DeltaNet in 3 of 4 layers: Mamba groups, 272-token "
+                       "blocks), ShareGPT lengths at 10 requests/s; prefix caching off (vLLM's align mode is not modelled).",
+        "model": "qwen3-next-80b-a3b", "gpu": "h200", "tensor_parallel_size": 4,
+        "engine": {"max_model_len": 32768, "enable_prefix_caching": False},
+        "workload": {"num_requests": 1000, "arrival_rate": 10.0, "lengths": "sharegpt"},
+    },
 }
 
 
