@@ -84,7 +84,8 @@ class EngineConfig:
     # Each setting is declared here once: the web schema, the command line's flags and the checks
     # below are made from these declarations (`bounds.setting`). A flag is vLLM's `serve` flag unless
     # `vllm_flag=False` marks it as servescope's own.
-    block_size: int = setting(16, "tokens per KV block", bound=Bound(1, 256), flag="--block-size")
+    # Past vLLM's usual sizes: a Mamba hybrid's block is raised until its page holds one state (Qwen3-Next: 544).
+    block_size: int = setting(16, "tokens per KV block", bound=Bound(1, 4096), flag="--block-size")
     # 1 is only the reserved null block: vLLM accepts it (nothing can run, which the run then reports).
     num_gpu_blocks: int = setting(8192, "KV blocks (unset: sized from GPU memory)", bound=Bound(1, MAX_BLOCKS),
                                   flag="--num-gpu-blocks-override", aliases=("--num-gpu-blocks",), left_open=True)

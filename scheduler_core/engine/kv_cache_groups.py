@@ -72,8 +72,9 @@ def parse_kv_cache_groups(value, enable_prefix_caching: bool) -> tuple[KVCacheGr
     if enable_prefix_caching and any(spec.kind == MAMBA for spec in specs):
         # vLLM 0.33 caches Mamba prefixes only in mamba_cache_mode='align' (state checkpoints per
         # block), which is not modelled; without it vLLM refuses prefix caching for these models.
-        raise ConfigError("enable_prefix_caching", "Mamba groups with prefix caching need mamba_cache_mode='align', "
-                                                   "which is not modelled; turn prefix caching off")
+        raise ConfigError("enable_prefix_caching", "Mamba groups with prefix caching need mamba_cache_mode='align' "
+                                                   "(vLLM 0.33's default for these models), which is not modelled; turn "
+                                                   "prefix caching off (--no-enable-prefix-caching)")
     return specs
 
 

@@ -12,6 +12,7 @@ iterations, so the record of iteration k (0-based) is shown at step k + 1.
 
 from __future__ import annotations
 
+from ..engine.kv_events import BlocksLeftWindow
 from ..engine.step_record import StepRecord
 from ..utils import cdiv
 
@@ -21,7 +22,7 @@ EVENT_KINDS = (
     "seat_left_empty", "seats_empty", "refill", "kv_high", "first_preemption", "repeat_preemption", "first_resume", "first_swap",
     "first_hit", "first_eviction", "first_urgent", "first_priority_victim", "queue_drained",
     "first_draft", "first_rejection", "first_full_accept",
-    "scheduled_ahead", "missed_batch", "last_token_in_flight", "late_release",
+    "scheduled_ahead", "missed_batch", "last_token_in_flight", "late_release", "first_window_release",
 )
 KV_HIGH = 0.9
 BUSY_DECODES = 8  # a "budget_full" step: this many decodes at least, and prompt chunks filling the rest
@@ -42,6 +43,8 @@ class StoryEvents:
         self._peak: dict | None = None
         self._last_in_flight: str | None = None  # async: the first request whose last token was in flight
         self._previous: StepRecord | None = None
+        if sim.config.is_hybrid:
+            sim.enable_kv_events()  # to see a sliding-window group give blocks back (BlocksLeftWindow)
 
     def _first(self, kind: str, record: StepRecord, **facts) -> None:
         if kind not in self.found:
@@ -118,6 +121,16 @@ class StoryEvents:
                             prompt=sim.request(rid).num_prompt_tokens)
         if record.num_blocks_evicted:
             self._first("first_eviction", record, blocks=record.num_blocks_evicted)
+        if "first_window_release" not in self.found:
+            # A running request's sliding-window (or local-chunk) group gave blocks back mid-request;
+            # `every`: what it would hold if every group kept a block per block_size tokens.
+            left = next((e for e in record.kv_events if isinstance(e, BlocksLeftWindow)), None)
+            if left is not None:
+                request = sim.request(left.request_id)
+                self._first("first_window_release", record, request=left.request_id, blocks=len(left.block_ids),
+                            group=left.group_id, computed=request.num_computed_tokens,
+                            prompt=request.num_prompt_tokens, held=len(sim.block_table(left.request_id)),
+                            every=len(config.kv_cache_group_specs) * cdiv(request.num_computed_tokens, config.block_size))
         for rid in record.admitted:
             if sim.request(rid).priority == 0 and record.num_waiting and config.scheduling_order == "priority":
                 self._first("first_urgent", record, request=rid)
@@ -239,6 +252,8 @@ def event_holds(kind: str, facts: dict, record: dict) -> bool:
         return rid in record["admitted"] and rid in scheduled and scheduled[rid][3] == "prefill"
     if kind == "last_token_in_flight":
         return rid in scheduled and scheduled[rid][3] == "decode" and rid not in record["finished"]
+    if kind == "first_window_release":
+        return rid in scheduled and rid not in record["finished"] and record["blocks_freed"] >= facts["blocks"]
     if kind == "late_release":
         return rid in record["finished"] and rid not in scheduled and record["blocks_freed"] >= facts["blocks"]
     return kind in ("opening", "end")

@@ -2,13 +2,12 @@
 beside dense models of similar weight bytes (Llama-3.3-70B in FP8) and of similar active size
 (Llama-3.1-8B), on one H200 at the same memory share.
 
-What the engine does today, and so what the lesson says: the KV cache is sized as vLLM 0.33's planner
-sizes it (each layer group's blocks for a request of max_model_len, the sliding-window group holding
-its window plus the tokens that may be in flight), and the engine's one pool gets as many blocks as
-that concurrency implies. Blocks that fall out of a sliding window are not given back while a request
-runs (vLLM's SlidingWindowManager does): each block here costs the pool's average bytes, so for
-requests shorter than max_model_len the runs approximate vLLM's, and no claim is about blocks given
-back mid-request.
+The engine runs gpt-oss with vLLM 0.33's two KV cache groups (sliding_window:128, then
+full_attention, 18 layers each: scenario/kv_cache_wiring.py) over vLLM's own pool of num_blocks,
+each block id a 16-token page in the 18 layers of a group. A request holds a table in each group,
+and its sliding-window group gives back the blocks no later token attends to as it runs
+(SlidingWindowManager.remove_skipped_blocks, the BlocksLeftWindow event): the lesson shows that
+moment and claims its numbers.
 """
 
 from __future__ import annotations
@@ -86,6 +85,15 @@ MOE_LESSONS = [
                   "so the KV cache holds {gpt-oss-120b:memory.kv_cache_size_tokens:,} tokens where, every layer keeping "
                   "every token, it would hold {gpt-oss-120b:model.kv_tokens_without_windows:,}.",
                   lambda r: r[GPT_OSS].memory["kv_cache_size_tokens"] > 1.2 * r[GPT_OSS].model["kv_tokens_without_windows"]),
+            Claim("Those blocks come back while a request runs: at step {gpt-oss-120b:events.first_window_release.step}, "
+                  "{gpt-oss-120b:events.first_window_release.request}'s sliding-window group gives back "
+                  "{gpt-oss-120b:events.first_window_release.blocks} blocks, and for its "
+                  "{gpt-oss-120b:events.first_window_release.computed:,} tokens it holds "
+                  "{gpt-oss-120b:events.first_window_release.held} blocks over the two groups, where keeping every "
+                  "block would take {gpt-oss-120b:events.first_window_release.every}.",
+                  lambda r: r[GPT_OSS].events["first_window_release"]["step"] < r[GPT_OSS].events["first_finish"]["step"]
+                  and r[GPT_OSS].events["first_window_release"]["held"]
+                  < 0.6 * r[GPT_OSS].events["first_window_release"]["every"]),
             Claim("vLLM would log a maximum concurrency of {gpt-oss-120b:memory.max_concurrency:.2f}x for "
                   f"{MAX_MODEL_LEN:,}-token requests, against {{dense-8b:memory.max_concurrency:.2f}}x for the dense 8B "
                   "and {dense-70b-fp8:memory.max_concurrency:.2f}x for the dense 70B: the 117B-parameter model fits "
@@ -117,8 +125,9 @@ MOE_LESSONS = [
         ],
         beats=[
             Beat("opening", "More parameters, less memory", f"gpt-oss-120b: {size_words(GPT_OSS)}. After the weights, "
-                 "{num_gpu_blocks:,} KV blocks of {block_size} tokens: its sliding-window layers keep 128 tokens, so a "
-                 "block costs less than 36 full layers' pages. 128 clients, prompts of about 6,000 tokens.",
+                 "{num_gpu_blocks:,} KV blocks, each a page of {block_size} tokens in 18 layers: vLLM's two KV cache groups "
+                 "(18 sliding-window layers, 18 full) each hold a table of them per request, and the sliding-window "
+                 "one only the last 128 tokens' worth. 128 clients, prompts of about 6,000 tokens.",
                  ("kv", "queues"), arms=(GPT_OSS,)),
             Beat("opening", "A dense 70B", f"Llama-3.3-70B in FP8: {size_words('llama-3.3-70b-fp8')}, every layer full "
                  "attention: {num_gpu_blocks:,} KV blocks of {block_size} tokens for 128 clients. Watch the KV gauge.",
@@ -132,15 +141,18 @@ MOE_LESSONS = [
                  "{waiting} waiting.", ("kv", "queues"), arms=("dense-70b-fp8",)),
             Beat("first_preemption", "Preemption", "Step {step}: blocks ran out; {request}, the newest running request, "
                  "is preempted: {fate}.", ("queues", "kv"), arms=("dense-70b-fp8",)),
+            Beat("first_window_release", "Out of the window", "Step {step}: {request} has computed {computed:,} tokens; "
+                 "its sliding-window group gives back {blocks} blocks that no later token attends to, keeping the null "
+                 "block in their slots. It holds {held} blocks over its two groups, not {every}.", ("kv", "batch"),
+                 arms=(GPT_OSS,)),
             Beat("peak_running", "Everyone runs", "Step {step}: {running} requests run at once, the most in this run; "
                  "{waiting} wait. A decode step of 128 touches nearly every expert: it reads about all the weights.",
                  ("queues", "kv"), arms=(GPT_OSS,)),
             Beat("peak_running", "How many run", "Step {step}: {running} requests run at once, the most in this run; "
                  "{waiting} wait.", ("queues", "kv"), arms=("dense-70b-fp8", "dense-8b")),
-            Beat("first_finish", "Blocks back", "Step {step}: {request} finishes after {output} tokens and its {blocks} "
-                 "blocks return to the pool. (vLLM would have given its sliding-window blocks back earlier, as the "
-                 "request moved past the window; this engine returns them at the end.)", ("kv", "queues"),
-                 arms=(GPT_OSS,)),
+            Beat("first_finish", "Blocks back", "Step {step}: {request} finishes after {output} tokens: its "
+                 "full-attention group's {blocks} blocks return to the pool, with the few its sliding-window group "
+                 "still held.", ("kv", "queues"), arms=(GPT_OSS,)),
             Beat("end", "Result", "gpt-oss-120b: {gpt-oss-120b:memory.kv_cache_size_tokens:,} KV tokens, "
                  "{gpt-oss-120b:peak_running} running at once, {gpt-oss-120b:report.output_tokens_per_s:,.0f} tokens/s. "
                  "Dense 70B FP8: {dense-70b-fp8:memory.kv_cache_size_tokens:,} tokens, {dense-70b-fp8:peak_running} at "

@@ -34,6 +34,7 @@ from ..timing.memory import GIB, MemoryPlan, kv_block_bytes, num_gpu_blocks_from
 from ..timing.presets import GPUS, MODELS, resolve_gpu, resolve_model
 from ..workload.traces import load_trace_workload
 from ..workload.workload import Workload, WorkloadConfig, build_workload
+from .kv_cache_wiring import startup_notes, wire_kv_cache_groups
 
 
 def parse_assignment(text: str) -> tuple[str, object]:
@@ -62,7 +63,8 @@ def apply_assignments(data: dict, assignments) -> None:
             data.setdefault("workload", {})[key] = value
         elif key in SIZING_KEYS:
             data[key] = value
-            data.setdefault("engine", {}).pop("num_gpu_blocks", None)  # resize the pool
+            for derived in ("num_gpu_blocks", "kv_cache_groups"):  # resize the pool, regroup for the model
+                data.setdefault("engine", {}).pop(derived, None)
         else:
             raise ConfigError(key, "not an engine, workload or scenario field")
 
@@ -146,6 +148,8 @@ class Scenario:
                 f"User-specified max_model_len ({max_model_len}) is greater than the derived max_model_len "
                 f"(max_position_embeddings={model.max_position_embeddings} or model_max_length=None in "
                 "model's config.json)."))
+        wire_kv_cache_groups(model, tp, engine)  # the model's KV cache groups and block size, as vLLM's
+        block_size = engine["block_size"]
         if scenario.swap_space:
             # vLLM V0: swap_space bytes // one block's K and V on this GPU.
             engine["num_cpu_blocks"] = int(scenario.swap_space * GIB // kv_block_bytes(model, tp, block_size))
@@ -197,9 +201,10 @@ class Scenario:
         plan = plan_memory(
             self.model_spec(), resolve_gpu(self.gpu), self.tensor_parallel_size, self.gpu_memory_utilization,
             engine.block_size, engine.max_num_batched_tokens, engine.max_num_seqs, engine.max_model_len,
-            self.enforce_eager,
+            self.enforce_eager, max_concurrent_batches=2 if engine.async_scheduling else 1,
+            hybrid_kv_cache_manager=engine.is_hybrid,
         )
-        return dataclasses.replace(plan, num_gpu_blocks=engine.num_gpu_blocks)
+        return dataclasses.replace(plan, num_gpu_blocks=engine.num_gpu_blocks, notes=startup_notes(engine))
 
     def cost_model(self) -> CostModel:
         return CostModel(self.model_spec(), resolve_gpu(self.gpu), self.tensor_parallel_size)
@@ -283,6 +288,20 @@ PRESET_SCENARIOS: dict[str, dict] = {
         "description": "Qwen2.5-7B on one L40S, ShareGPT lengths, 128 concurrent clients.",
         "model": "qwen2.5-7b", "gpu": "l40s",
         "workload": {"num_requests": 1000, "concurrency": 128, "lengths": "sharegpt"},
+    },
+    # Hybrids: vLLM 0.33's KV cache groups, derived from the model (kv_cache_wiring.py).
+    "gpt-oss-120b-h200-sharegpt": {
+        "description": "gpt-oss-120b on one H200 (sliding window 128 on half its layers: two KV cache groups), "
+                       "ShareGPT lengths, 256 concurrent clients.",
+        "model": "gpt-oss-120b", "gpu": "h200", "engine": {"max_model_len": 32768},
+        "workload": {"num_requests": 1000, "concurrency": 256, "lengths": "sharegpt"},
+    },
+    "qwen3-next-h200-tp4-sharegpt": {
+        "description": "Qwen3-Next-80B-A3B over 4 H200s (gated DeltaNet in 3 of 4 layers: Mamba groups, 272-token "
+                       "blocks), ShareGPT lengths at 10 requests/s; prefix caching off (vLLM's align mode is not modelled).",
+        "model": "qwen3-next-80b-a3b", "gpu": "h200", "tensor_parallel_size": 4,
+        "engine": {"max_model_len": 32768, "enable_prefix_caching": False},
+        "workload": {"num_requests": 1000, "arrival_rate": 10.0, "lengths": "sharegpt"},
     },
 }
 

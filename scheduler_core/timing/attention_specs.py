@@ -8,7 +8,8 @@ kv_lora_rank + qk_rope_head_dim per token (head_size_v 0) on every GPU of the gr
 not split by TP. Sliding-window (`SlidingWindowSpec`) and chunked local attention
 (`ChunkedLocalAttentionSpec`) pages are the same size as full attention's, but a request holds at
 most the window's blocks. Linear attention / Mamba layers (`MambaSpec`) hold a fixed state per
-request, whatever its length. Attention sinks (gpt-oss) are one learned logit per head: weights,
+request, whatever its length, in the model's dtype (vLLM's `mamba_cache_dtype` auto: bf16 here,
+whatever `--kv-cache-dtype` says). Attention sinks (gpt-oss) are one learned logit per head: weights,
 no KV.
 """
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from ..utils import cdiv
 
 FULL, SLIDING_WINDOW, CHUNKED_LOCAL, MLA, MAMBA = "full_attention", "sliding_window", "chunked_local", "mla", "mamba"
+STATE_DTYPE_BYTES = 2  # Mamba / DeltaNet states in bf16, the model's dtype
 
 
 @dataclass(frozen=True)
@@ -43,11 +45,11 @@ class LayerGroup:
             return 0
         return self.kv_heads_per_gpu(tp) * (self.head_size + self.head_size_v) * dtype_bytes
 
-    def state_bytes(self, tp: int, dtype_bytes: int) -> int:
+    def state_bytes(self, tp: int) -> int:
         """MAMBA: one request's conv and recurrent state in one layer on one GPU."""
         channels, width = self.conv_state
         heads, head_v, head_k = self.ssm_state
-        return (channels // tp * width + heads // tp * head_v * head_k) * dtype_bytes
+        return (channels // tp * width + heads // tp * head_v * head_k) * STATE_DTYPE_BYTES
 
     def blocks_per_request(self, max_model_len: int, block_size: int, max_in_flight_tokens: int) -> int:
         """Blocks one request of max_model_len tokens holds in this group (the specs'
@@ -64,6 +66,6 @@ class LayerGroup:
 
     def describe(self, tp: int, dtype_bytes: int) -> str:
         if self.kind == MAMBA:
-            return f"{self.num_layers} x {self.kind}: {self.state_bytes(tp, dtype_bytes):,} B state per request per layer"
+            return f"{self.num_layers} x {self.kind}: {self.state_bytes(tp):,} B state per request per layer"
         window = f" (window {self.window})" if self.window else ""
         return f"{self.num_layers} x {self.kind}{window}: {self.bytes_per_token(tp, dtype_bytes):,} B per token per layer"

@@ -9,8 +9,10 @@ activation peak, profiles CUDA-graph capture, and gives the KV cache the rest:
     available = ceil(total x utilization) - weights - activation peak - non-torch memory - CUDA graphs
     num_gpu_blocks = available // (block_size x layers x 2 x KV heads on this GPU x head_dim x dtype bytes)
 
-then logs "GPU KV cache size: N tokens, Maximum concurrency for L tokens per request: X.XXx"
-with X = num_gpu_blocks / cdiv(L, block_size) and N = int(X x L) (`update_kv_cache_capacity`).
+(for a model whose layers differ, the bytes of a block id across the widest of vLLM's KV cache
+groups: kv_groups.py), then logs "GPU KV cache size: N tokens, Maximum concurrency for L tokens per
+request: X.XXx" with X = num_gpu_blocks / (the blocks a request of L tokens takes over every group;
+cdiv(L, block_size) with one full-attention group) and N = int(X x L) (`update_kv_cache_capacity`).
 The weights are computed from the checkpoint's shape; what vLLM measures (activation peak, graph
 pools, non-torch allocations) is estimated from the shape, each estimate's assumption stated below.
 """
@@ -74,15 +76,16 @@ def layer_groups(model: ModelSpec) -> tuple[LayerGroup, ...]:
     return (LayerGroup(FULL, model.layers, model.kv_heads, model.head_dim, model.head_dim),)
 
 
-def model_kv_layout(model: ModelSpec, tp: int, block_size: int, max_model_len: int,
-                    max_num_batched_tokens: int) -> KvLayout:
+def model_kv_layout(model: ModelSpec, tp: int, block_size: int, max_model_len: int, max_in_flight_tokens: int,
+                    hybrid_manager: bool = True) -> KvLayout:
     return kv_layout(layer_groups(model), tp, DTYPE_BYTES[model.kv_dtype], block_size, max_model_len,
-                     max_num_batched_tokens)
+                     max_in_flight_tokens, hybrid_manager)
 
 
 def kv_block_bytes(model: ModelSpec, tp: int, block_size: int) -> int:
-    """One KV block on one GPU: every layer's page of K and V (`FullAttentionSpec.page_size_bytes` x layers).
-    For other layer kinds, every attention layer's page as if it held every token (state layers none)."""
+    """One KV block on one GPU with every attention layer keeping every token (one full-attention
+    group: `FullAttentionSpec.page_size_bytes` x layers): the block vLLM's V0 swap space is counted
+    in, and a hybrid model's block without the hybrid KV cache manager."""
     if model.arch is not None:
         kv = DTYPE_BYTES[model.kv_dtype]
         return block_size * sum(g.num_layers * g.bytes_per_token(tp, kv) for g in model.arch.groups)
@@ -128,24 +131,25 @@ class MemoryPlan:
     non_torch_bytes: int
     cuda_graph_bytes: int
     kv_cache_bytes: int  # what is left for the KV cache; <= 0 when the model does not fit
-    block_bytes: int  # one KV block on this GPU, every layer's K and V
-    block_size: int
+    block_bytes: int  # one KV block id on this GPU: a page in every layer of the widest group
+    block_size: int  # tokens per block (vLLM raises it for Mamba hybrids)
     max_model_len: int
-    profiled_num_gpu_blocks: int  # what the memory gives
+    profiled_num_gpu_blocks: int  # what the memory gives (vLLM's num_blocks)
     num_gpu_blocks: int  # what the engine uses (num_gpu_blocks_override, when given, wins)
-    # Models whose layers differ (kv_groups.py): vLLM's own pool and a request's blocks across its
-    # groups. The engine's single pool then holds as many blocks of block_size tokens as vLLM's
-    # concurrency at max_model_len implies (its hybrid manager's per-group blocks: issue 25 item 3).
-    kv_groups: tuple[str, ...] = ()
-    vllm_num_blocks: int = 0
-    vllm_blocks_per_request: int = 0
+    # vLLM's KV cache groups (kv_groups.py), as the engine spells them (one entry per group, in
+    # vLLM's order), and the blocks one request of max_model_len takes over all of them.
+    kv_cache_groups: str = "full_attention"
+    blocks_per_request: int = 1
+    kv_groups: tuple[str, ...] = ()  # each layer group's bytes, in words
+    needed_bytes: int = 0  # the KV one request of max_model_len needs, every layer's (vLLM's max_memory_usage_bytes)
+    estimated_max_model_len: int = 0  # when that does not fit: the longest that would
+    notes: tuple[str, ...] = ()  # where the run differs from vLLM's defaults, said after vLLM's lines
+    planner_lines: tuple[str, ...] = ()  # vLLM's lines about a hybrid's block size and group padding
 
     @property
     def max_concurrency(self) -> float:
-        """Requests of max_model_len tokens the cache holds at once."""
-        if self.vllm_blocks_per_request and self.num_gpu_blocks == self.profiled_num_gpu_blocks:
-            return self.vllm_num_blocks / self.vllm_blocks_per_request
-        return self.num_gpu_blocks / cdiv(self.max_model_len, self.block_size)
+        """Requests of max_model_len tokens the cache holds at once (`get_max_concurrency_for_kv_cache_config`)."""
+        return self.num_gpu_blocks / self.blocks_per_request
 
     @property
     def kv_cache_size_tokens(self) -> int:
@@ -160,9 +164,8 @@ class MemoryPlan:
                     f"(total {gib(self.total_bytes)} GiB x gpu_memory_utilization) on each of "
                     f"{self.tensor_parallel_size} x {self.gpu} by {gib(-self.kv_cache_bytes)} GiB. Try increasing "
                     "`gpu_memory_utilization` or `tensor_parallel_size`.")
-        needed = cdiv(self.max_model_len, self.block_size) * self.block_bytes
+        needed, estimated = self.needed_bytes, self.estimated_max_model_len
         if needed > self.kv_cache_bytes:
-            estimated = self.kv_cache_bytes // self.block_bytes * self.block_size
             return (f"To serve at least one request with the model's max seq len ({self.max_model_len}), "
                     f"({gib(needed)} GiB KV cache is needed, which is larger than the available KV cache memory "
                     f"({gib(self.kv_cache_bytes)} GiB). Based on the available memory, the estimated maximum model "
@@ -171,14 +174,16 @@ class MemoryPlan:
 
     def startup_lines(self) -> list[str]:
         """The lines vLLM logs while it starts, with the simulation's numbers."""
-        lines = [f"Model loading took {gib(self.weights_bytes)} GiB memory",
-                 f"Available KV cache memory: {gib(self.kv_cache_bytes)} GiB"]
+        raise_line = [line for line in self.planner_lines if line.startswith("Setting")]  # at config time, first
+        lines = [*raise_line, f"Model loading took {gib(self.weights_bytes)} GiB memory",
+                 f"Available KV cache memory: {gib(self.kv_cache_bytes)} GiB",
+                 *(line for line in self.planner_lines if line not in raise_line)]
         if self.num_gpu_blocks != self.profiled_num_gpu_blocks:
             lines.append(f"Overriding num_gpu_blocks={self.profiled_num_gpu_blocks} with "
                          f"num_gpu_blocks_override={self.num_gpu_blocks}")
         lines.append(f"GPU KV cache size: {self.kv_cache_size_tokens:,} tokens")
         lines.append(f"Maximum concurrency for {self.max_model_len:,} tokens per request: {self.max_concurrency:.2f}x")
-        return lines
+        return lines + list(self.notes)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "kv_cache_size_tokens": self.kv_cache_size_tokens,
@@ -194,9 +199,11 @@ def plan_memory(
     model: ModelSpec, gpu: GpuSpec, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.92,
     block_size: int = 16, max_num_batched_tokens: int = 2048, max_num_seqs: int = 256, max_model_len: int = 4096,
     enforce_eager: bool = False, num_gpu_blocks_override: int | None = None, data_parallel_size: int = 1,
-    enable_expert_parallel: bool = False,
+    enable_expert_parallel: bool = False, max_concurrent_batches: int = 2, hybrid_kv_cache_manager: bool = True,
 ) -> MemoryPlan:
-    """How vLLM would divide one GPU's memory for this model and engine configuration."""
+    """How vLLM would divide one GPU's memory for this model and engine configuration: the KV cache
+    in vLLM's groups (kv_groups.py; one full-attention group for a dense model), `num_gpu_blocks` its
+    `num_blocks`. `max_concurrent_batches`: 2 under async scheduling (vLLM 0.33's default), else 1."""
     tp = tensor_parallel_size
     requested = math.ceil(gpu.mem_bytes * gpu_memory_utilization)
     weights = weight_bytes_per_gpu(model, tp, gpu, ExpertPlacement(tp, data_parallel_size, enable_expert_parallel))
@@ -205,24 +212,30 @@ def plan_memory(
     non_torch = int(NON_TORCH_BYTES[tp > 1])
     graphs = 0 if enforce_eager else cuda_graph_bytes(model, tp, max_num_seqs, max_num_batched_tokens)
     available = requested - weights - activation - non_torch - graphs
-    block_bytes = kv_block_bytes(model, tp, block_size)
-    profiled = max(0, available // block_bytes)
-    hybrid = {}
-    if model.arch is not None:
-        layout = model_kv_layout(model, tp, block_size, max_model_len, max_num_batched_tokens)
-        vllm_blocks = max(0, available // layout.bytes_per_block)
-        per_request = cdiv(max_model_len, block_size)
-        # The engine's blocks: vLLM's concurrency at max_model_len times a request's blocks of block_size.
-        profiled = vllm_blocks * per_request // layout.blocks_per_request
-        block_bytes = cdiv(layout.bytes_per_block * layout.blocks_per_request, per_request)
-        hybrid = {"kv_groups": layout.descriptions, "vllm_num_blocks": vllm_blocks,
-                  "vllm_blocks_per_request": layout.blocks_per_request}
+    in_flight = max_concurrent_batches * max_num_batched_tokens
+
+    def layout_for(length: int) -> KvLayout:
+        return model_kv_layout(model, tp, block_size, length, in_flight, hybrid_kv_cache_manager)
+
+    layout = layout_for(max_model_len)
+    profiled = max(0, available // layout.bytes_per_block)
+    estimated = 0
+    if layout.max_memory_usage_bytes > available > 0:
+        # vLLM's estimate_max_model_len: the longest context whose request fits, by bisection.
+        low, high = 0, max_model_len
+        while low < high:
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if layout_for(mid).max_memory_usage_bytes <= available else (low, mid - 1)
+        estimated = low
     return MemoryPlan(
         gpu=gpu.name, tensor_parallel_size=tp, total_bytes=int(gpu.mem_bytes), requested_bytes=requested,
         weights_bytes=weights, activation_peak_bytes=activation, non_torch_bytes=non_torch, cuda_graph_bytes=graphs,
-        kv_cache_bytes=available, block_bytes=block_bytes, block_size=block_size, max_model_len=max_model_len,
-        profiled_num_gpu_blocks=profiled,
-        num_gpu_blocks=profiled if num_gpu_blocks_override is None else num_gpu_blocks_override, **hybrid,
+        kv_cache_bytes=available, block_bytes=layout.bytes_per_block, block_size=layout.block_size,
+        max_model_len=max_model_len, profiled_num_gpu_blocks=profiled,
+        num_gpu_blocks=profiled if num_gpu_blocks_override is None else num_gpu_blocks_override,
+        kv_cache_groups=layout.kv_cache_groups, blocks_per_request=layout.blocks_per_request, kv_groups=layout.descriptions,
+        needed_bytes=layout.max_memory_usage_bytes, estimated_max_model_len=estimated,
+        planner_lines=layout.planner_lines(),
     )
 
 

@@ -62,7 +62,7 @@ def kv_groups_summary(model: ModelSpec, tp: int) -> list[dict]:
     for group in layer_groups(model):
         entry = {"kind": group.kind, "num_layers": group.num_layers, "window": group.window}
         if group.kind == MAMBA:
-            entry["state_bytes_per_request"] = group.state_bytes(tp, dtype_bytes)
+            entry["state_bytes_per_request"] = group.state_bytes(tp)
         else:
             entry["bytes_per_token"] = group.bytes_per_token(tp, dtype_bytes)
         groups.append(entry)

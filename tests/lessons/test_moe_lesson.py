@@ -40,15 +40,20 @@ def test_the_kv_figures_are_the_memory_plans_and_the_pool_the_engines(results):
         assert scenario.build().config.num_gpu_blocks == plan.num_gpu_blocks
 
 
-def test_the_window_counts_only_in_the_pool_size(results):
-    """What the lesson says the engine does: the sliding-window layers make the pool larger than
-    every layer keeping every token would (vLLM's planner), but a request still holds a block per
-    16 tokens to its end (blocks out of the window are not given back while it runs)."""
+def test_sliding_window_blocks_come_back_mid_request(results):
+    """What the lesson says the engine does: gpt-oss runs vLLM's two KV cache groups over vLLM's own
+    pool, and a request's sliding-window group gives blocks back while it runs (BlocksLeftWindow), so
+    at that step it holds a full table in the full-attention group and about a window's blocks (128
+    tokens, plus the 2 x 8,192 that may be in flight, in 16-token blocks) in the other."""
     gpt_oss = results["gpt-oss-120b"]
-    assert gpt_oss.memory["kv_cache_size_tokens"] > gpt_oss.model["kv_tokens_without_windows"]
-    finish = gpt_oss.events["first_finish"]
     sim = LESSON.simulation("gpt-oss-120b")
-    for _ in sim.records(max_steps=finish["step"] - 1):
+    assert sim.config.kv_cache_groups == "sliding_window:128,full_attention"
+    assert sim.config.num_gpu_blocks == gpt_oss.memory["profiled_num_gpu_blocks"]  # vLLM's num_blocks
+    moment = gpt_oss.events["first_window_release"]
+    assert moment["step"] < gpt_oss.events["first_finish"]["step"]
+    for _ in sim.records(max_steps=moment["step"]):
         pass
-    request = sim.request(finish["request"])
-    assert len(sim.block_table(finish["request"])) == -(-request.num_tokens // sim.config.block_size) == finish["blocks"]
+    sliding, full = sim.kv_view().group_block_tables(moment["request"])
+    assert len(full) == -(-moment["computed"] // 16) and 0 not in full
+    assert sliding.count(0) == moment["blocks"] and 0 < len(sliding) - sliding.count(0) <= -(-(127 + 2 * 8192) // 16) + 1
+    assert len(full) + len(sliding) - sliding.count(0) == moment["held"] < moment["every"] == 2 * len(full)

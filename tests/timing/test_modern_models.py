@@ -14,7 +14,7 @@ from scheduler_core.timing.weight_formats import FORMATS, matmul_flops
 
 def test_mla_latent_is_70272_bytes_per_token_on_every_gpu():
     for tp in (1, 8):
-        layout = model_kv_layout(MODELS["deepseek-r1"], tp, 16, 4096, 2048)
+        layout = model_kv_layout(MODELS["deepseek-r1"], tp, 16, 4096, 2 * 2048)
         assert layout.bytes_per_block == 16 * 70_272  # 61 layers x 576 x 2 B, not split by TP
 
 
@@ -24,13 +24,13 @@ def test_deepseek_r1_does_not_fit_one_h100():
 
 
 def test_gpt_oss_sliding_window_group_caps_its_blocks():
-    layout = model_kv_layout(MODELS["gpt-oss-120b"], 1, 16, 131072, 2048)
+    layout = model_kv_layout(MODELS["gpt-oss-120b"], 1, 16, 131072, 2 * 2048)  # async: two batches in flight
     # 18 full + 18 sliding: 8192 + cdiv(127 + 2 x 2048, 16) + 1 = 8192 + 265 blocks a request.
     assert (layout.num_groups, layout.blocks_per_request) == (2, 8192 + 265)
 
 
 def test_qwen3_next_state_layers_hold_one_block_each():
-    layout = model_kv_layout(MODELS["qwen3-next-80b-a3b"], 4, 16, 32768, 2048)
+    layout = model_kv_layout(MODELS["qwen3-next-80b-a3b"], 4, 16, 32768, 2 * 2048)
     assert layout.num_groups == 4 and layout.block_size > 16  # raised so a page holds one DeltaNet state
 
 
