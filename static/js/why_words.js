@@ -40,6 +40,21 @@ export function freedWords(free) {
   return parts.length ? html`${joined(parts, "; ")}` : "it held no blocks";
 }
 
+// A hybrid model's window group, in vLLM's words when the page knows the groups.
+const groupWords = (groups, group) => (groups && groups[group] ? groups[group].label : `KV cache group ${group}`);
+const span = (first, last) => (first === last ? html`${n(first)}` : html`${n(first)}–${n(last)}`);
+
+// Blocks that left a sliding window (or an attention chunk) while the request ran: vLLM's
+// remove_skipped_blocks gives them back and the table points at the null block in their place.
+export function leftWindowWords(w, limits, groups) {
+  const bs = limits.block_size, group = groups && groups[w.group];
+  const reach = group && group.kind === "chunked_local" ? html`its attention chunk of ${n(group.window)} tokens`
+    : group && group.window ? html`the last ${n(group.window)} tokens it attends to` : "its window";
+  return html`<span class="why-key">${groupWords(groups, w.group)} gave back ${blocks(w.blocks)}:</span>
+    tokens ${span(w.first_index * bs, (w.first_index + w.blocks) * bs - 1)} (logical block${w.blocks === 1 ? "" : "s"} ${span(w.first_index, w.first_index + w.blocks - 1)} of that group's table) fell out of ${reach},
+    so the table points at the null block there. Where they went: ${freedWords(w)}.`;
+}
+
 function preemptionWords(p, limits) {
   const rule = p.rule === "self"
     ? html`${RULES[p.rule_order]}, and that was ${id(p.request)} itself: it preempted itself`
@@ -86,7 +101,7 @@ function stopWords(stop, limits, answer) {
 
 // Sentences about one request in one step: what it asked, got, and why. `status` is its status
 // after the step (to tell a waiting request the scan never reached).
-export function explainRequest(answer, rid, status) {
+export function explainRequest(answer, rid, status, groups = null) {
   const d = answer.decisions, r = answer.record, limits = d.limits, step = r.step + 1;
   const out = [];
   if (r.arrived.includes(rid)) out.push(html`${id(rid)} arrived in step ${n(step)}.`);
@@ -132,6 +147,7 @@ export function explainRequest(answer, rid, status) {
     if (f.request === rid && f.cause === "finished") out.push(html`<span class="why-key">Finished</span> in step ${n(step)}; its ${blocks(f.blocks)}: ${freedWords(f)}.`);
     if (f.request === rid && f.cause === "preempted") out.push(html`Its ${blocks(f.blocks)}: ${freedWords(f)}.`);
   }
+  for (const w of d.left_window || []) if (w.request === rid) out.push(leftWindowWords(w, limits, groups));
   const mine = (map) => (map[rid] || []).length;
   const changes = [];
   if (mine(d.allocated)) changes.push(html`took ${blocks(mine(d.allocated))} from the free queue`);
@@ -151,6 +167,11 @@ export function explainStep(answer, told = null) {
     ${were(d.blocks_free_at_start)} free when it began.`];
   for (const p of d.preemptions) {
     if (p.victim !== told && p.request !== told) out.push(html`<span class="why-key preempted">Preemption:</span> ${preemptionWords(p, limits)}`);
+  }
+  const left = d.left_window || [];
+  if (left.length) {
+    const total = left.reduce((sum, w) => sum + w.blocks, 0), requests = new Set(left.map((w) => w.request)).size;
+    out.push(html`<span class="why-key">Sliding windows:</span> ${n(requests)} running request${requests === 1 ? "" : "s"} gave back ${blocks(total)} that left the window (the null block holds ${total === 1 ? "its place in its table" : "their places in the tables"}).`);
   }
   if (d.waiting_stop) out.push(html`The waiting queue (${n(d.waiting_stop.num_waiting_left)} left) stopped: ${stopWords(d.waiting_stop, limits, answer)}.`);
   return out;
