@@ -218,7 +218,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       const filled = Math.max(1, Math.round(size * fill));
       ctx.fillStyle = colour; ctx.fillRect(x, y + size - filled, size, filled);
     }
-    if (store.kvGroups) drawBands(ctx, store, [...store.tables.values()].flat(), { at, shown, size });
+    drawBands(ctx, store, { at, first, last: Math.min(last, b.n), size }); // a hybrid model's groups
     if (size >= 4 && shared.length) { // shared through the prefix cache: a dot in the middle
       ctx.fillStyle = c.panel;
       const dot = Math.max(2, Math.round(size / 3));

@@ -49,19 +49,19 @@ export function bandColours() {
 // The band along a cell's top: thick enough to tell at 10 px cells from the back of a hall.
 export const bandHeight = (size) => Math.max(2, Math.round(size * 0.3));
 
-// Bands for many cells, one fill style per group. `at(block)` gives the cell's corner, `shown`
-// whether it is in the window drawn.
-export function drawBands(ctx, store, blocks, { at, shown, size }) {
-  if (!store.kvGroups || !store.blocks.group) return;
+// The bands of every held cell in the window drawn (blocks `first` to `last` - 1), one fill style
+// per group. `at(block)` gives a cell's corner.
+export function drawBands(ctx, store, { at, first, last, size }) {
+  const { group, owner } = store.blocks;
+  if (!store.kvGroups || !group) return;
   const colours = bandColours(), height = bandHeight(size);
   const byGroup = colours.map(() => []);
-  for (const block of blocks) {
-    const group = groupOf(store, block);
-    if (group !== null && shown(block)) byGroup[group % GROUP_COLOURS].push(block);
+  for (let block = Math.max(1, first); block < last; block++) {
+    if (group[block] !== NO_GROUP && owner[block]) byGroup[group[block] % GROUP_COLOURS].push(block);
   }
-  byGroup.forEach((cells, group) => {
+  byGroup.forEach((cells, g) => {
     if (!cells.length) return;
-    ctx.fillStyle = colours[group];
+    ctx.fillStyle = colours[g];
     for (const block of cells) { const [x, y] = at(block); ctx.fillRect(x, y, size, height); }
   });
 }
