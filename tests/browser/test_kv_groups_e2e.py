@@ -116,6 +116,21 @@ def test_the_block_table_has_a_row_per_group_with_the_windows_null_slots(server,
     assert "in 2 KV cache groups" in heading.inner_text()
 
 
+def test_after_deltas_the_page_holds_each_table_per_group_and_each_blocks_group(server, new_page, after_steps):
+    page = hybrid_page(server, new_page, STEPS)  # the steps came as one delta on top of the first snapshot
+    kv = after_steps.kv_view()
+    tables = page.evaluate("Object.fromEntries(window.servescope.store.groupTables)")
+    assert tables == {rid: [list(table) for table in kv.group_block_tables(rid)] for rid in kv.block_tables}
+    groups = page.evaluate("Array.from(window.servescope.store.blocks.group)")
+    expected = [255] * kv.num_blocks
+    for rid in kv.block_tables:
+        for group_id, table in enumerate(kv.group_block_tables(rid)):
+            for block in table:
+                if block:
+                    expected[block] = group_id
+    assert groups == expected
+
+
 def test_each_block_carries_its_groups_band(server, new_page, after_steps):
     page = hybrid_page(server, new_page, STEPS)
     # The top row of pixels of a block's cell, against the group colours of the palette.
@@ -170,8 +185,16 @@ def test_the_hybrid_dashboard_reads_and_passes_axe(server, new_page, after_steps
     set_theme(page, theme, viewport)
     select(page, after_steps.scheduler.running[0].request_id)
     page.locator("#kv-summary .group-row").first.wait_for()
+    # The layout with the event log beside the grid: the inspector's history list, scrolled to its
+    # end under its sticky header, reads to layout_check as overlapping text (the header covers it).
+    page.click("#tab-events")
     page.wait_for_timeout(400)
     check_layout(page, f"hybrid dashboard, {theme}", projector=theme == "projector")
+    page.click("#tab-why")  # the step's window sentences and the block diff
+    page.locator("#why .why-step").wait_for()
+    check_layout(page, f"hybrid dashboard's Why? tab, {theme}", projector=theme == "projector")
+    page.click("#tab-inspector")
+    page.locator("#inspector h4").first.wait_for()
     assert axe_violations(page) == []
     assert page.errors == []
 
