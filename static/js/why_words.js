@@ -44,15 +44,33 @@ export function freedWords(free) {
 const groupWords = (groups, group) => (groups && groups[group] ? groups[group].label : `KV cache group ${group}`);
 const span = (first, last) => (first === last ? html`${n(first)}` : html`${n(first)}–${n(last)}`);
 
-// Blocks that left a sliding window (or an attention chunk) while the request ran: vLLM's
-// remove_skipped_blocks gives them back and the table points at the null block in their place.
+// A request's window entries of one step, those of groups that read the same and gave back the
+// same logical blocks as one (Gemma 3's six groups of sliding window 1024 move together): `groups`
+// lists them, the destinations hold all their blocks.
+export function mergedWindows(entries, groups) {
+  const merged = new Map();
+  for (const w of entries) {
+    const key = `${w.request}/${groupWords(groups, w.group)}/${w.first_index}/${w.blocks}`;
+    const into = merged.get(key);
+    if (!into) { merged.set(key, { ...w, groups: [w.group] }); continue; }
+    into.groups.push(w.group);
+    for (const where of ["to_head", "to_tail_cached", "to_tail", "still_shared"]) into[where] = [...into[where], ...w[where]];
+  }
+  return [...merged.values()];
+}
+
+// Blocks that left a sliding window (or an attention chunk) while the request ran (an entry of
+// mergedWindows): vLLM's remove_skipped_blocks gives them back and the table points at the null
+// block in their place.
 export function leftWindowWords(w, limits, groups) {
-  const bs = limits.block_size, group = groups && groups[w.group];
+  const bs = limits.block_size, group = groups && groups[w.group], many = w.groups.length > 1;
   const reach = group && group.kind === "chunked_local" ? html`its attention chunk of ${n(group.window)} tokens`
     : group && group.window ? html`the last ${n(group.window)} tokens it attends to` : "its window";
-  return html`<span class="why-key">${groupWords(groups, w.group)} gave back ${blocks(w.blocks)}:</span>
-    tokens ${span(w.first_index * bs, (w.first_index + w.blocks) * bs - 1)} (logical block${w.blocks === 1 ? "" : "s"} ${span(w.first_index, w.first_index + w.blocks - 1)} of that group's table) fell out of ${reach},
-    so the table points at the null block there. Where they went: ${freedWords(w)}.`;
+  const who = many ? html`${n(w.groups.length)} groups of ${groupWords(groups, w.group)} (groups ${
+    w.groups.every((g, i) => !i || g === w.groups[i - 1] + 1) ? `${w.groups[0]}–${w.groups[w.groups.length - 1]}` : w.groups.join(", ")}) each` : groupWords(groups, w.group);
+  return html`<span class="why-key">${who} gave back ${blocks(w.blocks)}:</span>
+    tokens ${span(w.first_index * bs, (w.first_index + w.blocks) * bs - 1)} (logical block${w.blocks === 1 ? "" : "s"} ${span(w.first_index, w.first_index + w.blocks - 1)} of ${many ? "each group's" : "that group's"} table) fell out of ${reach},
+    so the table points at the null block there. Where ${many ? html`all ${n(w.blocks * w.groups.length)}` : "they"} went: ${freedWords(w)}.`;
 }
 
 function preemptionWords(p, limits) {
@@ -147,7 +165,7 @@ export function explainRequest(answer, rid, status, groups = null) {
     if (f.request === rid && f.cause === "finished") out.push(html`<span class="why-key">Finished</span> in step ${n(step)}; its ${blocks(f.blocks)}: ${freedWords(f)}.`);
     if (f.request === rid && f.cause === "preempted") out.push(html`Its ${blocks(f.blocks)}: ${freedWords(f)}.`);
   }
-  for (const w of d.left_window || []) if (w.request === rid) out.push(leftWindowWords(w, limits, groups));
+  for (const w of mergedWindows((d.left_window || []).filter((e) => e.request === rid), groups)) out.push(leftWindowWords(w, limits, groups));
   const mine = (map) => (map[rid] || []).length;
   const changes = [];
   if (mine(d.allocated)) changes.push(html`took ${blocks(mine(d.allocated))} from the free queue`);

@@ -6,7 +6,7 @@
 import { fmtInt } from "../colors.js";
 import { blockDiff, whyOf } from "../why_data.js";
 import { html, render as write } from "../dom.js";
-import { explainRequest, explainStep, freedWords, leftWindowWords } from "../why_words.js";
+import { explainRequest, explainStep, freedWords, leftWindowWords, mergedWindows } from "../why_words.js";
 
 const MAX_IDS = 400; // block ids listed per kind (the count is always whole)
 
@@ -79,7 +79,7 @@ export function mount(el, store, { sessionId, onSelect }) {
       html`<li><button type="button" class="rid" data-id="${r}">${r}</button>: ${list(ids)}</li>`);
     const frees = d.frees.filter((f) => f.blocks).map((f) =>
       html`<li><button type="button" class="rid" data-id="${f.request}">${f.request}</button> ${f.cause}: ${freedWords(f)} <span class="ids">${list([...f.to_head, ...f.to_tail_cached, ...f.to_tail])}</span></li>`);
-    const windows = (d.left_window || []).map((w) =>
+    const windows = mergedWindows(d.left_window || [], store.kvGroups).map((w) =>
       html`<li><button type="button" class="rid" data-id="${w.request}">${w.request}</button>: ${leftWindowWords(w, d.limits, store.kvGroups)} <span class="ids">${list([...w.to_head, ...w.to_tail_cached, ...w.to_tail])}</span></li>`);
     const row = (kind, label, count, body) =>
       html`<div class="diff-kind"><h4><i class="glyph ${kind}" aria-hidden="true"></i>${label} <b>${fmtInt(count)}</b></h4>${body}</div>`;
