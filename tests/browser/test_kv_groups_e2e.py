@@ -114,6 +114,11 @@ def test_the_block_table_has_a_row_per_group_with_the_windows_null_slots(server,
     heading = page.locator("#inspector h4").first
     heading.wait_for()
     assert "in 2 KV cache groups" in heading.inner_text()
+    page.evaluate("""rows => { const list = document.querySelector('#inspector .vlist.table');
+        list.scrollTop = rows * list.querySelector('.vrow:not(.vhead)').getBoundingClientRect().height; }""", len(full) + 1)
+    page.wait_for_function("() => document.querySelector('#inspector .vlist.table').innerText.includes('sliding window 128')")
+    listed = page.locator("#inspector .vlist.table").inner_text()
+    assert "null\t–\tleft the window" in listed or "left the window" in listed
 
 
 def test_after_deltas_the_page_holds_each_table_per_group_and_each_blocks_group(server, new_page, after_steps):

@@ -117,7 +117,7 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
       rowHeight,
       // With window groups the count is what the tokens could hold: each window keeps only what it attends to.
       header: html`<div class="vrow vhead"><span>step</span><span>tokens</span><span>from token</span>${store.kvGroups
-        ? html`<span title="blocks its tokens could hold over every group; a sliding window gives back what falls out of it">blocks, at most</span>` : html`<span>blocks</span>`}</div>`,
+        ? html`<span title="blocks its tokens could hold over every group; a sliding window gives back what falls out of it">≤ blocks</span>` : html`<span>blocks</span>`}</div>`,
       renderRow: (i) => {
         const [step, tokens, before, blocks, kind] = history[i];
         const scheduled = kind === "prefill" ? `${tokens} prefill` : tokens > 1 ? `1+${tokens - 1} drafts` : "1 decode";
