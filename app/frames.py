@@ -15,18 +15,23 @@ from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
 
+from scheduler_core.engine.config import EngineConfig
 from scheduler_core.engine.kv_cache import KVCacheView
+from scheduler_core.engine.kv_cache_groups import KVCacheGroupSpec
 from scheduler_core.engine.kv_events import CACHE_EVENTS, KVEvent
 from scheduler_core.engine.request import Request
 from scheduler_core.engine.step_record import StepRecord
 from scheduler_core.sim.simulation import Simulation
 
 from . import wire
+from .kv_group_frames import NO_GROUP, GroupTables, block_group_array, block_groups, group_tables, groups_header
 
 PROTOCOL_VERSION = 2
 # Queues are long under overload; frames carry the head of each and the count.
 MAX_QUEUE_IDS = 200
 MAX_RECENT_FINISHED = 100
+# A hybrid engine's KV cache groups, or None for the one full-attention group.
+KVGroups = tuple[KVCacheGroupSpec, ...] | None
 
 
 def request_view(request: Request) -> dict:
@@ -120,10 +125,10 @@ def block_owners(kv: KVCacheView) -> dict[int, str]:
     return owners
 
 
-def blocks_view(kv: KVCacheView) -> dict:
+def blocks_view(kv: KVCacheView, owners: dict[int, str] | None = None) -> dict:
     """The whole pool: per block its owner (index into `owner_ids`, -1 for none), ref count and
     whether it holds a cached prefix."""
-    owners = block_owners(kv)
+    owners = block_owners(kv) if owners is None else owners
     owner_ids = sorted(set(owners.values()))
     index = {rid: i for i, rid in enumerate(owner_ids)}
     owner = [-1] * kv.num_blocks
@@ -133,8 +138,9 @@ def blocks_view(kv: KVCacheView) -> dict:
             "cached": kv.cached_flags()}
 
 
-def changed_blocks_view(kv: KVCacheView, block_ids: Iterable[int]) -> dict[int, tuple]:
-    """Block id -> (owner request id or None, ref count, cached) for each block that changed."""
+def changed_blocks_view(kv: KVCacheView, block_ids: Iterable[int], kv_groups: KVGroups = None) -> dict[int, tuple]:
+    """Block id -> (owner request id or None, ref count, cached) for each block that changed; for a
+    hybrid engine a fourth field, the group holding it (kv_group_frames.py)."""
     block_ids = set(block_ids)
     if not block_ids:
         return {}
@@ -144,7 +150,17 @@ def changed_blocks_view(kv: KVCacheView, block_ids: Iterable[int]) -> dict[int, 
     for rid, table in kv.block_tables.items():
         for block_id in block_ids.intersection(table):
             owners.setdefault(block_id, rid)
+    if kv_groups is not None:
+        groups = block_groups(kv, owners)
+        return {b: (owners.get(b), *state, groups.get(b, NO_GROUP)) for b, state in kv.block_states(block_ids).items()}
     return {b: (owners.get(b), *state) for b, state in kv.block_states(block_ids).items()}
+
+
+def tables_view(kv: KVCacheView, request_ids: Iterable[str], kv_groups: KVGroups = None) -> dict[str, list[int] | GroupTables]:
+    """request id -> its block table now; for a hybrid engine, its table per group."""
+    if kv_groups is not None:
+        return group_tables(kv, request_ids)
+    return {rid: list(kv.block_table(rid)) for rid in request_ids}
 
 
 class KVChanges:
@@ -191,22 +207,37 @@ def metrics_view(sim: Simulation) -> dict:
     }
 
 
-def tables_arrays(tables: Mapping[str, Sequence[int]]) -> tuple[list[str], dict[str, array]]:
-    """Block tables as ids and two flat arrays: each table's length, then all their blocks."""
+def tables_arrays(tables: Mapping[str, Sequence[int]], grouped: bool = False) -> tuple[list[str], dict[str, array]]:
+    """Block tables as ids and two flat arrays: each table's length, then all their blocks. Grouped
+    (a hybrid engine's tables, one per group): a length per group for each id, group after group."""
     lengths, blocks = array("i"), array("i")
     for table in tables.values():
-        lengths.append(len(table))
-        blocks.extend(table)
+        for group_table in (table if grouped else (table,)):
+            lengths.append(len(group_table))
+            blocks.extend(group_table)
     return list(tables), {"table_lengths": lengths, "table_blocks": blocks}
 
 
-def snapshot_blocks(kv: KVCacheView) -> tuple[dict, dict[str, array]]:
-    """The whole pool: per block its owner (index into `owner_ids`, -1 for none), ref count and
-    whether it holds a cached prefix."""
-    view = blocks_view(kv)
-    header = {"num_blocks": view["num_blocks"], "owner_ids": view["owner_ids"]}
-    return header, {"block_owner": array("i", view["owner"]), "block_ref": array("i", view["ref"]),
-                    "block_cached": array("B", view["cached"])}
+def snapshot_kv(kv: KVCacheView, kv_groups: KVGroups = None) -> tuple[dict, dict[str, array]]:
+    """The block tables and the whole pool, as a snapshot's header fields and arrays: per block its
+    owner (index into `owner_ids`, -1 for none), ref count and whether it holds a cached prefix;
+    for a hybrid engine the groups, each table per group and each block's group too."""
+    tables = kv.block_tables if kv_groups is None else group_tables(kv, kv.block_tables)
+    table_ids, table_arrays = tables_arrays(tables, grouped=kv_groups is not None)
+    owners = block_owners(kv)
+    view = blocks_view(kv, owners)
+    header = {"table_ids": table_ids, "num_blocks": view["num_blocks"], "owner_ids": view["owner_ids"]}
+    arrays = {**table_arrays, "block_owner": array("i", view["owner"]), "block_ref": array("i", view["ref"]),
+              "block_cached": array("B", view["cached"])}
+    if kv_groups is not None:
+        header["kv_groups"] = groups_header(kv_groups)
+        arrays["block_group"] = block_group_array(kv, owners)
+    return header, arrays
+
+
+def kv_groups_of(engine: EngineConfig) -> KVGroups:
+    """The groups the frames name: None for the one full-attention group (today's payload)."""
+    return engine.kv_cache_group_specs if engine.is_hybrid else None
 
 
 class Delta:
@@ -218,12 +249,14 @@ class Delta:
     """
 
     def __init__(self, envelope: dict, from_step: int, num_steps: int, last_record: dict | None, requests: dict,
-                 progress: dict, tables: dict, blocks: dict, queues: dict, points: list, metrics: dict | None):
+                 progress: dict, tables: dict, blocks: dict, queues: dict, points: list, metrics: dict | None,
+                 kv_groups: KVGroups = None):
         self.envelope = envelope  # v, type, seq, step, clock_s, done
         self.base_seq = envelope["seq"] - 1
         self.from_step, self.num_steps = from_step, num_steps
         self.last_record, self.requests, self.progress = last_record, requests, progress
         self.tables, self.blocks, self.queues, self.points, self.metrics = tables, blocks, queues, points, metrics
+        self.kv_groups = kv_groups  # a hybrid engine's: tables per group, blocks with their group
         self._encoded: bytes | None = None
 
     @property
@@ -244,14 +277,14 @@ class Delta:
         merged = Delta(later.envelope, self.from_step, self.num_steps + later.num_steps,
                        later.last_record or self.last_record, requests, progress, {**self.tables, **later.tables},
                        {**self.blocks, **later.blocks}, later.queues, self.points + later.points,
-                       later.metrics or self.metrics)
+                       later.metrics or self.metrics, later.kv_groups)
         merged.base_seq = self.base_seq
         return merged
 
     def encode(self) -> bytes:
         if self._encoded is None:
-            table_ids, table_arrays = tables_arrays(self.tables)
-            owner_ids = sorted({owner for owner, _, _ in self.blocks.values() if owner is not None})
+            table_ids, table_arrays = tables_arrays(self.tables, grouped=self.kv_groups is not None)
+            owner_ids = sorted({state[0] for state in self.blocks.values() if state[0] is not None})
             index = {rid: i for i, rid in enumerate(owner_ids)}
             block_ids = sorted(self.blocks)
             header = {
@@ -269,5 +302,7 @@ class Delta:
                 "block_ref": array("i", [self.blocks[b][1] for b in block_ids]),
                 "block_cached": array("B", [self.blocks[b][2] for b in block_ids]),
             }
+            if self.kv_groups is not None:
+                arrays["block_group"] = array("B", [self.blocks[b][3] for b in block_ids])
             self._encoded = wire.encode(header, arrays)
         return self._encoded

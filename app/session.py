@@ -24,13 +24,14 @@ from .frames import (
     KVChanges,
     changed_blocks_view,
     finite,
+    kv_groups_of,
     metrics_view,
     point_view,
     queues_view,
     record_view,
     request_view,
-    snapshot_blocks,
-    tables_arrays,
+    snapshot_kv,
+    tables_view,
     visible_requests,
 )
 from .history import ChartHistory, append_capped
@@ -336,7 +337,7 @@ class Session:
                 changed.add(rid)  # its first token came in these steps: `first_token_s` is new
                 continue
             progress[rid] = (request.num_computed_tokens, request.num_output_tokens)
-        kv = sim.kv_view()
+        kv, kv_groups = sim.kv_view(), kv_groups_of(self.scenario.engine)
         changed_blocks, changed_tables = self.kv_changes.take()
         self._snapshot_cache = None
         return Delta(
@@ -346,11 +347,12 @@ class Session:
             last_record=record_view(records[-1]) if records else None,
             requests={rid: request_view(sim.request(rid)) for rid in changed},
             progress=progress,
-            tables={rid: list(kv.block_table(rid)) for rid in changed_tables},
-            blocks=changed_blocks_view(kv, changed_blocks),
+            tables=tables_view(kv, changed_tables, kv_groups),
+            blocks=changed_blocks_view(kv, changed_blocks, kv_groups),
             queues=queues_view(sim),
             points=[point_view(r) for r in records],
             metrics=metrics_view(sim) if any(r.finished for r in records) else None,
+            kv_groups=kv_groups,
         )
 
     def jump(self) -> None:
@@ -367,22 +369,20 @@ class Session:
         sim = self.sim
         queues = queues_view(sim)
         kv = sim.kv_view()
-        table_ids, table_arrays = tables_arrays(kv.block_tables)
-        blocks_header, blocks_arrays = snapshot_blocks(kv)
+        kv_header, kv_arrays = snapshot_kv(kv, kv_groups_of(self.scenario.engine))
         frame = self._envelope("snapshot")
         frame.update({
             "session": self.info(),
             "status": status,
             "requests": visible_requests(sim, queues),
             "queues": queues,
-            "table_ids": table_ids,
-            **blocks_header,
+            **kv_header,
             "points": self.history.points(),
             "metrics": metrics_view(sim),
             "last_record": record_view(self.last_record) if self.last_record else None,
             "events": list(self.events)[-300:],
         })
-        data = wire.encode(frame, {**table_arrays, **blocks_arrays})
+        data = wire.encode(frame, kv_arrays)
         # No draining of the change lists here: they belong to the next delta, which the other
         # viewers still need whole.
         self._snapshot_cache = (self.seq, status, data)

@@ -24,6 +24,7 @@ machine only. `--soak 300` instead plays for that many seconds at 1000 steps/s a
 every 30 s (looping back to the start of the run if it finishes).
 
     python benchmarks/bench_ui.py [--seconds 15] [--runs 3] [--speeds 250 1000] [--soak 300]
+                                  [--kv-cache-groups full_attention,sliding_window:128]
 """
 
 from __future__ import annotations
@@ -301,7 +302,11 @@ def main() -> None:
     parser.add_argument("--speeds", type=float, nargs="+", default=[250.0, 1000.0], help="steps per second asked for")
     parser.add_argument("--soak", type=float, default=0.0, help="instead: play this many seconds and print the heap")
     parser.add_argument("--smoke", action="store_true", help="one run of one second, one viewport, one speed: does it run")
+    parser.add_argument("--kv-cache-groups", default=None,
+                        help="a hybrid model's KV cache groups, e.g. full_attention,sliding_window:128 (default: one group)")
     args = parser.parse_args()
+    if args.kv_cache_groups:
+        SCENARIO["engine"]["kv_cache_groups"] = args.kv_cache_groups
     viewports = VIEWPORTS[:1] if args.smoke else VIEWPORTS
     if args.smoke:
         args.seconds, args.runs, args.speeds = 1.0, 1, args.speeds[:1]

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 
 from .kv_cache import KVCache
-from .kv_events import BlockRemoved, BlocksAllocated, BlocksFreed, KVEvent
+from .kv_events import BlockRemoved, BlocksAllocated, BlocksFreed, BlocksLeftWindow, KVEvent
 
 # Why a request got fewer tokens than it asked for: the limit that bound `num_new_tokens`.
 BOUND_NONE = "none"
@@ -163,6 +163,22 @@ class FreeDecision:
     cause: str  # "preempted" or "finished"
 
 
+@dataclass(frozen=True, slots=True)
+class WindowDecision:
+    """Blocks a running request's sliding-window (or chunked-local) group gave back because they
+    left its window (see kv_events.BlocksLeftWindow): its logical blocks `first_index` to
+    `first_index + blocks - 1` in group `group` are the null block now."""
+
+    request: str
+    group: int
+    first_index: int
+    blocks: int
+    to_head: list[int]
+    to_tail_cached: list[int]
+    to_tail: list[int]
+    still_shared: list[int]
+
+
 @dataclass(slots=True)
 class StepDecisions:
     """One step's reasoning, in the order the scheduler reasons."""
@@ -175,6 +191,8 @@ class StepDecisions:
     waiting: list[WaitingDecision] = field(default_factory=list)
     waiting_stop: WaitingStop | None = None
     frees: list[FreeDecision] = field(default_factory=list)
+    # Blocks given back mid-request by window groups (several KV cache groups only).
+    left_window: list[WindowDecision] = field(default_factory=list)
     # request id -> block ids: new from the free queue, prefix hits already in use by another
     # request (now shared), prefix hits taken off the free queue (revived).
     allocated: dict[str, list[int]] = field(default_factory=dict)
@@ -199,9 +217,13 @@ class StepDecisions:
                     "preempted" if event.request_id in preempted else "finished"))
             elif isinstance(event, BlockRemoved):
                 self.evicted.append(event.block_id)
+            elif isinstance(event, BlocksLeftWindow):
+                self.left_window.append(WindowDecision(
+                    event.request_id, event.group_id, event.first_index, len(event.block_ids), list(event.to_head),
+                    list(event.to_tail_cached), list(event.to_tail), list(event.still_shared)))
 
     def to_dict(self) -> dict:
-        return {
+        data = {
             "limits": _json(self.limits),
             "blocks_free_at_start": self.blocks_free_at_start,
             "running": [_json(entry) for entry in self.running],
@@ -215,6 +237,9 @@ class StepDecisions:
             "revived": self.revived,
             "evicted": self.evicted,
         }
+        if self.left_window:  # only a model with window groups has any: every other answer reads as before
+            data["left_window"] = [_json(entry) for entry in self.left_window]
+        return data
 
 
 class DecisionTrace:

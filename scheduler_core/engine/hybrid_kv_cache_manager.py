@@ -13,7 +13,7 @@ import copy
 from collections.abc import Sequence
 
 from ..utils import cdiv
-from .block_pool import BlockPool, BlockPoolGauges
+from .block_pool import NULL_BLOCK_ID, BlockPool, BlockPoolGauges
 from .kv_cache_coordinator import HybridKVCacheCoordinator, KVCacheBlocks
 from .kv_cache_groups import KVCacheGroupSpec
 from .kv_events import BlocksAllocated, BlocksFreed, BlocksLeftWindow, KVEvent, take_events
@@ -141,8 +141,12 @@ class HybridKVCacheManager(BlockPoolGauges):
     def _remove_skipped_blocks(self, request_id: str, processed_computed_tokens: int) -> None:
         for group_id, blocks in self.coordinator.remove_skipped_blocks(request_id, processed_computed_tokens):
             if self.kv_events is not None:
-                head, tail, shared = self._where_freed(blocks)
-                self.kv_events.append(BlocksLeftWindow(request_id, group_id, head, tail, shared))
+                # Given back tail first from the window's first block down to the first null slot,
+                # so the blocks given back end where the table's leading null slots end.
+                table = self.coordinator.managers[group_id].req_to_blocks[request_id]
+                window_start = next((i for i, block_id in enumerate(table) if block_id != NULL_BLOCK_ID), len(table))
+                self.kv_events.append(BlocksLeftWindow(request_id, group_id, window_start - len(blocks),
+                                                       *self._where_freed(blocks)))
 
     def cache_blocks(self, request: Request, num_tokens: int) -> None:
         self.coordinator.cache_blocks(request, num_tokens)
@@ -150,23 +154,21 @@ class HybridKVCacheManager(BlockPoolGauges):
     def free(self, request: Request) -> None:
         blocks = self.coordinator.free(request.request_id)
         if self.kv_events is not None:
-            head, tail, shared = self._where_freed(blocks)
-            cached = tuple(block_id for block_id in tail if self.block_pool.block_hash[block_id] is not None)
-            uncached = tuple(block_id for block_id in tail if self.block_pool.block_hash[block_id] is None)
-            self.kv_events.append(BlocksFreed(request.request_id, head, cached, uncached, shared))
+            self.kv_events.append(BlocksFreed(request.request_id, *self._where_freed(blocks)))
 
-    def _where_freed(self, blocks: list[int]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-        """(to the queue's head, to its tail, still held by another request), after freeing."""
+    def _where_freed(self, blocks: list[int]) -> tuple[tuple[int, ...], ...]:
+        """(to the queue's head, to its tail with a cached prefix, to its tail without one, still
+        held by another request), after freeing."""
         pool = self.block_pool
-        head, tail, shared = [], [], []
+        head, tail_cached, tail, shared = [], [], [], []
         for block_id in blocks:
             if pool.ref_cnt[block_id] > 0:
                 shared.append(block_id)
             elif pool.block_hash[block_id] is None and pool.unhashed_blocks_reused_first:
                 head.append(block_id)
             else:
-                tail.append(block_id)
-        return tuple(head), tuple(tail), tuple(shared)
+                (tail if pool.block_hash[block_id] is None else tail_cached).append(block_id)
+        return tuple(head), tuple(tail_cached), tuple(tail), tuple(shared)
 
     def counters(self) -> tuple[int, int, int, int]:
         pool = self.block_pool

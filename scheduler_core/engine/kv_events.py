@@ -68,20 +68,22 @@ class BlocksFreed:
 @dataclass(frozen=True, slots=True)
 class BlocksLeftWindow:
     """A running request gave back blocks that fell out of a sliding window or a local-attention
-    chunk (vLLM's `remove_skipped_blocks`), tail first; its table keeps the null block in their
-    place. Where each went, as in `BlocksFreed`: the free queue's head (nothing cached: reused
-    first), its tail (a cached prefix, LRU; or any block, in versions that do not reuse first), or
-    nowhere, because another request still holds it."""
+    chunk (vLLM's `remove_skipped_blocks`), tail first; its table in group `group_id` keeps the
+    null block in their place, which were the logical blocks `first_index` on, one per block given
+    back (they sit side by side: the table's null slots are always its head). Where each went, as
+    in `BlocksFreed`."""
 
     request_id: str
     group_id: int
+    first_index: int
     to_head: tuple[int, ...]
+    to_tail_cached: tuple[int, ...]
     to_tail: tuple[int, ...]
     still_shared: tuple[int, ...]
 
     @property
     def block_ids(self) -> tuple[int, ...]:
-        return self.to_head + self.to_tail + self.still_shared
+        return self.to_head + self.to_tail_cached + self.to_tail + self.still_shared
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,8 @@ export function blockDiff(answer) {
   return {
     step: answer.step,
     allocated: flat(d.allocated),
-    freed: d.frees.flatMap((f) => [...f.to_head, ...f.to_tail_cached, ...f.to_tail]),
+    // Blocks a sliding window gave back while their request ran are freed too (a hybrid model's).
+    freed: [...d.frees, ...(d.left_window || [])].flatMap((f) => [...f.to_head, ...f.to_tail_cached, ...f.to_tail]),
     evicted: d.evicted,
     shared: [...flat(d.newly_shared), ...flat(d.revived)],
   };

@@ -40,6 +40,39 @@ export function freedWords(free) {
   return parts.length ? html`${joined(parts, "; ")}` : "it held no blocks";
 }
 
+// A hybrid model's window group, in vLLM's words when the page knows the groups.
+const groupWords = (groups, group) => (groups && groups[group] ? groups[group].label : `KV cache group ${group}`);
+const span = (first, last) => (first === last ? html`${n(first)}` : html`${n(first)}–${n(last)}`);
+
+// A request's window entries of one step, those of groups that read the same and gave back the
+// same logical blocks as one (Gemma 3's six groups of sliding window 1024 move together): `groups`
+// lists them, the destinations hold all their blocks.
+export function mergedWindows(entries, groups) {
+  const merged = new Map();
+  for (const w of entries) {
+    const key = `${w.request}/${groupWords(groups, w.group)}/${w.first_index}/${w.blocks}`;
+    const into = merged.get(key);
+    if (!into) { merged.set(key, { ...w, groups: [w.group] }); continue; }
+    into.groups.push(w.group);
+    for (const where of ["to_head", "to_tail_cached", "to_tail", "still_shared"]) into[where] = [...into[where], ...w[where]];
+  }
+  return [...merged.values()];
+}
+
+// Blocks that left a sliding window (or an attention chunk) while the request ran (an entry of
+// mergedWindows): vLLM's remove_skipped_blocks gives them back and the table points at the null
+// block in their place.
+export function leftWindowWords(w, limits, groups) {
+  const bs = limits.block_size, group = groups && groups[w.group], many = w.groups.length > 1;
+  const reach = group && group.kind === "chunked_local" ? html`its attention chunk of ${n(group.window)} tokens`
+    : group && group.window ? html`the last ${n(group.window)} tokens it attends to` : "its window";
+  const who = many ? html`${n(w.groups.length)} groups of ${groupWords(groups, w.group)} (groups ${
+    w.groups.every((g, i) => !i || g === w.groups[i - 1] + 1) ? `${w.groups[0]}–${w.groups[w.groups.length - 1]}` : w.groups.join(", ")}) each` : groupWords(groups, w.group);
+  return html`<span class="why-key">${who} gave back ${blocks(w.blocks)}:</span>
+    tokens ${span(w.first_index * bs, (w.first_index + w.blocks) * bs - 1)} (logical block${w.blocks === 1 ? "" : "s"} ${span(w.first_index, w.first_index + w.blocks - 1)} of ${many ? "each group's" : "that group's"} table) fell out of ${reach},
+    so the table points at the null block there. Where ${many ? html`all ${n(w.blocks * w.groups.length)}` : "they"} went: ${freedWords(w)}.`;
+}
+
 function preemptionWords(p, limits) {
   const rule = p.rule === "self"
     ? html`${RULES[p.rule_order]}, and that was ${id(p.request)} itself: it preempted itself`
@@ -86,7 +119,7 @@ function stopWords(stop, limits, answer) {
 
 // Sentences about one request in one step: what it asked, got, and why. `status` is its status
 // after the step (to tell a waiting request the scan never reached).
-export function explainRequest(answer, rid, status) {
+export function explainRequest(answer, rid, status, groups = null) {
   const d = answer.decisions, r = answer.record, limits = d.limits, step = r.step + 1;
   const out = [];
   if (r.arrived.includes(rid)) out.push(html`${id(rid)} arrived in step ${n(step)}.`);
@@ -132,6 +165,7 @@ export function explainRequest(answer, rid, status) {
     if (f.request === rid && f.cause === "finished") out.push(html`<span class="why-key">Finished</span> in step ${n(step)}; its ${blocks(f.blocks)}: ${freedWords(f)}.`);
     if (f.request === rid && f.cause === "preempted") out.push(html`Its ${blocks(f.blocks)}: ${freedWords(f)}.`);
   }
+  for (const w of mergedWindows((d.left_window || []).filter((e) => e.request === rid), groups)) out.push(leftWindowWords(w, limits, groups));
   const mine = (map) => (map[rid] || []).length;
   const changes = [];
   if (mine(d.allocated)) changes.push(html`took ${blocks(mine(d.allocated))} from the free queue`);
@@ -151,6 +185,11 @@ export function explainStep(answer, told = null) {
     ${were(d.blocks_free_at_start)} free when it began.`];
   for (const p of d.preemptions) {
     if (p.victim !== told && p.request !== told) out.push(html`<span class="why-key preempted">Preemption:</span> ${preemptionWords(p, limits)}`);
+  }
+  const left = d.left_window || [];
+  if (left.length) {
+    const total = left.reduce((sum, w) => sum + w.blocks, 0), requests = new Set(left.map((w) => w.request)).size;
+    out.push(html`<span class="why-key">Sliding windows:</span> ${n(requests)} running request${requests === 1 ? "" : "s"} gave back ${blocks(total)} that left the window (the null block holds ${total === 1 ? "its place in its table" : "their places in the tables"}).`);
   }
   if (d.waiting_stop) out.push(html`The waiting queue (${n(d.waiting_stop.num_waiting_left)} left) stopped: ${stopWords(d.waiting_stop, limits, answer)}.`);
   return out;

@@ -214,7 +214,22 @@ def test_blocks_left_window_is_an_event():
     kv.take_events()
     run_chunk(kv, req, 1)
     left = [event for event in kv.take_events() if isinstance(event, BlocksLeftWindow)]
-    assert len(left) == 1 and left[0].group_id == 1 and len(left[0].to_head) == 2
+    assert len(left) == 1 and left[0].group_id == 1 and len(left[0].to_head) == 2 and left[0].first_index == 0
+
+
+def test_blocks_left_window_say_which_logical_blocks_they_were():
+    # Window 5, blocks of 4: at 16 tokens computed, tokens 0-11 are out of the window, so the third
+    # block (logical 2) leaves after the first two did.
+    kv = manager(FULL, sliding(5), caching=False)
+    kv.enable_events()
+    req = request("a", 20)
+    run_chunk(kv, req, 12)
+    run_chunk(kv, req, 4)
+    kv.take_events()
+    run_chunk(kv, req, 1)
+    (left,) = [event for event in kv.take_events() if isinstance(event, BlocksLeftWindow)]
+    assert left.first_index == 2 and len(left.block_ids) == 1
+    assert KVCacheView(kv).group_block_tables("a")[1][:3] == (NULL_BLOCK_ID,) * 3
 
 
 def test_scheduler_runs_a_hybrid_workload_to_the_end_and_gets_every_block_back():

@@ -59,8 +59,11 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
     }
     const why = answer
       ? html`<section class="why-request"><p class="why-head">Why, in step ${fmtInt(answer.step + 1)} <button type="button" class="why-open ghost">Why? tab ›</button></p>${
-        explainRequest(answer, r.id, r.status).map((s) => html`<p>${s}</p>`)}</section>`
+        explainRequest(answer, r.id, r.status, store.kvGroups).map((s) => html`<p>${s}</p>`)}</section>`
       : html`<p class="muted why-head">Pause to see why it got what it got. <button type="button" class="why-open ghost">Why? tab ›</button></p>`;
+    // A hybrid model's table per group (from the store: the same step), a heading row before each.
+    const groups = store.kvGroups ? store.groupTables.get(r.id) : null;
+    const groupRows = groups ? groups.flatMap((t, g) => [[g, -1, 0], ...t.map((block, i) => [g, i, block])]) : null;
     const events = detail.timeline.filter((run) => run.kind !== "prefill" && run.kind !== "decode")
       .map((run) => `step ${run.step + 1}: ${run.kind}${run.cached ? ` (${run.cached} tokens from the prefix cache)` : ""}`).join(" · ");
     const previous = { table: el.querySelector(".vlist.table")?.scrollTop, history: el.querySelector(".vlist.history")?.scrollTop };
@@ -80,7 +83,7 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
       ${lastTokenInFlight(detail)}
       <div class="timeline" role="img" aria-label="Timeline of ${r.id}"></div>
       ${events ? html`<p class="muted events-line">${events}</p>` : ""}
-      <h4>Block table: ${fmtInt(detail.block_table.length)} blocks</h4>
+      <h4>Block table: ${fmtInt(detail.block_table.length)} blocks${groupRows ? html` in ${fmtInt(store.kvGroups.length)} KV cache groups` : ""}</h4>
       <div class="vlist table" tabindex="0" aria-label="Block table of ${r.id}"></div>
       ${detail.history ? html`<h4>History: ${fmtInt(detail.history.length)} steps run</h4>
       <div class="vlist history" tabindex="0" aria-label="History of ${r.id}"></div>` : html`<p class="muted">Pause to list its history step by step.</p>`}</div>`);
@@ -89,23 +92,32 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
     const rowHeight = Math.round(parseFloat(cssVar("--small")) * 1.5);
     const bs = store.session.block_size;
     const table = detail.block_table;
+    const groupRow = ([g, logical, block]) => {
+      if (logical < 0) return html`<div class="vrow vgroup"><span>${store.kvGroups[g].label}</span></div>`;
+      if (block === 0) return html`<div class="vrow"><span>${logical}</span><span>null</span><span>–</span><span>left the window</span></div>`;
+      const filled = Math.max(0, Math.min(bs, r.computed - logical * bs)), ref = store.blocks ? store.blocks.ref[block] : 1;
+      return html`<div class="vrow"><span>${logical}</span><span>${block}</span><span>${filled}/${bs}</span><span>${ref > 1 ? `${ref} shared` : ref}</span></div>`;
+    };
     const tableList = virtualList(el.querySelector(".vlist.table"), {
       rowHeight,
       header: html`<div class="vrow vhead"><span>logical</span><span>physical</span><span>slots</span><span>ref</span></div>`,
       renderRow: (i) => {
+        if (groupRows) return groupRow(groupRows[i]);
         const block = table[i];
         const filled = Math.max(0, Math.min(bs, r.computed - i * bs));
         const ref = store.blocks ? store.blocks.ref[block] : 1;
         return html`<div class="vrow"><span>${i}</span><span>${block}</span><span>${filled}/${bs}</span><span>${ref > 1 ? `${ref} shared` : ref}</span></div>`;
       },
     });
-    tableList.setCount(table.length);
+    tableList.setCount(groupRows ? groupRows.length : table.length);
     if (previous.table !== undefined) el.querySelector(".vlist.table").scrollTop = previous.table;
     const history = detail.history;
     if (!history) return;
     const historyList = virtualList(el.querySelector(".vlist.history"), {
       rowHeight,
-      header: html`<div class="vrow vhead"><span>step</span><span>tokens</span><span>from token</span><span>blocks</span></div>`,
+      // With window groups the count is what the tokens could hold: each window keeps only what it attends to.
+      header: html`<div class="vrow vhead"><span>step</span><span>tokens</span><span>from token</span>${store.kvGroups
+        ? html`<span title="blocks its tokens could hold over every group; a sliding window gives back what falls out of it">≤ blocks</span>` : html`<span>blocks</span>`}</div>`,
       renderRow: (i) => {
         const [step, tokens, before, blocks, kind] = history[i];
         const scheduled = kind === "prefill" ? `${tokens} prefill` : tokens > 1 ? `1+${tokens - 1} drafts` : "1 decode";

@@ -9,6 +9,7 @@
 
 import { cssVar, requestColor } from "../colors.js";
 import { setAttr } from "../writes.js";
+import { drawBand, drawBands, groupName, groupOf, tableHolding, tablesOf } from "./kvgrid_groups.js";
 import { mountText } from "./kvgrid_text.js";
 
 export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gaugeEl, pagedButton, contiguousButton }) {
@@ -82,9 +83,10 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     const owner = ownerAt(block);
     const b = store.blocks;
     if (mode === "contiguous") { canvas.title = owner ? `reserved for ${owner}` : "not reserved"; return; }
-    const logical = owner ? (store.tables.get(owner) || []).indexOf(block) : -1;
-    canvas.title = block === 0 ? "block 0: vLLM's reserved null block"
-      : owner ? `block ${block}: ${owner}, logical block ${logical}, ref count ${b.ref[block]}${b.cached[block] ? ", cached prefix" : ""}`
+    const logical = owner ? tableHolding(store, owner, block).indexOf(block) : -1;
+    const group = owner && groupOf(store, block) !== null ? `, ${groupName(store, groupOf(store, block))}` : "";
+    canvas.title = block === 0 ? `block 0: vLLM's reserved null block${store.kvGroups ? "; a table slot a sliding window gave back points here" : ""}`
+      : owner ? `block ${block}: ${owner}${group}, logical block ${logical}, ref count ${b.ref[block]}${b.cached[block] ? ", cached prefix" : ""}`
       : b.cached[block] ? `block ${block}: free, still holds a cached prefix (evictable)` : `block ${block}: free`;
   });
 
@@ -169,21 +171,24 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     // (one colour per request) is cheaper than looking up an owner for every block.
     const free = [], cachedFree = [], shared = [], byColour = [], faint = [], partial = [];
     const owned = new Uint8Array(b.n);
-    for (const [id, table] of store.tables) {
+    for (const id of store.tables.keys()) {
       const request = store.requests.get(id);
-      if (!table.length) continue;
       const colour = colourOf(id);
-      // Tokens held: the last block may be partly full; blocks past it are reserved ahead of
-      // need (the contiguous allocator) or for the drafts of speculative decoding (lookahead).
-      const held = request ? Math.max(1, Math.min(table.length, Math.ceil(request.computed / bs))) : table.length;
-      const inLast = request ? request.computed - (held - 1) * bs : bs;
-      const solid = inLast > 0 && inLast < bs ? held - 1 : held;
-      // A shared block is drawn in the colour of the owner the store names, as a repaint does.
+      // A shared block is drawn in the colour of the owner the store names, as a repaint does
+      // (never the null block: a window group's table points there where it gave a block back).
       const mine = (block) => b.owner[block] === id;
-      byColour.push([colour, table.slice(0, solid).filter(mine)]);
-      if (solid < table.length) faint.push([colour, table.slice(solid).filter(mine)]);
-      if (solid < held && mine(table[held - 1])) partial.push([table[held - 1], colour, inLast / bs]);
-      for (const block of table) owned[block] = 1;
+      for (const table of tablesOf(store, id)) { // a hybrid model: each group's table holds every token
+        if (!table.length) continue;
+        // Tokens held: the last block may be partly full; blocks past it are reserved ahead of
+        // need (the contiguous allocator) or for the drafts of speculative decoding (lookahead).
+        const held = request ? Math.max(1, Math.min(table.length, Math.ceil(request.computed / bs))) : table.length;
+        const inLast = request ? request.computed - (held - 1) * bs : bs;
+        const solid = inLast > 0 && inLast < bs ? held - 1 : held;
+        byColour.push([colour, table.slice(0, solid).filter(mine)]);
+        if (solid < table.length) faint.push([colour, table.slice(solid).filter(mine)]);
+        if (solid < held && mine(table[held - 1])) partial.push([table[held - 1], colour, inLast / bs]);
+        for (const block of table) owned[block] = 1;
+      }
     }
     for (let block = 1; block < b.n; block++) {
       if (!owned[block]) {
@@ -213,6 +218,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       const filled = Math.max(1, Math.round(size * fill));
       ctx.fillStyle = colour; ctx.fillRect(x, y + size - filled, size, filled);
     }
+    drawBands(ctx, store, { at, first, last: Math.min(last, b.n), size }); // a hybrid model's groups
     if (size >= 4 && shared.length) { // shared through the prefix cache: a dot in the middle
       ctx.fillStyle = c.panel;
       const dot = Math.max(2, Math.round(size / 3));
@@ -245,7 +251,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
         continue;
       }
       const colour = colourOf(owner);
-      const table = store.tables.get(owner) || [];
+      const table = tableHolding(store, owner, block);
       const request = store.requests.get(owner);
       const index = table.indexOf(block);
       const held = request ? Math.max(1, Math.min(table.length, Math.ceil(request.computed / bs))) : table.length;
@@ -258,6 +264,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
       } else {
         ctx.fillRect(x, y, size, size);
       }
+      drawBand(ctx, store, block, x, y, size);
       if (size >= 4 && b.ref[block] > 1) {
         const dot = Math.max(2, Math.round(size / 3));
         ctx.fillStyle = c.panel; ctx.fillRect(x + (size - dot) / 2, y + (size - dot) / 2, dot, dot);

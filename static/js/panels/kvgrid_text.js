@@ -5,6 +5,7 @@
 import { fmtInt } from "../colors.js";
 import { html, render } from "../dom.js";
 import { setAttr, setHtml, setText } from "../writes.js";
+import { groupLegend, groupRows, tablesOf } from "./kvgrid_groups.js";
 
 export function mountText(store, { legendEl, summaryEl, subEl, gaugeEl }) {
   // The gauge's bar and figure are made once; each frame changes the bar's width and the text.
@@ -21,6 +22,7 @@ export function mountText(store, { legendEl, summaryEl, subEl, gaugeEl }) {
     const r = reservation;
     const summary = mode === "paged" ? pagedSummary()
       : html`reserving ${fmtInt(r.region)} blocks (max_model_len) per request: <b>${r.fitted} of ${r.running}</b> running requests fit; <b>${(r.waste * 100).toFixed(0)}%</b> of reserved slots unused`;
+    summaryEl.classList.toggle("grouped", Boolean(store.kvGroups)); // a row per group: room for them
     setHtml(summaryEl, html`<div>${summary}</div>${blockTable(mode)}`);
   }
 
@@ -28,13 +30,19 @@ export function mountText(store, { legendEl, summaryEl, subEl, gaugeEl }) {
     const bs = store.session.block_size;
     // Blocks past a request's computed tokens are its lookahead: slots vLLM allocates ahead for
     // the draft tokens of speculative decoding (the contiguous view reserves whole regions instead).
-    let slots = 0, tokens = 0, lookahead = 0;
-    for (const [id, table] of store.tables) {
+    // A hybrid model's tables (one per group) count their null slots as nothing held: a sliding
+    // window gave those blocks back to the pool.
+    let slots = 0, tokens = 0, lookahead = 0, nulls = 0;
+    for (const id of store.tables.keys()) {
       const request = store.requests.get(id);
       if (!request) continue;
-      slots += table.length * bs;
-      tokens += Math.min(request.computed, table.length * bs);
-      lookahead += Math.max(0, table.length - Math.max(1, Math.ceil(request.computed / bs)));
+      for (const table of tablesOf(store, id)) {
+        const gone = table.reduce((count, block) => count + (block === 0 ? 1 : 0), 0);
+        slots += (table.length - gone) * bs;
+        tokens += Math.max(0, Math.min(request.computed, table.length * bs) - gone * bs);
+        lookahead += Math.max(0, table.length - Math.max(1, Math.ceil(request.computed / bs)));
+        nulls += gone;
+      }
     }
     const { ref, cached: hasPrefix, owner, n } = store.blocks;
     let shared = 0, cached = 0;
@@ -45,7 +53,8 @@ export function mountText(store, { legendEl, summaryEl, subEl, gaugeEl }) {
     const reserving = store.session.scenario.engine.kv_allocator === "contiguous";
     const drafting = !reserving && drafts();
     const unused = slots - tokens - (drafting ? lookahead * bs : 0);
-    return html`${reserving ? "reserved but unused slots" : "unused slots in last blocks"}: <b>${slots ? ((unused / slots) * 100).toFixed(1) : "0.0"}%</b>${drafting ? ` · lookahead blocks ${fmtInt(lookahead)}` : ""} · shared blocks ${fmtInt(shared)} · evictable cached ${fmtInt(cached)}`;
+    return html`${reserving ? "reserved but unused slots" : "unused slots in last blocks"}: <b>${slots ? ((unused / slots) * 100).toFixed(1) : "0.0"}%</b>${drafting ? ` · lookahead blocks ${fmtInt(lookahead)}` : ""} · shared blocks ${fmtInt(shared)} · evictable cached ${fmtInt(cached)}${
+      store.kvGroups ? html` · <span title="table slots pointing at the null block: blocks the sliding windows gave back to the pool while their requests ran">null slots <b>${fmtInt(nulls)}</b></span>` : ""}`;
   }
 
   function blockTable(mode) {
@@ -54,6 +63,7 @@ export function mountText(store, { legendEl, summaryEl, subEl, gaugeEl }) {
     const table = store.tables.get(id) || [];
     const request = store.requests.get(id);
     if (!table.length) return html`<div class="block-table"><b>${id}</b> holds no blocks (${request ? request.status : "not visible"})</div>`;
+    if (store.kvGroups) return html`<div class="block-table"><b>${id}</b> <span title="one row per KV cache group; null: the block left the window and went back to the pool">logical→physical per group (* shared):</span>${groupRows(store, id, request)}</div>`;
     const bs = store.session.block_size;
     const entries = table.map((block, i) => {
       const filled = request ? Math.max(0, Math.min(bs, request.computed - i * bs)) : bs;
@@ -73,7 +83,9 @@ export function mountText(store, { legendEl, summaryEl, subEl, gaugeEl }) {
       sw("shared", "shared", "shared by several requests through the prefix cache (ref count > 1)"),
       sw("partial", "partly full", "a request's last block, filled to the height shown: PagedAttention's only waste"),
       drafts() ? sw("lookahead", "lookahead", "allocated ahead of a request's tokens for the draft tokens speculative decoding will verify (vLLM's lookahead slots)") : "",
-      sw("null", "null", "block 0, vLLM's reserved null block")];
+      sw("null", "null", store.kvGroups ? "block 0, vLLM's reserved null block: a table slot whose block left a sliding window points here"
+        : "block 0, vLLM's reserved null block"),
+      ...groupLegend(store)];
   }
 
   // After a full redraw: the pool's size, and the legend of the view with the window shown.

@@ -6,7 +6,7 @@
 import { fmtInt } from "../colors.js";
 import { blockDiff, whyOf } from "../why_data.js";
 import { html, render as write } from "../dom.js";
-import { explainRequest, explainStep, freedWords } from "../why_words.js";
+import { explainRequest, explainStep, freedWords, leftWindowWords, mergedWindows } from "../why_words.js";
 
 const MAX_IDS = 400; // block ids listed per kind (the count is always whole)
 
@@ -66,7 +66,7 @@ export function mount(el, store, { sessionId, onSelect }) {
     const diff = blockDiff(answer);
     const sentences = (list) => list.map((s) => html`<p>${s}</p>`);
     const request = rid
-      ? html`<section class="why-request" aria-label="Why ${rid}"><h3>${rid} in step ${fmtInt(answer.step + 1)}</h3>${sentences(explainRequest(answer, rid, status))}</section>`
+      ? html`<section class="why-request" aria-label="Why ${rid}"><h3>${rid} in step ${fmtInt(answer.step + 1)}</h3>${sentences(explainRequest(answer, rid, status, store.kvGroups))}</section>`
       : html`<p class="muted">Select a request (a chip, a batch row, a KV block) to see why it got what it got.</p>`;
     write(el, html`${request}<section class="why-step"><h3>Step ${fmtInt(answer.step + 1)}</h3>${sentences(explainStep(answer, rid))}</section>${diffSection(answer, diff)}`);
     setDiff(diff);
@@ -79,11 +79,13 @@ export function mount(el, store, { sessionId, onSelect }) {
       html`<li><button type="button" class="rid" data-id="${r}">${r}</button>: ${list(ids)}</li>`);
     const frees = d.frees.filter((f) => f.blocks).map((f) =>
       html`<li><button type="button" class="rid" data-id="${f.request}">${f.request}</button> ${f.cause}: ${freedWords(f)} <span class="ids">${list([...f.to_head, ...f.to_tail_cached, ...f.to_tail])}</span></li>`);
+    const windows = mergedWindows(d.left_window || [], store.kvGroups).map((w) =>
+      html`<li><button type="button" class="rid" data-id="${w.request}">${w.request}</button>: ${leftWindowWords(w, d.limits, store.kvGroups)} <span class="ids">${list([...w.to_head, ...w.to_tail_cached, ...w.to_tail])}</span></li>`);
     const row = (kind, label, count, body) =>
       html`<div class="diff-kind"><h4><i class="glyph ${kind}" aria-hidden="true"></i>${label} <b>${fmtInt(count)}</b></h4>${body}</div>`;
     return html`<section class="why-diff" aria-label="Block table diff"><h3>Blocks, against step ${fmtInt(answer.step)}</h3><label><input type="checkbox" id="why-draw" ${drawOnGrid ? html`checked` : ""}> draw on the KV grid</label>${[
       row("allocated", "allocated", diff.allocated.length, html`<ul>${perRequest(d.allocated)}</ul>`),
-      row("freed", "freed", diff.freed.length, html`<ul>${frees}</ul>`),
+      row("freed", "freed", diff.freed.length, html`<ul>${frees}${windows}</ul>`),
       row("evicted", "evicted from the prefix cache", diff.evicted.length, html`<p class="ids">${list(diff.evicted)}</p>`),
       row("shared", "newly shared or hit in the prefix cache", diff.shared.length, html`${
         Object.keys(d.newly_shared).length ? html`<p>shared with requests that hold them:</p><ul>${perRequest(d.newly_shared)}</ul>` : ""}${

@@ -1,0 +1,133 @@
+"""A hybrid engine's KV cache groups in the frames: the groups named in vLLM's words, each table per
+group with its null slots, each block's group, deltas that rebuild the snapshot, and the decision
+trace saying which blocks a sliding window gave back; a single-group engine's frames as before."""
+
+import copy
+
+import pytest
+
+from app import wire
+from app.kv_group_frames import NO_GROUP
+from app.session import Session
+from app.settings import Settings
+from scheduler_core.engine.decision_trace import traced_record
+from scheduler_core.scenario.scenario import Scenario, with_vllm_defaults
+
+from .test_protocol import TIGHT
+
+HYBRID = "full_attention,sliding_window:64"
+
+
+def session(kv_cache_groups: str | None = None) -> Session:
+    data = copy.deepcopy(TIGHT)
+    if kv_cache_groups:
+        data["engine"]["kv_cache_groups"] = kv_cache_groups
+    return Session("s", Scenario.from_dict(with_vllm_defaults(data)), Settings())
+
+
+def per_group(frame: dict, num_groups: int) -> dict[str, list[list[int]]]:
+    """request id -> its table in each group, from a frame's flat arrays."""
+    tables, at, lengths = {}, 0, iter(frame["table_lengths"])
+    for rid in frame["table_ids"]:
+        tables[rid] = []
+        for _ in range(num_groups):
+            length = next(lengths)
+            tables[rid].append(frame["table_blocks"][at:at + length])
+            at += length
+    return tables
+
+
+def test_a_single_group_engine_sends_no_groups():
+    live = session()
+    live.advance(10)
+    frame = wire.decode(live.snapshot_frame())
+    assert "kv_groups" not in frame and "block_group" not in frame
+    assert len(frame["table_lengths"]) == len(frame["table_ids"])
+    records, _ = live.advance(2)
+    assert "block_group" not in wire.decode(live.delta_frame(records).encode())
+
+
+def test_the_snapshot_names_the_groups_as_vllm_does():
+    frame = wire.decode(session("full_attention,sliding_window:128,chunked_local:256").snapshot_frame())
+    assert [group["label"] for group in frame["kv_groups"]] == ["full attention", "sliding window 128",
+                                                                 "chunked local attention 256"]
+    assert frame["kv_groups"][1] == {"kind": "sliding_window", "window": 128, "label": "sliding window 128"}
+
+
+def test_the_snapshot_holds_each_table_per_group_with_its_null_slots():
+    live = session(HYBRID)
+    live.advance(20)
+    frame = wire.decode(live.snapshot_frame())
+    kv = live.sim.kv_view()
+    tables = per_group(frame, 2)
+    assert tables and tables == {rid: [list(t) for t in kv.group_block_tables(rid)] for rid in tables}
+    # Tokens past the 64-token window left the sliding-window table: the null block holds their place.
+    assert any(0 in window for _, window in tables.values())
+    assert all(0 not in full for full, _ in tables.values())
+
+
+def test_each_block_names_the_group_whose_table_holds_it():
+    live = session(HYBRID)
+    live.advance(20)
+    frame = wire.decode(live.snapshot_frame())
+    expected = [NO_GROUP] * frame["num_blocks"]
+    for full, window in per_group(frame, 2).values():
+        for group_id, table in enumerate((full, window)):
+            for block in table:
+                if block:
+                    expected[block] = group_id
+    assert frame["block_group"] == expected
+    assert {0, 1} <= set(frame["block_group"])
+
+
+def test_deltas_rebuild_the_next_snapshots_tables_and_groups():
+    live = session(HYBRID)
+    start = wire.decode(live.snapshot_frame())
+    tables, groups = per_group(start, 2), list(start["block_group"])
+    for _ in range(40):
+        records, _ = live.advance(3)
+        delta = wire.decode(live.delta_frame(records).encode())
+        for rid, table in per_group(delta, 2).items():
+            if any(table):
+                tables[rid] = table
+            else:
+                tables.pop(rid, None)
+        for block, group_id in zip(delta["block_ids"], delta.get("block_group", ())):
+            groups[block] = group_id
+    end = wire.decode(live.snapshot_frame())
+    assert tables == per_group(end, 2)
+    assert groups == end["block_group"]
+
+
+@pytest.mark.parametrize("prefix_caching", [True, False])
+def test_the_trace_says_which_positions_left_the_window_and_where_they_went(prefix_caching):
+    live = session(HYBRID)
+    if not prefix_caching:
+        data = live.scenario.to_dict()
+        data["engine"]["enable_prefix_caching"] = False
+        live = Session("s", Scenario.from_dict(data), Settings())
+    for _ in range(30):
+        step = live.sim.step_index
+        record = traced_record(live.sim, live.sim.snapshot(), step)
+        live.advance(1)  # the same step, live: its tables are those the trace speaks of
+        entries = record.decisions.get("left_window", [])
+        for entry in entries:
+            assert entry["group"] == 1 and entry["blocks"] >= 1
+            went = entry["to_head"] + entry["to_tail_cached"] + entry["to_tail"] + entry["still_shared"]
+            assert len(went) == entry["blocks"]
+            # Full blocks carry a cached prefix when caching is on: they stay findable at the queue's
+            # tail; without caching they go to its head, reused first.
+            assert bool(entry["to_tail_cached"]) == prefix_caching and bool(entry["to_head"]) != prefix_caching
+            window = live.sim.kv_view().group_block_tables(entry["request"])[1]
+            if window:  # still running: its window table's null slots end where the blocks given back ended
+                first, end = entry["first_index"], entry["first_index"] + entry["blocks"]
+                assert set(window[first:end]) == {0} and (end == len(window) or window[end] != 0)
+        if entries:
+            return
+    pytest.fail("no blocks left the window in 30 steps")
+
+
+def test_a_single_group_trace_has_no_window_entries():
+    live = session()
+    state = live.sim.snapshot()
+    assert all("left_window" not in traced_record(live.sim, state, step).decisions for step in range(12))
