@@ -26,20 +26,9 @@ from ..timing.host_time import NO_HOST_TIME, HostTime
 from ..timing.presets import GPUS, MODELS
 from ..utils import cdiv
 from ..workload.workload import RequestSpec, RequestTable, Workload
+from .arrivals import arrival_order
 from .frozen_state import FrozenState, SimulationState
 from .metrics import SLO, MetricsCollector
-
-
-def arrival_order(workload: Workload) -> Sequence[int]:
-    """Open loop: workload indices by arrival time, ties in workload order (a `range` when the
-    workload is already in order, as synthetic workloads and loaded traces are)."""
-    if workload.concurrency:
-        return range(0)
-    requests = workload.requests
-    times = requests.arrival_time if isinstance(requests, RequestTable) else [spec.arrival_time for spec in requests]
-    if all(a <= b for a, b in zip(times, times[1:])):
-        return range(len(times))
-    return sorted(range(len(times)), key=times.__getitem__)
 
 
 class SimulationStalled(RuntimeError):
@@ -48,12 +37,15 @@ class SimulationStalled(RuntimeError):
 
 @dataclass(frozen=True)
 class _Batch:
-    """What one step scheduled: the scheduler's output, its chunks as the record shows them, and
-    under async scheduling the engine-loop pass that produced it."""
+    """What one step scheduled (the scheduler's output, its chunks as the record shows them, the async
+    engine-loop pass), when it began, the requests that arrived for it and the KV counters before it."""
 
     output: SchedulerOutput
     scheduled: list[ScheduledChunk]
     engine_pass: EnginePass | None
+    clock_before: float
+    arrived: list[str]
+    counters_before: tuple[int, int, int, int]
 
 
 class Simulation:
@@ -203,14 +195,21 @@ class Simulation:
 
     def step(self) -> StepRecord:
         """Run one engine iteration and return what it did: schedule, time, update, record."""
+        batch = self.plan_step()
+        return self.finish_step(batch, *self._time(batch, batch.clock_before))
+
+    def plan_step(self) -> _Batch:
+        """A step's first half: arrivals admitted and the batch scheduled, not yet timed. Lockstep
+        data-parallel ranks time their batches together (cluster/lockstep.py), then `finish_step`."""
         if self.done:
             raise StopIteration("the simulation has finished every request")
         clock_before, arrived = self._admit_arrivals()
-        counters_before = self.scheduler.kv_cache_manager.counters()
-        batch = self._schedule(clock_before)
-        clock_after, breakdown = self._time(batch, clock_before)
+        return self._schedule(clock_before, arrived, self.scheduler.kv_cache_manager.counters())
+
+    def finish_step(self, batch: _Batch, clock_after: float, breakdown: dict[str, float]) -> StepRecord:
+        """A step's second half, once it ends at `clock_after`: update, record, observe."""
         result = self._update(batch, clock_after)
-        record = self._record(batch, result, arrived, clock_before, clock_after, breakdown, counters_before)
+        record = self._record(batch, result, clock_after, breakdown)
         self._observe(batch.output, result, record)
         self.step_index += 1
         self.clock_s = clock_after
@@ -227,7 +226,7 @@ class Simulation:
             self.scheduler.decision_trace.start_step(self.scheduler)
         return clock_before, arrived
 
-    def _schedule(self, now: float) -> _Batch:
+    def _schedule(self, now: float, arrived: list[str], counters_before: tuple[int, int, int, int]) -> _Batch:
         """This step's batch: schedule() itself, or one pass of the async engine loop (which may
         also complete the oldest batch in flight)."""
         if self.engine_loop is None:
@@ -236,7 +235,7 @@ class Simulation:
         else:
             engine_pass = self.engine_loop.step(now, self._async_batch_done_at)
             output = engine_pass.scheduled or SchedulerOutput()
-        batch = _Batch(output, self._chunks(output), engine_pass)
+        batch = _Batch(output, self._chunks(output), engine_pass, now, arrived, counters_before)
         self._wait_if_blocked(batch)
         return batch
 
@@ -284,10 +283,10 @@ class Simulation:
             self._release_next(clock_after)
         return result
 
-    def _record(self, batch: _Batch, result: UpdateResult, arrived: list[str], clock_before: float,
-                clock_after: float, breakdown: dict[str, float], counters_before: tuple[int, int, int, int]) -> StepRecord:
+    def _record(self, batch: _Batch, result: UpdateResult, clock_after: float, breakdown: dict[str, float]) -> StepRecord:
         scheduler, kv, output = self.scheduler, self.scheduler.kv_cache_manager, batch.output
-        allocated, freed, evicted, hit = (after - before for after, before in zip(kv.counters(), counters_before))
+        clock_before, arrived = batch.clock_before, batch.arrived
+        allocated, freed, evicted, hit = (after - before for after, before in zip(kv.counters(), batch.counters_before))
         kv_events = kv.take_events()
         trace = scheduler.decision_trace
         return StepRecord(
@@ -442,9 +441,4 @@ class Simulation:
         return tuple(self.scheduler.kv_cache_manager.get_block_ids(request_id))
 
     def queue_ids(self) -> dict[str, list[str]]:
-        scheduler = self.scheduler
-        return {
-            "waiting": [r.request_id for r in scheduler.waiting],
-            "running": [r.request_id for r in scheduler.running],
-            "swapped": [r.request_id for r in scheduler.swapped],
-        }
+        return {queue: [r.request_id for r in getattr(self.scheduler, queue)] for queue in ("waiting", "running", "swapped")}
