@@ -16,7 +16,8 @@ from .overrides import add_scenario_flags, build_scenario
 def print_startup_lines(scenario: Scenario) -> None:
     """What vLLM would log about memory while starting this configuration."""
     plan = scenario.memory_plan()
-    print(f"vLLM startup, per GPU ({scenario.tensor_parallel_size} x {scenario.gpu}):")
+    ranks = f"{scenario.data_parallel_size} DP ranks x " if scenario.data_parallel_size > 1 else ""
+    print(f"vLLM startup, per GPU ({ranks}{scenario.tensor_parallel_size} x {scenario.gpu}):")
     for line in plan.startup_lines():
         print(f"  {line}")
 
@@ -24,6 +25,9 @@ def print_startup_lines(scenario: Scenario) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     scenario = build_scenario(args, args.scenario)
     cluster = cluster_table(args)
+    if scenario.data_parallel_size > 1:
+        print_startup_lines(scenario)  # every rank's GPUs alike
+        cluster = {} if cluster is None else cluster  # one deployment of several engine cores: a fleet of its ranks
     if cluster is not None:
         return run_fleet(args, scenario, cluster)
     print_startup_lines(scenario)

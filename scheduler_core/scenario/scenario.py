@@ -233,7 +233,8 @@ class Scenario:
         if self.data_parallel_size > 1:
             raise ConfigError("data_parallel_size", (
                 f"{self.data_parallel_size} data-parallel ranks are {self.data_parallel_size} engine cores, not one "
-                "engine: run the scenario as a fleet (`servescope run`, or the fleet page /fleet with 1 replica)"))
+                "engine: run them as a fleet of ranks (`servescope run` on the command line, or POST /api/fleet with "
+                "the scenario and 1 replica)"))
         return Simulation(
             self.engine, self.build_workload(), self.cost_model(), keep_finished=keep_finished,
             slo=SLO(self.slo_ttft_s, self.slo_tpot_s),

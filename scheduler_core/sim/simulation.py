@@ -196,7 +196,7 @@ class Simulation:
     def step(self) -> StepRecord:
         """Run one engine iteration and return what it did: schedule, time, update, record."""
         batch = self.plan_step()
-        return self.finish_step(batch, *self._time(batch, batch.clock_before))
+        return self.finish_step(batch, *self.step_end(batch))
 
     def plan_step(self) -> _Batch:
         """A step's first half: arrivals admitted and the batch scheduled, not yet timed. Lockstep
@@ -252,11 +252,12 @@ class Simulation:
         if not self.workload.arrivals_by_step:
             self.clock_s = max(self.clock_s, self._next_arrival_time())
 
-    def _time(self, batch: _Batch, clock_before: float) -> tuple[float, dict[str, float]]:
-        """When the step ends, and what its time was made of."""
-        num_scheduled = len(batch.scheduled)
+    def step_end(self, batch: _Batch, moe_num_tokens: int | None = None) -> tuple[float, dict[str, float]]:
+        """When a planned step ends, and what its time was made of (a DP rank's MoE layers see
+        `moe_num_tokens`, every rank's tokens)."""
+        num_scheduled, clock_before = len(batch.scheduled), batch.clock_before
         if batch.engine_pass is None:
-            step_s, breakdown = self._gpu_time(batch.output)
+            step_s, breakdown = self._gpu_time(batch.output, moe_num_tokens)
             host_s = self.host_time.seconds(num_scheduled)
             if host_s:
                 # Synchronous scheduling: the GPU waits for the host's work on every step.
@@ -356,12 +357,12 @@ class Simulation:
             chunks.append(ScheduledChunk(rid, num_tokens, computed_before, "decode" if decode else "prefill"))
         return chunks
 
-    def _gpu_time(self, output: SchedulerOutput) -> tuple[float, dict[str, float]]:
+    def _gpu_time(self, output: SchedulerOutput, moe_num_tokens: int | None = None) -> tuple[float, dict[str, float]]:
         """The batch's time on the GPU from the cost model (verification of drafts included: they
         are tokens of the batch), drafting, and any swapping; the host's work is not in it."""
         step_s, breakdown = self.cost_model.step_time(
             ((n, output.num_computed_before[rid]) for rid, n in output.num_scheduled_tokens.items()),
-            len(output.sampling_reqs),
+            len(output.sampling_reqs), moe_num_tokens,
         )
         spec = self.config.speculative_config
         if spec and output.sampling_reqs:
