@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from .all_reduce import PcieAllReduce
-from .moe import ExpertPlacement, MoeDispatch
+from .moe import ExpertPlacement, MoeDispatch, dispatch_bandwidth
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
 
@@ -154,7 +154,7 @@ class CostModel:
         if self.placement.tp != tp:
             raise ConfigError("tp", f"the expert placement is for TP {self.placement.tp}, not {tp}")
         self.model, self.gpu, self.tp, self.efficiency = model, gpu, tp, efficiency
-        self._dispatch = MoeDispatch(self.placement.dp, model.hidden, gpu.interconnect_bandwidth,
+        self._dispatch = MoeDispatch(self.placement.dp, model.hidden, dispatch_bandwidth(gpu, self.placement.moe_world),
                                      efficiency.allreduce_latency_s)
         self._expert_s_per_token = 0.0
         eff, m = efficiency, model

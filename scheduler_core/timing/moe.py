@@ -104,6 +104,22 @@ class ExpertPlacement:
         return cdiv(shard, padding) * padding
 
 
+# GPUs one NVLink domain joins: an HGX node's 8, a GB200 NVL72 rack's 72. A DP group larger than
+# that runs its collectives across nodes, at the inter-node link's rate per GPU: NDR InfiniBand,
+# 400 Gb/s (the `infiniband` link of cluster/kv_transfer.py).
+NVLINK_DOMAIN_GPUS = {"gb200": 72}
+GPUS_PER_NODE = 8
+INTER_NODE_BANDWIDTH = 50e9
+
+
+def dispatch_bandwidth(gpu, num_gpus: int) -> float:
+    """Bytes/s per GPU for the MoE collectives over `num_gpus` GPUs: the interconnect within one
+    NVLink domain, the inter-node link beyond it (a ring is as fast as its slowest hop)."""
+    if num_gpus <= NVLINK_DOMAIN_GPUS.get(gpu.name, GPUS_PER_NODE):
+        return gpu.interconnect_bandwidth
+    return min(gpu.interconnect_bandwidth, INTER_NODE_BANDWIDTH)
+
+
 @dataclass(frozen=True)
 class MoeDispatch:
     """The two collectives of one MoE layer across `dp` data-parallel ranks with vLLM's default

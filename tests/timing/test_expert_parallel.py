@@ -8,7 +8,7 @@ from scheduler_core.scenario.engine_args import apply_settings, parse_vllm_comma
 from scheduler_core.scenario.scenario import Scenario
 from scheduler_core.timing.cost_model import CostModel
 from scheduler_core.timing.memory import GIB, plan_memory, weight_bytes_per_gpu
-from scheduler_core.timing.moe import ExpertPlacement, MoeDispatch
+from scheduler_core.timing.moe import INTER_NODE_BANDWIDTH, ExpertPlacement, MoeDispatch, dispatch_bandwidth
 from scheduler_core.timing.presets import GPUS, MODELS
 
 H200 = GPUS["h200"]
@@ -107,3 +107,9 @@ def test_ep_and_tp_cost_the_same_in_expectation_over_the_same_gpus():
     ep = CostModel(QWEN30B, H200, 1, placement=ExpertPlacement(1, 4, True))
     sliced = CostModel(QWEN30B, H200, 1, placement=ExpertPlacement(1, 4, False))
     assert ep.step_time(DECODES, 16, 64)[0] == pytest.approx(sliced.step_time(DECODES, 16, 64)[0])
+
+
+def test_a_dp_group_beyond_one_node_runs_its_collectives_over_infiniband():
+    assert dispatch_bandwidth(H200, 8) == H200.interconnect_bandwidth
+    assert dispatch_bandwidth(H200, 16) == INTER_NODE_BANDWIDTH
+    assert dispatch_bandwidth(GPUS["gb200"], 64) == GPUS["gb200"].interconnect_bandwidth  # one NVL72 rack
