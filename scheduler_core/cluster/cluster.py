@@ -118,7 +118,7 @@ class Cluster:
 
     # -- the loop ---------------------------------------------------------------------------
     def _next_replica(self) -> tuple[float, Replica | None]:
-        if self.lockstep is not None:
+        if self.lockstep is not None:  # the ranks step as one: rank 0 stands for the group
             when = self.lockstep.next_step_time()
             return (float("inf"), None) if when is None else (when, self.entry_pool[0])
         best_time, best = float("inf"), None

@@ -9,7 +9,8 @@ Policies, as production routers name them:
 - `session-affinity`: every request of a session to the replica its first request went to.
 - `vllm-dp`: vLLM's own balancer over the engine cores of one data-parallel deployment
   (dp_balancer.py): waiting and running counts from the DP coordinator, its own in-flight counts.
-Ties always go to the fewest outstanding requests, then the lowest index: routing is deterministic.
+Ties go to the fewest outstanding requests, then the lowest index (`vllm-dp`: in turn, as vLLM's);
+routing is deterministic.
 """
 
 from __future__ import annotations

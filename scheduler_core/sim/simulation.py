@@ -36,7 +36,7 @@ class SimulationStalled(RuntimeError):
 
 
 @dataclass(frozen=True)
-class _Batch:
+class PlannedStep:
     """What one step scheduled (the scheduler's output, its chunks as the record shows them, the async
     engine-loop pass), when it began, the requests that arrived for it and the KV counters before it."""
 
@@ -198,7 +198,7 @@ class Simulation:
         batch = self.plan_step()
         return self.finish_step(batch, *self.step_end(batch))
 
-    def plan_step(self) -> _Batch:
+    def plan_step(self) -> PlannedStep:
         """A step's first half: arrivals admitted and the batch scheduled, not yet timed. Lockstep
         data-parallel ranks time their batches together (cluster/lockstep.py), then `finish_step`."""
         if self.done:
@@ -206,7 +206,7 @@ class Simulation:
         clock_before, arrived = self._admit_arrivals()
         return self._schedule(clock_before, arrived, self.scheduler.kv_cache_manager.counters())
 
-    def finish_step(self, batch: _Batch, clock_after: float, breakdown: dict[str, float]) -> StepRecord:
+    def finish_step(self, batch: PlannedStep, clock_after: float, breakdown: dict[str, float]) -> StepRecord:
         """A step's second half, once it ends at `clock_after`: update, record, observe."""
         result = self._update(batch, clock_after)
         record = self._record(batch, result, clock_after, breakdown)
@@ -226,7 +226,7 @@ class Simulation:
             self.scheduler.decision_trace.start_step(self.scheduler)
         return clock_before, arrived
 
-    def _schedule(self, now: float, arrived: list[str], counters_before: tuple[int, int, int, int]) -> _Batch:
+    def _schedule(self, now: float, arrived: list[str], counters_before: tuple[int, int, int, int]) -> PlannedStep:
         """This step's batch: schedule() itself, or one pass of the async engine loop (which may
         also complete the oldest batch in flight)."""
         if self.engine_loop is None:
@@ -235,11 +235,11 @@ class Simulation:
         else:
             engine_pass = self.engine_loop.step(now, self._async_batch_done_at)
             output = engine_pass.scheduled or SchedulerOutput()
-        batch = _Batch(output, self._chunks(output), engine_pass, now, arrived, counters_before)
+        batch = PlannedStep(output, self._chunks(output), engine_pass, now, arrived, counters_before)
         self._wait_if_blocked(batch)
         return batch
 
-    def _wait_if_blocked(self, batch: _Batch) -> None:
+    def _wait_if_blocked(self, batch: PlannedStep) -> None:
         """Nothing ran and nothing changed: wait for the next arrival, or stop if none will come."""
         scheduler = self.scheduler
         if batch.scheduled or scheduler.running or batch.output.preempted_reqs or self._batches_in_flight:
@@ -252,7 +252,7 @@ class Simulation:
         if not self.workload.arrivals_by_step:
             self.clock_s = max(self.clock_s, self._next_arrival_time())
 
-    def step_end(self, batch: _Batch, moe_num_tokens: int | None = None) -> tuple[float, dict[str, float]]:
+    def step_end(self, batch: PlannedStep, moe_num_tokens: int | None = None) -> tuple[float, dict[str, float]]:
         """When a planned step ends, and what its time was made of (a DP rank's MoE layers see
         `moe_num_tokens`, every rank's tokens)."""
         num_scheduled, clock_before = len(batch.scheduled), batch.clock_before
@@ -271,7 +271,7 @@ class Simulation:
             return max(self.clock_s, clock_before + self.host_time.seconds(num_scheduled)), breakdown
         return max(self.clock_s, batch.engine_pass.completed_at), breakdown
 
-    def _update(self, batch: _Batch, clock_after: float) -> UpdateResult:
+    def _update(self, batch: PlannedStep, clock_after: float) -> UpdateResult:
         """The model's output: tokens sampled, requests finished (kept if asked, and in a closed
         loop each finish releases the client's next request)."""
         if batch.engine_pass is None:
@@ -284,7 +284,7 @@ class Simulation:
             self._release_next(clock_after)
         return result
 
-    def _record(self, batch: _Batch, result: UpdateResult, clock_after: float, breakdown: dict[str, float]) -> StepRecord:
+    def _record(self, batch: PlannedStep, result: UpdateResult, clock_after: float, breakdown: dict[str, float]) -> StepRecord:
         scheduler, kv, output = self.scheduler, self.scheduler.kv_cache_manager, batch.output
         clock_before, arrived = batch.clock_before, batch.arrived
         allocated, freed, evicted, hit = (after - before for after, before in zip(kv.counters(), batch.counters_before))
