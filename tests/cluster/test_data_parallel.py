@@ -138,3 +138,26 @@ def test_servescope_run_of_a_vllm_serve_line_with_dp_and_ep(capsys):
     assert "2 DP ranks of 1 x h200, expert parallel, lockstep, router vllm-dp" in out
     assert "note: async scheduling is not modelled across lockstep DP ranks" in out
     assert "DP ranks in lockstep:" in out
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["run", "--data-parallel-size", "0"], ["--data-parallel-size", "Input should be greater than or equal to 1, got 0"]),
+    (["run", "--vllm", "vllm serve m -dp two"], ["--data-parallel-size: invalid value: 'two'"]),
+    (["run", "--model", "llama-3.1-8b", "--enable-expert-parallel"],
+     ["enable_expert_parallel: Number of experts in the model must be greater than 0"]),
+])
+def test_a_bad_value_on_the_command_line_names_the_flag(capsys, argv, words):
+    try:
+        status = main(argv)
+    except SystemExit as exit:  # argparse's own refusal of a flag's value
+        status = exit.code
+    assert status == 2
+    err = capsys.readouterr().err
+    assert all(word in err for word in words) and "Traceback" not in err
+
+
+def test_a_bad_value_in_a_scenario_file_names_the_file_and_the_field(tmp_path, capsys):
+    path = tmp_path / "dp.toml"
+    path.write_text('model = "qwen3-30b-a3b"\ndata_parallel_size = 65\n')
+    assert main(["run", str(path)]) == 2
+    assert f"{path}:data_parallel_size: must be >= 1 and <= 64, got 65" in capsys.readouterr().err
