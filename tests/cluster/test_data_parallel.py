@@ -161,3 +161,13 @@ def test_a_bad_value_in_a_scenario_file_names_the_file_and_the_field(tmp_path, c
     path.write_text('model = "qwen3-30b-a3b"\ndata_parallel_size = 65\n')
     assert main(["run", str(path)]) == 2
     assert f"{path}:data_parallel_size: must be >= 1 and <= 64, got 65" in capsys.readouterr().err
+
+
+def test_a_sweep_over_data_parallel_ranks_runs_each_point_as_a_deployment():
+    from scheduler_core.sweep import Sweep
+    from scheduler_core.sweep.grid import build_run, num_gpus
+
+    grid = Sweep.from_dict({**MOE_DP, "sweep": {"data_parallel_size": [1, 2, 4]}}, name="dp")
+    runs = [build_run(point.data, "dp") for point in grid.points()]
+    assert [type(run).__name__ for run in runs] == ["Scenario", "ClusterScenario", "ClusterScenario"]
+    assert [num_gpus(run) for run in runs] == [1, 2, 4]
