@@ -47,10 +47,15 @@ def test_the_single_engine_page_refuses_data_parallel_ranks_and_says_where_they_
 
 
 def test_expert_parallelism_over_tp_is_one_engine_on_the_single_engine_page():
+    # gpt-oss-120b's MXFP4 experts whole on each GPU pad differently from halves of each: the model
+    # line's weights per GPU are the startup line's.
     with app_client() as client:
         response = client.post("/api/scenarios/validate", json={"scenario": {
-            **SMALL_MOE, "tensor_parallel_size": 2, "enable_expert_parallel": True}})
+            "model": "gpt-oss-120b", "gpu": "h200", "tensor_parallel_size": 2, "enable_expert_parallel": True,
+            "gpu_memory_utilization": 0.5}})
     assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["model"]["weights_bytes_per_gpu"] == body["memory"]["weights_bytes"]
 
 
 def test_a_data_parallel_deployment_runs_through_the_fleet_api():
