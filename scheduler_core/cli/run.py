@@ -8,6 +8,7 @@ import sys
 from ..cluster import ROUTER_POLICIES
 from ..exports.report import format_report
 from ..scenario.scenario import Scenario
+from ..timing.moe import ExpertPlacement
 from .fleet import cluster_table, run_fleet
 from .output import run_with_progress, write_json
 from .overrides import add_scenario_flags, build_scenario
@@ -18,7 +19,10 @@ def print_startup_lines(scenario: Scenario) -> None:
     plan = scenario.memory_plan()
     ranks = f"{scenario.data_parallel_size} DP ranks x " if scenario.data_parallel_size > 1 else ""
     print(f"vLLM startup, per GPU ({ranks}{scenario.tensor_parallel_size} x {scenario.gpu}):")
-    for line in plan.startup_lines():
+    model = scenario.model_spec()
+    placement = ExpertPlacement(scenario.tensor_parallel_size, scenario.data_parallel_size, scenario.enable_expert_parallel)
+    ep_line = placement.startup_line(model.arch.moe) if model.arch is not None and model.arch.moe is not None else ""
+    for line in ([ep_line] if ep_line else []) + plan.startup_lines():
         print(f"  {line}")
 
 

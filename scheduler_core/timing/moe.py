@@ -99,6 +99,14 @@ class ExpertPlacement:
     def experts_per_gpu(self, moe: MoeSpec) -> int:
         return cdiv(moe.num_experts, self.moe_world) if self.expert_parallel else moe.num_experts
 
+    def startup_line(self, moe: MoeSpec) -> str:
+        """What vLLM logs for EP rank 0 (`ExpertMapManager`, fused_moe/expert_map_manager.py), which
+        holds the most experts when they do not divide evenly; empty without expert parallelism."""
+        if not self.expert_parallel:
+            return ""
+        return (f"[EP Rank 0/{self.ep_size}] Expert parallelism is enabled. Expert placement strategy: linear. "
+                f"Local/global number of experts: {self.experts_per_gpu(moe)}/{moe.num_experts}.")
+
     def inter_per_gpu(self, moe: MoeSpec, padding: int = 1) -> int:
         shard = moe.expert_inter if self.expert_parallel else moe.expert_inter // self.moe_world
         return cdiv(shard, padding) * padding

@@ -135,6 +135,8 @@ def test_servescope_run_of_a_vllm_serve_line_with_dp_and_ep(capsys):
     assert main(["run", "--vllm", "vllm serve Qwen/Qwen3-30B-A3B -dp 2 -ep", "--num-requests", "20", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "vLLM startup, per GPU (2 DP ranks x 1 x h200):" in out
+    assert "[EP Rank 0/2] Expert parallelism is enabled. Expert placement strategy: linear. " \
+           "Local/global number of experts: 64/128." in out
     assert "2 DP ranks of 1 x h200, expert parallel, lockstep, router vllm-dp" in out
     assert "note: async scheduling is not modelled across lockstep DP ranks" in out
     assert "DP ranks in lockstep:" in out

@@ -113,3 +113,11 @@ def test_a_dp_group_beyond_one_node_runs_its_collectives_over_infiniband():
     assert dispatch_bandwidth(H200, 8) == H200.interconnect_bandwidth
     assert dispatch_bandwidth(H200, 16) == INTER_NODE_BANDWIDTH
     assert dispatch_bandwidth(GPUS["gb200"], 64) == GPUS["gb200"].interconnect_bandwidth  # one NVL72 rack
+
+
+def test_the_startup_line_says_rank_0s_experts_as_vllm_logs_them():
+    # Mixtral's 8 experts over EP 6: ranks 0 and 1 hold 2, the others 1 (determine_expert_map).
+    line = ExpertPlacement(2, 3, True).startup_line(MODELS["mixtral-8x7b"].arch.moe)
+    assert line == ("[EP Rank 0/6] Expert parallelism is enabled. Expert placement strategy: linear. "
+                    "Local/global number of experts: 2/8.")
+    assert ExpertPlacement(8).startup_line(R1.arch.moe) == ""
