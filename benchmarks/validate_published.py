@@ -266,6 +266,10 @@ LMDEPLOY_2019 = ("LMDeploy issue #2019, '[Benchmark] PyTorch Engine Mixtral 8x7B
                  "github.com/InternLM/lmdeploy/issues/2019 (vLLM 0.5.1, `--model Mixtral-8x7B-v0.1 "
                  "--tensor-parallel-size 2` on 2 x A800-SXM4-80GB, benchmark_serving.py: 500 ShareGPT prompts at 2 "
                  "req/s; the vLLM result's totals: 103,017 generated tokens in 275.60 s)")
+VLLM_ISSUE_28887 = ("vLLM issue #28887, '[H200] DeepSeek R1 `--enable-expert-parallel True` is slower than `False`', "
+                    "github.com/vllm-project/vllm/issues/28887 (2025-11-17, vLLM main at 5a84b76; 8 x H200, 1600 in / "
+                    "600 out; its 'Mean TTFT (ms)' table, columns TP8-TRITON (`-tp 8`) and TEP8-TRITON (`-tp 8 "
+                    "--enable-expert-parallel`), row 'Max Requests 32')")
 
 
 def moe_scenario(model: str, gpu: str, tp: int, max_model_len: int, workload: dict, **engine) -> dict:
@@ -308,6 +312,9 @@ Q235_32K = moe_scenario("qwen3-235b-a22b-fp8", "h100-sxm", 4, 262144, long_promp
 Q30B_C10 = moe_scenario("qwen3-30b-a3b", "h100-sxm", 1, 40960,
                         {"num_requests": 100, "concurrency": 10, "lengths": "fixed", "prompt_len": 2042,
                          "output_len": 1016, "seed": 0})
+R1_RANDOM_C32 = {"num_requests": 1000, "concurrency": 32, "lengths": "fixed", "prompt_len": 1600, "output_len": 600, "seed": 0}
+R1_TP8_C32 = moe_scenario("deepseek-r1", "h200", 8, 163840, R1_RANDOM_C32)
+R1_TEP8_C32 = {**moe_scenario("deepseek-r1", "h200", 8, 163840, R1_RANDOM_C32), "enable_expert_parallel": True}
 MIXTRAL_2RPS = {
     "model": "mixtral-8x7b", "gpu": "a100-80g", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.9,
     # vLLM 0.5.1's V0 engine: prefill-first, chunked prefill and prefix caching off by default, so the
@@ -341,6 +348,13 @@ B200_ASSUMPTIONS = ("the PR names no release: main of late August 2025, taken as
                     "of the totals (215,312 in / 197,144 out over 1000 requests); FlashInfer's MXFP4 kernel and its "
                     "padding (vLLM 0.33's Blackwell choice), utilization 0.9; the KV pool capped at servescope's bound "
                     "of 1,048,576 blocks (vLLM's would hold 1.45 million; the run uses a few tens of thousands)")
+R1_EP_ASSUMPTIONS = ("main of 2025-11-17 (5a84b76) taken as 0.11.1, the release of those weeks, with its defaults "
+                     "(8192-token budget, 1024 seqs, async scheduling off); the number of prompts is not given: vllm "
+                     "bench serve's default, 1000, at --max-concurrency 32; random lengths fixed at 1600 in / 600 out "
+                     "(every output reaching 600); max_model_len 163,840 (the model's), utilization 0.9; the Triton "
+                     "fused-MoE kernels' speed not modelled apart; with DP 1 expert parallelism moves no tokens, and "
+                     "under balanced routing EP and TP read and multiply the same (moe.py), so servescope predicts the "
+                     "same for both rows: vLLM's 29% gap between them is its kernels' and its routing's imbalance")
 MIXTRAL_ASSUMPTIONS = ("the published figure is the totals' quotient (103,017 tokens / 275.60 s), not a printed line; "
                        "A800-SXM4 simulated as an A100-80GB SXM (same memory and compute; the A800's NVLink is 400 GB/s "
                        "against the A100's 600); vLLM 0.5.1's V0 engine as servescope's vllm-v0 policy (prefill-first, "
@@ -385,6 +399,10 @@ MOE_ROWS = [
         Q30B_C10, Q30B_ASSUMPTIONS),
     Row("MoE Mixtral-8x7B TP2 A800, 2 req/s, V0: output tok/s", LMDEPLOY_2019, "0.5.1", "output_tokens_per_s",
         103_017 / 275.60, MIXTRAL_2RPS, MIXTRAL_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE DeepSeek-R1 TP8 H200, 32 clients, 1600 in / 600 out: mean TTFT", VLLM_ISSUE_28887, "0.11.1", "ttft_s.mean",
+        816.39, R1_TP8_C32, R1_EP_ASSUMPTIONS),
+    Row("MoE DeepSeek-R1 TP8 + expert parallel H200, 32 clients, 1600 in / 600 out: mean TTFT", VLLM_ISSUE_28887, "0.11.1",
+        "ttft_s.mean", 1051.92, R1_TEP8_C32, R1_EP_ASSUMPTIONS),
 ]
 
 

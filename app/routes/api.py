@@ -11,6 +11,7 @@ from scheduler_core.lessons.catalog import LESSONS, LESSONS_BY_NAME
 from scheduler_core.lessons.framework import claims_slide, story
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 from scheduler_core.timing.model_summary import model_summary
+from scheduler_core.timing.moe import ExpertPlacement
 from scheduler_core.timing.presets import resolve_gpu
 
 from ..checkpoints import MemoryBudgetSpent
@@ -133,7 +134,9 @@ def validate_scenario(body: SessionCreate, request: Request) -> dict:
     limit(request, "validate", scenario_cost(scenario, request.app.state.settings))
     scenario.build(keep_finished=False)
     # vLLM's startup numbers for this configuration and the model's size, which the configuration form shows.
-    model = model_summary(scenario.model_spec(), resolve_gpu(scenario.gpu), scenario.tensor_parallel_size)
+    tp = scenario.tensor_parallel_size
+    model = model_summary(scenario.model_spec(), resolve_gpu(scenario.gpu), tp,
+                          ExpertPlacement(tp, scenario.data_parallel_size, scenario.enable_expert_parallel))
     return {"ok": True, "num_gpu_blocks": scenario.engine.num_gpu_blocks, "memory": scenario.memory_plan().to_dict(),
             "model": model}
 

@@ -50,6 +50,9 @@ def fleet_data(body: FleetCreate) -> dict:
     if scenario.workload.num_requests > MAX_FLEET_REQUESTS:
         raise HTTPException(422, [{"loc": ["body", "scenario", "workload", "num_requests"],
                                    "msg": f"a fleet on the web runs at most {MAX_FLEET_REQUESTS} requests"}])
+    if scenario.data_parallel_size > MAX_FLEET_REPLICAS:  # each DP rank is an engine of the fleet
+        raise HTTPException(422, [{"loc": ["body", "scenario", "data_parallel_size"],
+                                   "msg": f"a fleet on the web runs at most {MAX_FLEET_REPLICAS} engines"}])
     if scenario.trace:
         raise HTTPException(422, [{"loc": ["body", "preset"], "msg": "a fleet on the web needs a synthetic workload"}])
     return {**scenario.to_dict(), "cluster": body.cluster.to_cluster_dict()}

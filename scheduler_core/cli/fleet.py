@@ -55,7 +55,12 @@ def run_fleet(args: argparse.Namespace, scenario: Scenario, cluster: dict) -> in
     shape = (f"{fleet_scenario.prefill_replicas} prefill x {prefill.tensor_parallel_size} {prefill.gpu} + "
              f"{fleet_scenario.decode_replicas} decode x {decode.tensor_parallel_size} {decode.gpu} over "
              f"{fleet_scenario.link}" if fleet_scenario.disaggregated
+             else f"{fleet_scenario.replicas} DP ranks of {scenario.tensor_parallel_size} x {scenario.gpu}"
+             f"{', expert parallel' if scenario.enable_expert_parallel else ''}"
+             f"{', lockstep' if fleet_scenario.lockstep else ''}" if scenario.data_parallel_size > 1
              else f"{fleet_scenario.replicas} replicas of {scenario.tensor_parallel_size} x {scenario.gpu}")
+    for note in fleet_scenario.notes:
+        print(f"note: {note}")
     print(format_fleet_report(report, title=f"{scenario.name}: {scenario.model}, {shape}, router {fleet_scenario.router}"))
     if args.json:
         write_json(args.json, {"scenario": fleet_scenario.to_dict(), **report})

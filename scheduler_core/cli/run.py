@@ -8,6 +8,7 @@ import sys
 from ..cluster import ROUTER_POLICIES
 from ..exports.report import format_report
 from ..scenario.scenario import Scenario
+from ..timing.moe import ExpertPlacement
 from .fleet import cluster_table, run_fleet
 from .output import run_with_progress, write_json
 from .overrides import add_scenario_flags, build_scenario
@@ -16,14 +17,21 @@ from .overrides import add_scenario_flags, build_scenario
 def print_startup_lines(scenario: Scenario) -> None:
     """What vLLM would log about memory while starting this configuration."""
     plan = scenario.memory_plan()
-    print(f"vLLM startup, per GPU ({scenario.tensor_parallel_size} x {scenario.gpu}):")
-    for line in plan.startup_lines():
+    ranks = f"{scenario.data_parallel_size} DP ranks x " if scenario.data_parallel_size > 1 else ""
+    print(f"vLLM startup, per GPU ({ranks}{scenario.tensor_parallel_size} x {scenario.gpu}):")
+    model = scenario.model_spec()
+    placement = ExpertPlacement(scenario.tensor_parallel_size, scenario.data_parallel_size, scenario.enable_expert_parallel)
+    ep_line = placement.startup_line(model.arch.moe) if model.arch is not None and model.arch.moe is not None else ""
+    for line in ([ep_line] if ep_line else []) + plan.startup_lines():
         print(f"  {line}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     scenario = build_scenario(args, args.scenario)
     cluster = cluster_table(args)
+    if scenario.data_parallel_size > 1:
+        print_startup_lines(scenario)  # every rank's GPUs alike
+        cluster = {} if cluster is None else cluster  # one deployment of several engine cores: a fleet of its ranks
     if cluster is not None:
         return run_fleet(args, scenario, cluster)
     print_startup_lines(scenario)

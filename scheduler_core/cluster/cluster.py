@@ -25,6 +25,7 @@ from ..errors import ConfigError
 from ..sim.simulation import Simulation
 from ..workload.workload import RequestSpec, Workload
 from .kv_transfer import KVLink, KVTransferCost, kv_transfer_cost
+from .lockstep import LockstepRanks
 from .replica import Replica
 from .router import Router
 
@@ -63,7 +64,8 @@ class Cluster:
 
     def __init__(self, replicas: Sequence[Simulation], workload: Workload | Sequence[RequestSpec],
                  router: Router | None = None, decode: Sequence[Simulation] = (),
-                 link: KVLink | None = None, decode_router: Router | None = None):
+                 link: KVLink | None = None, decode_router: Router | None = None, lockstep: bool = False,
+                 pad_to_largest: bool = True):
         if not isinstance(workload, Workload):
             workload = Workload(list(workload))
         if workload.arrivals_by_step:
@@ -74,7 +76,7 @@ class Cluster:
         self.disaggregated = bool(decode)
         if self.disaggregated and link is None:
             raise ConfigError("cluster.link", "a disaggregated fleet needs a KV link")
-        entry_role = "prefill" if self.disaggregated else "colocated"
+        entry_role = "prefill" if self.disaggregated else "rank" if lockstep else "colocated"
         self.entry_pool = [Replica(i, entry_role, sim) for i, sim in enumerate(replicas)]
         self.decode_pool = [Replica(i, "decode", sim) for i, sim in enumerate(decode)]
         self.replicas = self.entry_pool + self.decode_pool
@@ -82,6 +84,10 @@ class Cluster:
         self.decode_router = decode_router or Router("least-requests")
         self.link = link
         self.transfers = TransferTotals()
+        # An MoE model's data-parallel ranks step together (lockstep.py); other replicas on their own.
+        self.lockstep = LockstepRanks(self.entry_pool, pad_to_largest) if lockstep else None
+        if lockstep and self.disaggregated:
+            raise ConfigError("cluster", "lockstep data-parallel ranks form one colocated deployment")
         self._validate()
         # Events not yet handled: (time, kind, order, payload). Closed-loop workloads release the
         # first `concurrency` requests at once and one more per finished request.
@@ -112,6 +118,9 @@ class Cluster:
 
     # -- the loop ---------------------------------------------------------------------------
     def _next_replica(self) -> tuple[float, Replica | None]:
+        if self.lockstep is not None:  # the ranks step as one: rank 0 stands for the group
+            when = self.lockstep.next_step_time()
+            return (float("inf"), None) if when is None else (when, self.entry_pool[0])
         best_time, best = float("inf"), None
         for replica in self.replicas:
             when = replica.next_step_time()
@@ -141,7 +150,7 @@ class Cluster:
             return self._handle(heapq.heappop(self._events))
         if replica is None:
             raise StopIteration("the fleet has finished every request")
-        return self._step_replica(replica)
+        return self._step_lockstep() if self.lockstep is not None else self._step_replica(replica)
 
     def events(self) -> Iterator[ClusterEvent]:
         while not self.done:
@@ -160,7 +169,7 @@ class Cluster:
         time_s, kind, order, payload = event
         if kind == ARRIVAL:
             spec = payload
-            replica = self.router.route(spec, self.entry_pool)
+            replica = self.router.route(spec, self.entry_pool, time_s)
             if self.disaggregated:
                 self._prefilling[spec.request_id] = (spec, order)
                 spec = dataclasses.replace(spec, max_tokens=1)
@@ -208,7 +217,14 @@ class Cluster:
         return started
 
     def _step_replica(self, replica: Replica) -> list[ClusterEvent]:
-        record = replica.sim.step()
+        return self._after_step(replica, replica.sim.step())
+
+    def _step_lockstep(self) -> list[ClusterEvent]:
+        """Every DP rank's step at once: batches where there is work, dummy batches elsewhere (counted
+        by `LockstepRanks`, not logged: an idle rank runs one every step)."""
+        return [event for replica, record in self.lockstep.step() for event in self._after_step(replica, record)]
+
+    def _after_step(self, replica: Replica, record: StepRecord) -> list[ClusterEvent]:
         now = record.clock_s_after
         for request_id in record.finished:
             if replica.role == "prefill":

@@ -55,6 +55,9 @@ def fleet_report(cluster: Cluster, wall_s: float = math.nan) -> dict:
     for entry in report["replicas"]:
         del entry["wall_s"]
     report["router"] = {"policy": cluster.router.policy, "decisions": dict(sorted(cluster.router.decisions.items()))}
+    if cluster.lockstep is not None:
+        # An MoE model's DP ranks: steps taken together, and the dummy batches idle ranks ran in them.
+        report["lockstep"] = {"num_steps": cluster.lockstep.num_steps, "num_dummy_batches": cluster.lockstep.num_dummy_batches}
     if cluster.disaggregated:
         totals = cluster.transfers
         report["decode_router"] = {"policy": cluster.decode_router.policy,

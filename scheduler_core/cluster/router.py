@@ -7,7 +7,10 @@ Policies, as production routers name them:
 - `prefix-aware`: the replica whose prefix cache holds the most leading blocks of the prompt (llm-d's
   KV-cache-aware routing); no hit anywhere, or a tie: the fewest outstanding requests.
 - `session-affinity`: every request of a session to the replica its first request went to.
-Ties always go to the fewest outstanding requests, then the lowest index: routing is deterministic.
+- `vllm-dp`: vLLM's own balancer over the engine cores of one data-parallel deployment
+  (dp_balancer.py): waiting and running counts from the DP coordinator, its own in-flight counts.
+Ties go to the fewest outstanding requests, then the lowest index (`vllm-dp`: in turn, as vLLM's);
+routing is deterministic.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from collections.abc import Callable, Hashable, Sequence
 from ..engine.request import Request
 from ..errors import ConfigError
 from ..workload.workload import RequestSpec
+from .dp_balancer import DPLoadBalancer
 from .replica import Replica
 
-ROUTER_POLICIES = ("round-robin", "least-requests", "least-kv", "prefix-aware", "session-affinity")
+ROUTER_POLICIES = ("round-robin", "least-requests", "least-kv", "prefix-aware", "session-affinity", "vllm-dp")
 
 
 def first_block_session(spec: RequestSpec, block_size: int = 16) -> Hashable:
@@ -46,11 +50,16 @@ class Router:
         self._next = 0
         self._sessions: dict[Hashable, int] = {}
         self.decisions: dict[str, int] = {}
+        self.dp_balancer = DPLoadBalancer() if policy == "vllm-dp" else None
         # The last decision's reason, for the event log ("3 cached blocks", "fewest requests", ...).
         self.last_reason = ""
 
-    def route(self, spec: RequestSpec, pool: Sequence[Replica]) -> Replica:
-        chosen = self._choose(spec, pool)
+    def route(self, spec: RequestSpec, pool: Sequence[Replica], now_s: float | None = None) -> Replica:
+        """The replica for `spec`, arriving at `now_s` (its arrival time unless given)."""
+        if self.dp_balancer is not None:
+            chosen, self.last_reason = self.dp_balancer.choose(pool, spec.arrival_time if now_s is None else now_s)
+        else:
+            chosen = self._choose(spec, pool)
         self.decisions[chosen.name] = self.decisions.get(chosen.name, 0) + 1
         return chosen
 

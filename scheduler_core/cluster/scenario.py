@@ -16,11 +16,18 @@ or, disaggregated (the pools' own GPU, TP and engine settings override the scena
     [cluster.decode]
     replicas = 2
     engine = { max_num_seqs = 256 }
+
+A scenario with `data_parallel_size = N` (vLLM's `--data-parallel-size`) is one deployment of N
+engine cores, each with the scenario's engine, its own scheduler and KV cache: its ranks are the
+fleet's replicas (`[cluster] replicas` is 1 or absent), requests are spread by vLLM's DP balancer
+(`router = "vllm-dp"`, the default here; another router stands for an external load balancer,
+vLLM's `--data-parallel-external-lb`), and for an MoE model the ranks step in lockstep (lockstep.py).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass
 
 from ..errors import ConfigError
@@ -86,6 +93,15 @@ class ClusterScenario:
     decode_replicas: int = 0
     decode_router: str = "least-requests"
     link: str = "infiniband"
+    # An MoE model's data-parallel ranks step together (lockstep.py).
+    lockstep: bool = False
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the run does differently from vLLM, said where the report is printed."""
+        if self.lockstep and self.scenario.engine.async_scheduling:
+            return ("async scheduling is not modelled across lockstep DP ranks: they run the synchronous loop",)
+        return ()
 
     @property
     def name(self) -> str:
@@ -123,6 +139,8 @@ class ClusterScenario:
         if ("prefill" in cluster) != ("decode" in cluster):
             raise ConfigError("cluster.decode" if "prefill" in cluster else "cluster.prefill",
                               "a disaggregated fleet needs both [cluster.prefill] and [cluster.decode]")
+        if scenario.data_parallel_size > 1:
+            return cls._data_parallel(scenario, cluster, common)
         if "prefill" not in cluster:
             return cls(scenario, _replica_count(cluster.get("replicas", 1), "cluster.replicas"), **common)
         if "replicas" in cluster:
@@ -137,6 +155,20 @@ class ClusterScenario:
             raise ConfigError("cluster", f"at most {MAX_REPLICAS} replicas in all")
         return cls(scenario, **pools, **common)
 
+    @classmethod
+    def _data_parallel(cls, scenario: Scenario, cluster: dict, common: dict) -> "ClusterScenario":
+        dp = scenario.data_parallel_size
+        if "prefill" in cluster:
+            raise ConfigError("cluster.prefill", "a data-parallel deployment is colocated: give data_parallel_size or "
+                                                 "prefill and decode pools, not both")
+        if cluster.get("replicas", 1) != 1:
+            raise ConfigError("cluster.replicas", (
+                f"data_parallel_size={dp} is one vLLM server of {dp} engine cores: set replicas to 1 "
+                "(several data-parallel deployments behind a router are not modelled)"))
+        model = scenario.model_spec()
+        moe = model.arch is not None and model.arch.moe is not None
+        return cls(scenario, dp, **{**common, "router": cluster.get("router", "vllm-dp")}, lockstep=moe)
+
     def to_dict(self) -> dict:
         data = self.scenario.to_dict()
         cluster = {"router": self.router}
@@ -146,7 +178,7 @@ class ClusterScenario:
                 cluster[role] = {"replicas": getattr(self, f"{role}_replicas"), "gpu": pool.gpu, "tp": pool.tensor_parallel_size,
                                  "gpu_memory_utilization": pool.gpu_memory_utilization, "engine": pool.engine.to_dict()}
             cluster.update(decode_router=self.decode_router, link=self.link)
-        else:
+        elif self.scenario.data_parallel_size == 1:
             cluster["replicas"] = self.replicas
         data["cluster"] = cluster
         return data
@@ -159,6 +191,11 @@ class ClusterScenario:
                     for _ in range(count)]
 
         workload = self.scenario.build_workload()
+        if self.lockstep:
+            engine = dataclasses.replace(self.scenario.engine, async_scheduling=False)  # see `notes`
+            synchronous = dataclasses.replace(self.scenario, engine=engine)
+            return Cluster(replicas(synchronous, self.replicas), workload, Router(self.router), lockstep=True,
+                           pad_to_largest=not self.scenario.enforce_eager)
         if not self.disaggregated:
             return Cluster(replicas(self.scenario, self.replicas), workload, Router(self.router))
         return Cluster(replicas(self.prefill, self.prefill_replicas), workload, Router(self.router),

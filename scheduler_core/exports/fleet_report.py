@@ -20,6 +20,9 @@ def format_fleet_report(report: dict, title: str = "") -> str:
     if "decode_router" in report:
         router += f", decode router {report['decode_router']['policy']}"
     lines.append(router)
+    if "lockstep" in report:
+        lockstep = report["lockstep"]
+        lines.append(f"  DP ranks in lockstep: {lockstep['num_steps']:,} steps, {lockstep['num_dummy_batches']:,} dummy batches")
     if "kv_transfer" in report:
         t = report["kv_transfer"]
         lines.append(f"  KV transfer over {t['link']}: {t['num_transfers']:,} transfers, {t['num_blocks']:,} blocks, "

@@ -249,7 +249,8 @@ def apply_settings(data: dict, settings: dict[str, object]) -> None:
 
 # A scenario that fixed its pool size keeps it, unless the hardware, the model or the memory given
 # to it changes (then the size no longer means anything).
-RESIZING_FIELDS = {"model", "gpu", "tensor_parallel_size", "gpu_memory_utilization", "kv_cache_dtype", "enforce_eager"}
+RESIZING_FIELDS = {"model", "gpu", "tensor_parallel_size", "gpu_memory_utilization", "kv_cache_dtype", "enforce_eager",
+                   "data_parallel_size", "enable_expert_parallel"}
 
 
 def check_like_vllm(engine: dict) -> None:

@@ -31,6 +31,7 @@ from ..sim.replay import load_trace, workload_from_trace
 from ..sim.simulation import Simulation
 from ..timing.cost_model import CostModel, ModelSpec
 from ..timing.memory import GIB, MemoryPlan, kv_block_bytes, num_gpu_blocks_from_memory, plan_memory
+from ..timing.moe import ExpertPlacement
 from ..timing.presets import GPUS, MODELS, resolve_gpu, resolve_model
 from ..workload.traces import load_trace_workload
 from ..workload.workload import Workload, WorkloadConfig, build_workload
@@ -71,7 +72,7 @@ def apply_assignments(data: dict, assignments) -> None:
 
 # Top-level settings that change how many KV blocks fit (a new value re-sizes the pool).
 SIZING_KEYS = ("model", "gpu", "tensor_parallel_size", "tp", "gpu_memory_utilization", "kv_cache_dtype",
-               "swap_space", "enforce_eager", "trace")
+               "swap_space", "enforce_eager", "trace", "data_parallel_size", "enable_expert_parallel")
 # The KV cache dtypes of `--kv-cache-dtype` that a CUDA GPU serves (a subset of vLLM's CacheDType),
 # and the storage type each means; auto keeps the model's own.
 KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2")
@@ -95,6 +96,14 @@ class Scenario:
                        max_chars=MAX_DESCRIPTION_CHARS)
     tensor_parallel_size: int = setting(1, "GPUs of the tensor-parallel group", bound=Bound(1, 64),
                                         flag="--tensor-parallel-size", aliases=("-tp", "--tp"), field_aliases=("tp",))
+    # vLLM's data parallelism: as many engine cores, each with its own scheduler and KV cache, run
+    # as a fleet of ranks (cluster/data_parallel.py); a lone engine is refused one (`build`).
+    data_parallel_size: int = setting(1, "data-parallel ranks of the deployment: engine cores with their own scheduler "
+                                         "and KV cache, balanced by vLLM's DP coordinator; MoE layers span TP x DP GPUs",
+                                      bound=Bound(1, 64), flag="--data-parallel-size", aliases=("-dp",))
+    enable_expert_parallel: bool = setting(False, "MoE layers with whole experts per GPU over the TP x DP GPUs (EP size = "
+                                                  "TP x DP) instead of a slice of every expert", flag="--enable-expert-parallel",
+                                           aliases=("-ep",))
     gpu_memory_utilization: float = setting(
         GPU_MEMORY_UTILIZATION_DEFAULT["0.33.0"], "share of each GPU's memory vLLM may use; the KV cache gets what "
         "weights, activations and CUDA graphs leave of it (unset: vLLM's default for the version, 0.92 for 0.33.0)",
@@ -142,6 +151,10 @@ class Scenario:
             raise ConfigError("kv_cache_dtype", f"invalid choice {scenario.kv_cache_dtype!r}; expected one of "
                                                 f"{list(KV_CACHE_DTYPES)}")
         model, block_size = scenario.model_spec(), engine.get("block_size", EngineConfig.block_size)
+        if scenario.enable_expert_parallel and (model.arch is None or model.arch.moe is None):
+            raise ConfigError("enable_expert_parallel", (  # vLLM's ModelConfig._verify_with_expert_parallelism
+                f"Number of experts in the model must be greater than 0 when expert parallelism is enabled "
+                f"({scenario.model} has no experts)."))
         max_model_len = engine.get("max_model_len", EngineConfig.max_model_len)
         if isinstance(max_model_len, int) and max_model_len > model.max_position_embeddings:
             raise ConfigError("max_model_len", (  # vLLM's ModelConfig refuses it the same way
@@ -201,13 +214,17 @@ class Scenario:
         plan = plan_memory(
             self.model_spec(), resolve_gpu(self.gpu), self.tensor_parallel_size, self.gpu_memory_utilization,
             engine.block_size, engine.max_num_batched_tokens, engine.max_num_seqs, engine.max_model_len,
-            self.enforce_eager, max_concurrent_batches=2 if engine.async_scheduling else 1,
-            hybrid_kv_cache_manager=engine.is_hybrid,
+            self.enforce_eager, data_parallel_size=self.data_parallel_size,
+            enable_expert_parallel=self.enable_expert_parallel,
+            max_concurrent_batches=2 if engine.async_scheduling else 1, hybrid_kv_cache_manager=engine.is_hybrid,
         )
         return dataclasses.replace(plan, num_gpu_blocks=engine.num_gpu_blocks, notes=startup_notes(engine))
 
     def cost_model(self) -> CostModel:
-        return CostModel(self.model_spec(), resolve_gpu(self.gpu), self.tensor_parallel_size)
+        """One engine core's step time (one DP rank's, its MoE layers spread over TP x DP GPUs)."""
+        tp = self.tensor_parallel_size
+        return CostModel(self.model_spec(), resolve_gpu(self.gpu), tp,
+                         placement=ExpertPlacement(tp, self.data_parallel_size, self.enable_expert_parallel))
 
     def build_workload(self) -> Workload:
         if self.trace.endswith((".json", ".json.gz")):
@@ -218,6 +235,11 @@ class Scenario:
         return build_workload(self.workload, self.engine.max_model_len)
 
     def build(self, keep_finished: bool = True) -> Simulation:
+        if self.data_parallel_size > 1:
+            raise ConfigError("data_parallel_size", (
+                f"{self.data_parallel_size} data-parallel ranks are {self.data_parallel_size} engine cores, not one "
+                "engine: run them as a fleet of ranks (`servescope run` on the command line, or POST /api/fleet with "
+                "the scenario and 1 replica)"))
         return Simulation(
             self.engine, self.build_workload(), self.cost_model(), keep_finished=keep_finished,
             slo=SLO(self.slo_ttft_s, self.slo_tpot_s),

@@ -26,20 +26,9 @@ from ..timing.host_time import NO_HOST_TIME, HostTime
 from ..timing.presets import GPUS, MODELS
 from ..utils import cdiv
 from ..workload.workload import RequestSpec, RequestTable, Workload
+from .arrivals import arrival_order
 from .frozen_state import FrozenState, SimulationState
 from .metrics import SLO, MetricsCollector
-
-
-def arrival_order(workload: Workload) -> Sequence[int]:
-    """Open loop: workload indices by arrival time, ties in workload order (a `range` when the
-    workload is already in order, as synthetic workloads and loaded traces are)."""
-    if workload.concurrency:
-        return range(0)
-    requests = workload.requests
-    times = requests.arrival_time if isinstance(requests, RequestTable) else [spec.arrival_time for spec in requests]
-    if all(a <= b for a, b in zip(times, times[1:])):
-        return range(len(times))
-    return sorted(range(len(times)), key=times.__getitem__)
 
 
 class SimulationStalled(RuntimeError):
@@ -47,13 +36,16 @@ class SimulationStalled(RuntimeError):
 
 
 @dataclass(frozen=True)
-class _Batch:
-    """What one step scheduled: the scheduler's output, its chunks as the record shows them, and
-    under async scheduling the engine-loop pass that produced it."""
+class PlannedStep:
+    """What one step scheduled (the scheduler's output, its chunks as the record shows them, the async
+    engine-loop pass), when it began, the requests that arrived for it and the KV counters before it."""
 
     output: SchedulerOutput
     scheduled: list[ScheduledChunk]
     engine_pass: EnginePass | None
+    clock_before: float
+    arrived: list[str]
+    counters_before: tuple[int, int, int, int]
 
 
 class Simulation:
@@ -203,14 +195,21 @@ class Simulation:
 
     def step(self) -> StepRecord:
         """Run one engine iteration and return what it did: schedule, time, update, record."""
+        batch = self.plan_step()
+        return self.finish_step(batch, *self.step_end(batch))
+
+    def plan_step(self) -> PlannedStep:
+        """A step's first half: arrivals admitted and the batch scheduled, not yet timed. Lockstep
+        data-parallel ranks time their batches together (cluster/lockstep.py), then `finish_step`."""
         if self.done:
             raise StopIteration("the simulation has finished every request")
         clock_before, arrived = self._admit_arrivals()
-        counters_before = self.scheduler.kv_cache_manager.counters()
-        batch = self._schedule(clock_before)
-        clock_after, breakdown = self._time(batch, clock_before)
+        return self._schedule(clock_before, arrived, self.scheduler.kv_cache_manager.counters())
+
+    def finish_step(self, batch: PlannedStep, clock_after: float, breakdown: dict[str, float]) -> StepRecord:
+        """A step's second half, once it ends at `clock_after`: update, record, observe."""
         result = self._update(batch, clock_after)
-        record = self._record(batch, result, arrived, clock_before, clock_after, breakdown, counters_before)
+        record = self._record(batch, result, clock_after, breakdown)
         self._observe(batch.output, result, record)
         self.step_index += 1
         self.clock_s = clock_after
@@ -227,7 +226,7 @@ class Simulation:
             self.scheduler.decision_trace.start_step(self.scheduler)
         return clock_before, arrived
 
-    def _schedule(self, now: float) -> _Batch:
+    def _schedule(self, now: float, arrived: list[str], counters_before: tuple[int, int, int, int]) -> PlannedStep:
         """This step's batch: schedule() itself, or one pass of the async engine loop (which may
         also complete the oldest batch in flight)."""
         if self.engine_loop is None:
@@ -236,11 +235,11 @@ class Simulation:
         else:
             engine_pass = self.engine_loop.step(now, self._async_batch_done_at)
             output = engine_pass.scheduled or SchedulerOutput()
-        batch = _Batch(output, self._chunks(output), engine_pass)
+        batch = PlannedStep(output, self._chunks(output), engine_pass, now, arrived, counters_before)
         self._wait_if_blocked(batch)
         return batch
 
-    def _wait_if_blocked(self, batch: _Batch) -> None:
+    def _wait_if_blocked(self, batch: PlannedStep) -> None:
         """Nothing ran and nothing changed: wait for the next arrival, or stop if none will come."""
         scheduler = self.scheduler
         if batch.scheduled or scheduler.running or batch.output.preempted_reqs or self._batches_in_flight:
@@ -253,11 +252,12 @@ class Simulation:
         if not self.workload.arrivals_by_step:
             self.clock_s = max(self.clock_s, self._next_arrival_time())
 
-    def _time(self, batch: _Batch, clock_before: float) -> tuple[float, dict[str, float]]:
-        """When the step ends, and what its time was made of."""
-        num_scheduled = len(batch.scheduled)
+    def step_end(self, batch: PlannedStep, moe_num_tokens: int | None = None) -> tuple[float, dict[str, float]]:
+        """When a planned step ends, and what its time was made of (a DP rank's MoE layers see
+        `moe_num_tokens`, every rank's tokens)."""
+        num_scheduled, clock_before = len(batch.scheduled), batch.clock_before
         if batch.engine_pass is None:
-            step_s, breakdown = self._gpu_time(batch.output)
+            step_s, breakdown = self._gpu_time(batch.output, moe_num_tokens)
             host_s = self.host_time.seconds(num_scheduled)
             if host_s:
                 # Synchronous scheduling: the GPU waits for the host's work on every step.
@@ -271,7 +271,7 @@ class Simulation:
             return max(self.clock_s, clock_before + self.host_time.seconds(num_scheduled)), breakdown
         return max(self.clock_s, batch.engine_pass.completed_at), breakdown
 
-    def _update(self, batch: _Batch, clock_after: float) -> UpdateResult:
+    def _update(self, batch: PlannedStep, clock_after: float) -> UpdateResult:
         """The model's output: tokens sampled, requests finished (kept if asked, and in a closed
         loop each finish releases the client's next request)."""
         if batch.engine_pass is None:
@@ -284,10 +284,10 @@ class Simulation:
             self._release_next(clock_after)
         return result
 
-    def _record(self, batch: _Batch, result: UpdateResult, arrived: list[str], clock_before: float,
-                clock_after: float, breakdown: dict[str, float], counters_before: tuple[int, int, int, int]) -> StepRecord:
+    def _record(self, batch: PlannedStep, result: UpdateResult, clock_after: float, breakdown: dict[str, float]) -> StepRecord:
         scheduler, kv, output = self.scheduler, self.scheduler.kv_cache_manager, batch.output
-        allocated, freed, evicted, hit = (after - before for after, before in zip(kv.counters(), counters_before))
+        clock_before, arrived = batch.clock_before, batch.arrived
+        allocated, freed, evicted, hit = (after - before for after, before in zip(kv.counters(), batch.counters_before))
         kv_events = kv.take_events()
         trace = scheduler.decision_trace
         return StepRecord(
@@ -357,12 +357,12 @@ class Simulation:
             chunks.append(ScheduledChunk(rid, num_tokens, computed_before, "decode" if decode else "prefill"))
         return chunks
 
-    def _gpu_time(self, output: SchedulerOutput) -> tuple[float, dict[str, float]]:
+    def _gpu_time(self, output: SchedulerOutput, moe_num_tokens: int | None = None) -> tuple[float, dict[str, float]]:
         """The batch's time on the GPU from the cost model (verification of drafts included: they
         are tokens of the batch), drafting, and any swapping; the host's work is not in it."""
         step_s, breakdown = self.cost_model.step_time(
             ((n, output.num_computed_before[rid]) for rid, n in output.num_scheduled_tokens.items()),
-            len(output.sampling_reqs),
+            len(output.sampling_reqs), moe_num_tokens,
         )
         spec = self.config.speculative_config
         if spec and output.sampling_reqs:
@@ -442,9 +442,4 @@ class Simulation:
         return tuple(self.scheduler.kv_cache_manager.get_block_ids(request_id))
 
     def queue_ids(self) -> dict[str, list[str]]:
-        scheduler = self.scheduler
-        return {
-            "waiting": [r.request_id for r in scheduler.waiting],
-            "running": [r.request_id for r in scheduler.running],
-            "swapped": [r.request_id for r in scheduler.swapped],
-        }
+        return {queue: [r.request_id for r in getattr(self.scheduler, queue)] for queue in ("waiting", "running", "swapped")}

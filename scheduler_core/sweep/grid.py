@@ -37,10 +37,10 @@ def set_dotted(data: dict, key: str, value) -> None:
 
 
 def build_run(data: dict, name: str) -> Scenario | ClusterScenario:
-    """A point's scenario: a fleet if it has a [cluster] table, else one engine. What the point
-    leaves open takes vLLM's default for its own GPU, as `run` does."""
+    """A point's scenario: a fleet if it has a [cluster] table or several data-parallel ranks, else
+    one engine. What the point leaves open takes vLLM's default for its own GPU, as `run` does."""
     data = with_vllm_defaults(copy.deepcopy(data))
-    if "cluster" in data:
+    if "cluster" in data or data.get("data_parallel_size", 1) != 1:
         return ClusterScenario.from_dict(data, name)
     return Scenario.from_dict(data, name)
 

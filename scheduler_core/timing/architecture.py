@@ -131,7 +131,14 @@ class WeightInventory:
         dense = (self.always_read_bytes - m.vocab * m.hidden * ACT_BYTES / self.placement.tp) / bytes_per_param
         if not arch.moe:
             return dense
-        moe = arch.moe
+        return dense + self.routed_expert_params_per_token()
+
+    def routed_expert_params_per_token(self) -> float:
+        """The routed experts' share of one token's parameters on this GPU: k experts a layer, of which
+        this GPU holds E/EP whole ones (EP) or a 1/(TP x DP) slice of each (moe.py)."""
+        moe = self.arch.moe
+        if not moe:
+            return 0.0
         k_per_gpu = moe.experts_per_token * self.experts_per_gpu / moe.num_experts
         inter = self.placement.inter_per_gpu(moe)
-        return dense + moe.num_moe_layers * k_per_gpu * 3 * m.hidden * inter
+        return moe.num_moe_layers * k_per_gpu * 3 * self.model.hidden * inter

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from .all_reduce import PcieAllReduce
+from .moe import ExpertPlacement, MoeDispatch, dispatch_bandwidth
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
 
@@ -142,12 +143,20 @@ def smooth_max(a: float, b: float, p: float) -> float:
 
 
 class CostModel:
-    """Step time of a batch for one model on `tp` GPUs of one kind."""
+    """Step time of a batch for one model on `tp` GPUs of one kind; with `placement`, one data-parallel
+    rank of a deployment whose MoE layers span TP x DP GPUs (moe.py)."""
 
-    def __init__(self, model: ModelSpec, gpu: GpuSpec, tp: int = 1, efficiency: Efficiency = Efficiency()):
+    def __init__(self, model: ModelSpec, gpu: GpuSpec, tp: int = 1, efficiency: Efficiency = Efficiency(),
+                 placement: ExpertPlacement | None = None):
         if not isinstance(tp, int) or tp < 1:
             raise ConfigError("tp", f"must be a positive integer, got {tp!r}")
+        self.placement = placement or ExpertPlacement(tp)
+        if self.placement.tp != tp:
+            raise ConfigError("tp", f"the expert placement is for TP {self.placement.tp}, not {tp}")
         self.model, self.gpu, self.tp, self.efficiency = model, gpu, tp, efficiency
+        self._dispatch = MoeDispatch(self.placement.dp, model.hidden, dispatch_bandwidth(gpu, self.placement.moe_world),
+                                     efficiency.allreduce_latency_s)
+        self._expert_s_per_token = 0.0
         eff, m = efficiency, model
         bandwidth = gpu.mem_bandwidth
         self._weight_s = m.weight_bytes / tp / (bandwidth * eff.weight_read)
@@ -177,8 +186,10 @@ class CostModel:
             self._allreduce_s_per_token = 2 * m.layers * ring_bytes_per_token / gpu.interconnect_bandwidth
             self._fixed_s += 2 * m.layers * eff.allreduce_latency_s
 
-    def step_time(self, chunks: Iterable[tuple[int, int]], num_sampled: int) -> tuple[float, dict[str, float]]:
-        """Seconds for one step; `chunks` are (new tokens, cached tokens before) per request."""
+    def step_time(self, chunks: Iterable[tuple[int, int]], num_sampled: int,
+                  moe_num_tokens: int | None = None) -> tuple[float, dict[str, float]]:
+        """Seconds for one step; `chunks` are (new tokens, cached tokens before) per request. Under data
+        parallelism `moe_num_tokens` is what the MoE layers see: the tokens of every DP rank's batch."""
         num_tokens = attention_pairs = kv_tokens_read = decode_context = 0
         has_prompt_chunk = False
         for num_new, num_cached in chunks:
@@ -196,15 +207,19 @@ class CostModel:
             attention_pairs += (self.efficiency.mixed_decode_query_rows - 1) * decode_context
         p = self.efficiency.roofline_sharpness
         weight_s = self._weight_s
-        if self._moe is not None:  # the experts this batch's tokens route to (moe.py)
+        moe_tokens = num_tokens if moe_num_tokens is None else moe_num_tokens
+        linear_compute_s = num_tokens * self._linear_s_per_token + num_sampled * self._lm_head_s_per_seq
+        dispatch_s = 0.0
+        if self._moe is not None:  # the experts the (DP group's) tokens route to (moe.py)
             moe, expert_s = self._moe
-            weight_s += moe.num_moe_layers * moe.expected_distinct_experts(num_tokens) * expert_s
-        linear_s = smooth_max(
-            weight_s, num_tokens * self._linear_s_per_token + num_sampled * self._lm_head_s_per_seq, p
-        )
+            weight_s += moe.num_moe_layers * moe.expected_distinct_experts(moe_tokens) * expert_s
+            # The experts' GEMMs for the other ranks' tokens routed here (none without DP).
+            linear_compute_s += (moe_tokens - num_tokens) * self._expert_s_per_token
+            dispatch_s = moe.num_moe_layers * self._dispatch.seconds(moe_tokens)
+        linear_s = smooth_max(weight_s, linear_compute_s, p)
         attention_s = smooth_max(kv_tokens_read * self._kv_s_per_token, attention_pairs * self._attention_s_per_pair, p)
         other_s = self._fixed_s + num_tokens * (self._activation_s_per_token + self._allreduce_s_per_token)
-        other_s += self._pcie_all_reduces_s(num_tokens)
+        other_s += self._pcie_all_reduces_s(num_tokens) + dispatch_s
         breakdown = {"linear": linear_s, "attention": attention_s, "other": other_s}
         return linear_s + attention_s + other_s, breakdown
 
@@ -212,10 +227,9 @@ class CostModel:
         """Experts, MLA or other formats (architecture.py): every step reads the always-read weights
         and the experts its tokens touch, and computes on the active parameters only."""
         from .architecture import WeightInventory  # architecture imports this module's dataclasses
-        from .moe import ExpertPlacement
         from .weight_formats import matmul_flops
 
-        inventory = WeightInventory(self.model, ExpertPlacement(tp), gpu)
+        inventory = WeightInventory(self.model, self.placement, gpu)
         bandwidth = gpu.mem_bandwidth * eff.weight_read
         self._weight_s = inventory.always_read_bytes / bandwidth
         if self.model.arch.moe is not None:
@@ -227,6 +241,7 @@ class CostModel:
         self._kv_s_per_token = kv_bytes / (gpu.mem_bandwidth * eff.kv_read)
         rate = matmul_flops(gpu, inventory.fmt) * eff.linear_compute
         self._linear_s_per_token = 2 * inventory.active_params_per_token() / rate
+        self._expert_s_per_token = 2 * inventory.routed_expert_params_per_token() / rate
 
     def _pcie_all_reduces_s(self, num_tokens: int) -> float:
         """A step's NCCL all-reduces over PCIe (two a layer, of the tokens' hidden states), where vLLM

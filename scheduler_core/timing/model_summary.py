@@ -69,15 +69,16 @@ def kv_groups_summary(model: ModelSpec, tp: int) -> list[dict]:
     return groups
 
 
-def model_summary(model: ModelSpec, gpu: GpuSpec, tp: int = 1) -> dict:
-    """What the configuration panel shows of the model, all numbers per GPU of the TP group."""
+def model_summary(model: ModelSpec, gpu: GpuSpec, tp: int = 1, placement: ExpertPlacement | None = None) -> dict:
+    """What the configuration panel shows of the model, all numbers per GPU of the TP group (its
+    experts placed as `placement` says: sliced over TP by default, whole under expert parallelism)."""
     total, active = parameter_counts(model)
     groups = kv_groups_summary(model, tp)
     summary = {
         "name": model.name,
         "total_params": total,
         "active_params": active,
-        "weights_bytes_per_gpu": weight_bytes_per_gpu(model, tp, gpu),
+        "weights_bytes_per_gpu": weight_bytes_per_gpu(model, tp, gpu, placement),
         "weight_formats": weight_formats(model),
         "kv_dtype": model.kv_dtype,
         "kv_groups": groups,

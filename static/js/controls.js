@@ -157,7 +157,7 @@ async function openConfigForm(store, dialog) {
     const fields = Object.entries(props).filter(([, spec]) => !spec.$ref && !(spec.anyOf || []).some((s) => s.$ref)).map(([n, spec]) => field(path, n, spec, values[n]));
     return html`<fieldset><legend>${path}</legend><div class="form-grid">${fields}</div></fieldset>`;
   };
-  const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "tensor_parallel_size", "gpu_memory_utilization", "kv_cache_dtype"].includes(n))
+  const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "tensor_parallel_size", "data_parallel_size", "enable_expert_parallel", "gpu_memory_utilization", "kv_cache_dtype"].includes(n))
     .map(([n, spec]) => field("top", n, spec, current[n]));
   render(dialog, html`<h2 id="config-title">Configuration</h2><p class="muted">Starts a new session with these settings; the URL then captures them.</p>
     <form method="dialog"><fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div>

@@ -408,6 +408,28 @@ def test_config_form_shows_the_models_parameters_weights_experts_and_kv_per_grou
     assert presenter.evaluate("[...document.querySelectorAll('#cfg-model li')].every(e => e.scrollWidth <= e.clientWidth + 1)")
 
 
+def test_config_form_takes_expert_parallelism_and_says_where_data_parallel_ranks_run(presenter):
+    """EP over a TP group is one engine: its startup lines; two DP ranks are two engine cores: the
+    server's refusal, naming the field and the fleet API, in place of the startup lines."""
+    presenter.click("#configure")
+    startup = presenter.locator("#cfg-startup")
+    presenter.wait_for_function("document.querySelector('#cfg-startup')?.textContent.includes('GPU KV cache size')",
+                                timeout=WAIT_MS)
+    # Half of each GPU: a KV cache within one session's block limit.
+    presenter.fill("#cfg-top-gpu_memory_utilization", "0.5")
+    presenter.select_option("#cfg-top-model", "qwen3-30b-a3b")
+    presenter.fill("#cfg-top-tensor_parallel_size", "2")
+    presenter.check("#cfg-top-enable_expert_parallel")
+    presenter.wait_for_function("document.querySelector('#cfg-model b')?.textContent === 'qwen3-30b-a3b'", timeout=WAIT_MS)
+    presenter.wait_for_function("document.querySelector('#cfg-startup')?.textContent.includes('Model loading took')",
+                                timeout=WAIT_MS)
+    presenter.fill("#cfg-top-data_parallel_size", "2")
+    presenter.locator("#cfg-top-data_parallel_size").dispatch_event("change")
+    presenter.wait_for_function("document.querySelector('#cfg-startup')?.textContent.startsWith('data_parallel_size:')",
+                                timeout=WAIT_MS)
+    assert "/api/fleet" in startup.text_content()
+
+
 # -- help and theme ------------------------------------------------------------------------
 def test_question_mark_opens_the_help_dialog_and_escape_closes_it(presenter):
     """? opens the keyboard help; Esc closes it."""
