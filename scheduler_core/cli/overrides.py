@@ -97,6 +97,19 @@ def fit_shared_prefixes(data: dict, preset: dict) -> None:
         workload["num_shared_prefixes"] = num_requests
 
 
+# A preset's settings that shape its own traffic: a `--workload` asked on the command line replaces
+# them, since a named distribution's lengths (or a trace's) are what was asked. The default preset's
+# three 96-token system prompts once lengthened every `--workload sharegpt` prompt by 96 tokens.
+PRESET_TRAFFIC_SHAPE = ("shared_prefix_len", "num_shared_prefixes")
+
+
+def drop_preset_traffic_shape(base: dict) -> None:
+    workload = base.get("workload")
+    if isinstance(workload, dict):
+        for key in PRESET_TRAFFIC_SHAPE:
+            workload.pop(key, None)
+
+
 def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) -> Scenario:
     """A scenario (preset name or file) with the command line's overrides applied: first a whole
     `--vllm` command line, then servescope's flags (which win where both speak). What is still
@@ -106,6 +119,8 @@ def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) 
     if command is not None and command.ignored:
         print(f"servescope: warning: not simulated, ignored: {' '.join(command.ignored)}", file=sys.stderr)
     base = normalize_aliases(data)
+    if name_or_path in PRESET_SCENARIOS and args.workload is not None:
+        drop_preset_traffic_shape(base)  # a sweep's `shared_prefix_len=...` still gives them
     data = apply_command_line(copy.deepcopy(base), args, command, assignments)
     if name_or_path in PRESET_SCENARIOS and any(data.get(key) != base.get(key) for key in RESIZING_FIELDS):
         # A preset's batch limits were chosen for its own model and GPU, like its pool size: on
