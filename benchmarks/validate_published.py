@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from scheduler_core.engine.config import vllm_default_batch_limits  # noqa: E402
+from scheduler_core.engine.releases import VLLM_RELEASES  # noqa: E402
 from scheduler_core.scenario.scenario import Scenario  # noqa: E402
 from scheduler_core.timing.presets import GPUS  # noqa: E402
 
@@ -82,8 +83,16 @@ class Row:
     assumptions: str
     unit: str = field(default="ms")
 
+    @property
+    def release_scenario(self) -> dict:
+        """The scenario under the row's own vLLM release, where servescope has it as a profile (0.10-0.33):
+        its scheduler rules; the row's scenario pins every default it relies on."""
+        if self.vllm_version in VLLM_RELEASES:
+            return {**self.scenario, "vllm_version": self.vllm_version}
+        return self.scenario
+
     def predict(self) -> float:
-        report = simulated_report(self.scenario)
+        report = simulated_report(self.release_scenario)
         name, _, stat = self.metric.partition(".")
         value = report[name][stat] if stat else report[name]
         return value * 1e3 if self.unit == "ms" else value
