@@ -34,7 +34,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     wall_s = run_with_progress(sim, show=args.progress if args.progress is not None else sys.stderr.isatty())
     report = sim.metrics.report(wall_s)
     print(format_report(report, title=f"{scenario.name}: {scenario.model} on {scenario.tensor_parallel_size} x {scenario.gpu}, "
-                                      f"policy {scenario.engine.policy}, {scenario.engine.num_gpu_blocks} KV blocks"))
+                                      f"policy {scenario.engine.policy} as vLLM {scenario.vllm_version}, "
+                                      f"{scenario.engine.num_gpu_blocks} KV blocks"))
     if args.json:
         write_json(args.json, {"scenario": scenario.to_dict(), "memory": scenario.memory_plan().to_dict(), **report})
     return 0

@@ -60,6 +60,8 @@ def apply_assignments(data: dict, assignments) -> None:
             data.setdefault("engine", {})[key] = value
         elif key in workload_fields:
             data.setdefault("workload", {})[key] = value
+        elif key == "vllm_version":  # a sweep or `compare --set-b` over releases
+            data[key] = value
         elif key in SIZING_KEYS:
             data[key] = value
             data.setdefault("engine", {}).pop("num_gpu_blocks", None)  # resize the pool

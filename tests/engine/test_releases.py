@@ -20,7 +20,7 @@ from scheduler_core.engine.releases import (
 )
 from scheduler_core.errors import ConfigError
 from scheduler_core.exports.vllm_versions_doc import DOC_PATH, render
-from scheduler_core.scenario.scenario import Scenario
+from scheduler_core.scenario.scenario import Scenario, apply_assignments
 
 GIB = 1 << 30
 
@@ -149,3 +149,9 @@ def test_a_release_named_with_one_switch_flipped_keeps_the_flip():
 
 def test_the_docs_page_is_written_from_the_table():
     assert DOC_PATH.read_text() == render(), "run: python -m scheduler_core.exports.vllm_versions_doc"
+
+
+def test_a_sweep_or_compare_can_set_the_release():
+    data = {"engine": {"num_gpu_blocks": 512}}
+    apply_assignments(data, [("vllm_version", "0.19.1")])
+    assert Scenario.from_dict(data).engine.compat == VllmCompat.for_version("0.19.1")
