@@ -5,7 +5,8 @@ where it is in that release's source (file: function), read in the released whee
 every change of its own and earlier releases, so `--vllm-version 0.19.1` is the table cut at 0.19.1:
 the scheduler's rule switches (`VllmCompat`), the defaults `vllm serve` fills in, the flags it no
 longer takes and the opt-in flags servescope does not model. To add a behaviour, add a row (and, for
-a switch, its `VllmCompat` field); `docs/vllm-versions.md` is written from this table.
+a switch, its `VllmCompat` field of the same name); a `NOT_MODELLED` row becomes a `SWITCH` row
+when its field lands. `docs/vllm-versions.md` is written from this table.
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ LATEST = "0.33.0"
 # What a row is: a scheduler rule (a `VllmCompat` switch), a default `vllm serve` fills in, a flag the
 # release no longer takes, an opt-in flag servescope does not model (refused by name where the release
 # has it), or a behaviour no switch models yet.
-SWITCH, DEFAULT, REMOVED, NOT_MODELLED_FLAG, NOT_MODELLED = "switch", "default", "removed flag", "flag not modelled", \
-    "not modelled"
+SWITCH = "switch"
+DEFAULT = "default"
+REMOVED = "removed flag"
+NOT_MODELLED_FLAG = "flag not modelled"
+NOT_MODELLED = "not modelled"
 
 
 @dataclass(frozen=True)
@@ -206,8 +210,9 @@ class VllmRelease:
         if change is None or change.kind not in (REMOVED, NOT_MODELLED_FLAG):
             return None
         if change.kind == REMOVED:
-            return f"unrecognized arguments: {flag} (vLLM {self.version}: {change.what}, since {change.release})" \
-                if self.has(flag) else None
+            if not self.has(flag):
+                return None
+            return f"unrecognized arguments: {flag} (vLLM {self.version}: {change.what}, since {change.release})"
         if not self.has(flag):
             return f"unrecognized arguments: {flag} (vLLM {self.version} has no such flag; it came in {change.release})"
         return f"not modelled by servescope: {change.what} (vLLM {change.release}, {change.where})"
