@@ -118,8 +118,6 @@ def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) 
     open after that takes vLLM's default (`with_vllm_defaults`)."""
     data, name = scenario_data(name_or_path)
     command = parse_vllm_command(args.vllm) if args.vllm is not None else None
-    if command is not None and command.ignored:
-        print(f"servescope: warning: not simulated, ignored: {' '.join(command.ignored)}", file=sys.stderr)
     base = normalize_aliases(data)
     if name_or_path in PRESET_SCENARIOS and args.workload is not None:
         drop_preset_traffic_shape(base)  # a sweep's `shared_prefix_len=...` still gives them
@@ -133,21 +131,32 @@ def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) 
     if name_or_path in PRESET_SCENARIOS:
         fit_shared_prefixes(data, base)
     if command is not None:
-        refuse_unmodelled_flags(command, data)
+        release_flags(command, data)
     data = with_vllm_defaults(data)
     check_like_vllm(data.get("engine", {}))  # vLLM checks after filling in its defaults
     return Scenario.from_dict(data, name=name)
 
 
-def refuse_unmodelled_flags(command: VllmCommand, data: dict) -> None:
-    """A `--vllm` line's flags that the release has but servescope does not model (`--watermark` on
-    0.24 or later) are refused by name, not ignored: the run would not be the one asked for; a flag
-    the release does not have is refused as its `vllm serve` would."""
+def release_flags(command: VllmCommand, data: dict) -> None:
+    """The `--vllm` line's flags that only the release gives a meaning: a rule switch vLLM exposes
+    (`--no-scheduler-reserve-full-isl`) sets it; an opt-in flag the release has but servescope does not
+    model (`--watermark` on 0.24 or later) is refused by name, not ignored, since the run would not be
+    the one asked for; a flag the release does not have is refused as its `vllm serve` would. The
+    rest are listed in one warning."""
     release = named_release(data) or implied_release(data.get("engine", {}))
+    ignored = []
     for word in command.ignored:
         flag = word.split()[0].partition("=")[0]
         if (reason := release.flag_refusal(flag)) is not None:
             raise ConfigError(flag, reason)
+        if (switch := release.switch_of_flag(flag)) is not None and word == flag:
+            compat = data.setdefault("engine", {}).setdefault("compat", {})
+            if isinstance(compat, dict):
+                compat[switch[0]] = switch[1]
+        else:
+            ignored.append(word)
+    if ignored:
+        print(f"servescope: warning: not simulated, ignored: {' '.join(ignored)}", file=sys.stderr)
 
 
 def apply_command_line(data: dict, args: argparse.Namespace, command: VllmCommand | None, assignments) -> dict:

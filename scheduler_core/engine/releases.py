@@ -45,6 +45,8 @@ class ReleaseChange:
     where: str
     what: str
     kind: str = SWITCH
+    # A switch that `vllm serve` exposes: its flag (and `--no-` form), read from a `--vllm` line.
+    flag: str = ""
 
 
 def release_key(version: str) -> tuple[int, ...]:
@@ -70,7 +72,8 @@ RELEASE_CHANGES = (
                   "requests skipped in one waiting scan go back to the head in their original order"),
     ReleaseChange("full_prompt_admission", "0.19.0",
                   "vllm/config/scheduler.py: SchedulerConfig.scheduler_reserve_full_isl (default True)",
-                  "a waiting request is admitted only if the free blocks cover its whole context, not its first chunk"),
+                  "a waiting request is admitted only if the free blocks cover its whole context, not its first chunk",
+                  flag="--scheduler-reserve-full-isl"),
     ReleaseChange("unhashed_blocks_reused_first", "0.28.0", "vllm/v1/core/block_pool.py: BlockPool.free_blocks",
                   "freed blocks without a prefix hash go to the front of the free queue (reused first)"),
     ReleaseChange("priority_victim_index_fixed", "0.28.0", "vllm/v1/core/sched/scheduler.py: Scheduler.schedule",
@@ -202,6 +205,18 @@ class VllmRelease:
     @property
     def gpu_memory_utilization(self) -> float:
         return 0.92 if self.has("gpu_memory_utilization_0_92") else 0.9
+
+    def switch_of_flag(self, flag: str) -> tuple[str, bool] | None:
+        """The `VllmCompat` switch a `vllm serve` flag sets and to what (`--no-X` sets it off), or None."""
+        negated = flag.startswith("--no-")
+        name = "--" + flag[5:] if negated else flag
+        for change in RELEASE_CHANGES:
+            if change.flag and change.flag == name:
+                if not self.has(change.name):
+                    raise ConfigError(flag, f"unrecognized arguments: {flag} (vLLM {self.version} has no such flag; "
+                                            f"it came in {change.release})")
+                return change.name, not negated
+        return None
 
     def flag_refusal(self, flag: str) -> str | None:
         """Why this release's `vllm serve` refuses a flag servescope knows of, or None: a removed flag in

@@ -60,7 +60,8 @@ def changes_table(kind: str) -> list[str]:
     lines = [f"## {title}", "", note, "", "| name | first release | where | what |", "|---|---|---|---|"]
     for change in RELEASE_CHANGES:
         if change.kind == kind:
-            lines.append(f"| `{change.name}` | {change.release} | {cell(change.where)} | {cell(change.what)} |")
+            name = f"`{change.name}`" + (f" (`{change.flag}` in a `--vllm` line)" if change.flag else "")
+            lines.append(f"| {name} | {change.release} | {cell(change.where)} | {cell(change.what)} |")
     return [*lines, ""]
 
 

@@ -155,3 +155,12 @@ def test_a_sweep_or_compare_can_set_the_release():
     data = {"engine": {"num_gpu_blocks": 512}}
     apply_assignments(data, [("vllm_version", "0.19.1")])
     assert Scenario.from_dict(data).engine.compat == VllmCompat.for_version("0.19.1")
+
+
+def test_vllms_own_flag_for_a_switch_sets_it_on_releases_that_have_it(capsys):
+    line = "vllm serve llama-3.1-8b --no-scheduler-reserve-full-isl --port 8000"
+    assert scenario_of("--vllm", line, "--vllm-version", "0.19.0").engine.compat.full_prompt_admission is False
+    assert capsys.readouterr().err.count("ignored: --port 8000") == 1
+    with pytest.raises(ConfigError) as error:
+        scenario_of("--vllm", line, "--vllm-version", "0.18.1")
+    assert error.value.field == "--no-scheduler-reserve-full-isl" and "0.19.0" in error.value.reason
