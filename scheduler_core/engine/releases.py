@@ -123,7 +123,10 @@ RELEASE_CHANGES = (
                   "vllm/config/speculative.py: SpeculativeConfig.num_speculative_tokens_per_batch_size",
                   "dynamic K: the number of draft tokens chosen by batch size (a speculative_config key)",
                   NOT_MODELLED_FLAG),
-    # -- behaviours no switch models yet (speculative decoding meets prefix caching) ----------------
+    # -- behaviours no switch models yet ------------------------------------------------------------
+    ReleaseChange("cache_salt", "0.10.0", "vllm/v1/core/kv_cache_utils.py: generate_block_hash_extra_keys",
+                  "a request's cache_salt (OpenAI API field) enters its first block's hash, so only requests with "
+                  "the same salt share a prefix; servescope's workloads carry no salt", NOT_MODELLED),
     ReleaseChange("eagle_last_block_dropped", "0.10.0",
                   "vllm/v1/core/single_type_kv_cache_manager.py: FullAttentionManager.find_longest_cache_hit",
                   "with EAGLE/MTP drafts, the last matched block of a prefix hit is dropped and recomputed",

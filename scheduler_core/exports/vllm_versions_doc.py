@@ -46,8 +46,8 @@ KIND_HEADINGS = {
     NOT_MODELLED_FLAG: ("Opt-in flags servescope does not model", "Refused by name in a `--vllm` line (or a "
                                                                  "`speculative_config`) for a release that has them; "
                                                                  "as unknown for one that does not."),
-    NOT_MODELLED: ("Behaviours no switch models yet", "Speculative decoding meets prefix caching (issue 26, item 1): "
-                                                      "listed with the release their source shows."),
+    NOT_MODELLED: ("Behaviours no switch models yet", "Listed with the release their source shows; those of "
+                                                      "speculative decoding meeting prefix caching are issue 26, item 1."),
 }
 
 
