@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from scheduler_core.engine.config import vllm_default_batch_limits  # noqa: E402
-from scheduler_core.scenario.scenario import Scenario  # noqa: E402
+from scheduler_core.engine.releases import VLLM_RELEASES  # noqa: E402
+from scheduler_core.scenario.scenario import Scenario, with_vllm_defaults  # noqa: E402
 from scheduler_core.timing.presets import GPUS  # noqa: E402
 
 
@@ -82,8 +83,16 @@ class Row:
     assumptions: str
     unit: str = field(default="ms")
 
+    @property
+    def release_scenario(self) -> dict:
+        """The scenario under the row's own vLLM release, where servescope has it as a profile (0.10-0.33):
+        its scheduler rules, and its defaults for what the source leaves unsaid and the row leaves open."""
+        if self.vllm_version in VLLM_RELEASES:
+            return with_vllm_defaults({**self.scenario, "vllm_version": self.vllm_version})
+        return self.scenario
+
     def predict(self) -> float:
-        report = simulated_report(self.scenario)
+        report = simulated_report(self.release_scenario)
         name, _, stat = self.metric.partition(".")
         value = report[name][stat] if stat else report[name]
         return value * 1e3 if self.unit == "ms" else value
@@ -109,7 +118,7 @@ NIGHTLY_ASSUMPTIONS = ("vLLM version not stated (2025 suite), so async schedulin
 
 def musgrave(concurrency: int) -> dict:
     return {
-        "model": "llama-3.1-8b", "gpu": "a100-40g", "gpu_memory_utilization": 0.9,
+        "model": "llama-3.1-8b", "gpu": "a100-40g",
         "engine": served_on("a100-40g", 8192),
         "workload": {"num_requests": 20 * concurrency, "concurrency": concurrency, "lengths": "fixed",
                      "prompt_len": 1024, "output_len": 128, "seed": 0},
@@ -118,7 +127,7 @@ def musgrave(concurrency: int) -> dict:
 
 def inferencebench(concurrency: int) -> dict:
     return {
-        "model": "llama-3.1-8b", "gpu": "h100-sxm", "gpu_memory_utilization": 0.9,
+        "model": "llama-3.1-8b", "gpu": "h100-sxm",
         "engine": served_on("h100-sxm", 8192),
         "workload": {"num_requests": max(50, 10 * concurrency), "concurrency": concurrency, "lengths": "lognormal",
                      "prompt_len": 256, "output_len": 128, "sigma": 0.6, "seed": 0},
@@ -126,7 +135,8 @@ def inferencebench(concurrency: int) -> dict:
 
 
 INFERENCEBENCH_ASSUMPTIONS = ("'chatbot-short' lengths are not published: assumed lognormal, mean 256 in / 128 out; "
-                              "vLLM's H100 defaults (8192-token budget, 1024 seqs)")
+                              "vLLM 0.21.0's H100 defaults (8192-token budget, 1024 seqs, async scheduling on, "
+                              "utilization 0.92)")
 
 
 def fp8_kv_under_load(kv_cache_dtype: str) -> dict:
@@ -196,7 +206,8 @@ ROWS = [
     Row("70B TP4 A100-PCIe, 4 req/s: mean TTFT", NIGHTLY_A100, "n/a", "ttft_s.mean", 246.338,
         nightly_70b_tp4(4.0), NIGHTLY_ASSUMPTIONS),
     Row("8B A100-40GB, 1 client: TPOT", MUSGRAVE, "0.23.0", "tpot_s.mean", 1000 / 75, musgrave(1),
-        "published as 'about 75 tokens/sec' decode at one request: TPOT 13.3 ms; vLLM's A100 defaults"),
+        "published as 'about 75 tokens/sec' decode at one request: TPOT 13.3 ms; vLLM 0.23.0's A100 defaults (2048-token "
+        "budget, 256 seqs, async scheduling on, utilization 0.92)"),
     Row("8B H100, 1 client: median TPOT", INFERENCEBENCH, "0.21.0", "tpot_s.p50", 6.48, inferencebench(1),
         INFERENCEBENCH_ASSUMPTIONS),
     Row("8B H100, 4 clients: median TPOT", INFERENCEBENCH, "0.21.0", "tpot_s.p50", 6.59, inferencebench(4),

@@ -14,7 +14,8 @@ import math
 import sys
 from pathlib import Path
 
-from ..engine.config import VLLM_PROFILES, VllmCompat
+from ..engine.config import implied_release
+from ..engine.releases import LATEST, VLLM_RELEASES
 from ..errors import ConfigError
 from ..scenario.engine_args import (
     RESIZING_FIELDS,
@@ -30,6 +31,7 @@ from ..scenario.scenario import (
     PRESET_SCENARIOS,
     Scenario,
     apply_assignments,
+    named_release,
     normalize_aliases,
     parse_assignment,
     with_vllm_defaults,
@@ -97,15 +99,28 @@ def fit_shared_prefixes(data: dict, preset: dict) -> None:
         workload["num_shared_prefixes"] = num_requests
 
 
+# A preset's settings that shape its own traffic: a `--workload` asked on the command line replaces
+# them, since a named distribution's lengths (or a trace's) are what was asked. The default preset's
+# three 96-token system prompts once lengthened every `--workload sharegpt` prompt by 96 tokens.
+PRESET_TRAFFIC_SHAPE = ("shared_prefix_len", "num_shared_prefixes")
+
+
+def drop_preset_traffic_shape(base: dict) -> None:
+    workload = base.get("workload")
+    if isinstance(workload, dict):
+        for key in PRESET_TRAFFIC_SHAPE:
+            workload.pop(key, None)
+
+
 def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) -> Scenario:
     """A scenario (preset name or file) with the command line's overrides applied: first a whole
     `--vllm` command line, then servescope's flags (which win where both speak). What is still
     open after that takes vLLM's default (`with_vllm_defaults`)."""
     data, name = scenario_data(name_or_path)
     command = parse_vllm_command(args.vllm) if args.vllm is not None else None
-    if command is not None and command.ignored:
-        print(f"servescope: warning: not simulated, ignored: {' '.join(command.ignored)}", file=sys.stderr)
     base = normalize_aliases(data)
+    if name_or_path in PRESET_SCENARIOS and args.workload is not None:
+        drop_preset_traffic_shape(base)  # a sweep's `shared_prefix_len=...` still gives them
     data = apply_command_line(copy.deepcopy(base), args, command, assignments)
     if name_or_path in PRESET_SCENARIOS and any(data.get(key) != base.get(key) for key in RESIZING_FIELDS):
         # A preset's batch limits were chosen for its own model and GPU, like its pool size: on
@@ -115,9 +130,33 @@ def build_scenario(args: argparse.Namespace, name_or_path: str, assignments=()) 
         data = apply_command_line(base, args, command, assignments)
     if name_or_path in PRESET_SCENARIOS:
         fit_shared_prefixes(data, base)
+    if command is not None:
+        release_flags(command, data)
     data = with_vllm_defaults(data)
     check_like_vllm(data.get("engine", {}))  # vLLM checks after filling in its defaults
     return Scenario.from_dict(data, name=name)
+
+
+def release_flags(command: VllmCommand, data: dict) -> None:
+    """The `--vllm` line's flags that only the release gives a meaning: a rule switch vLLM exposes
+    (`--no-scheduler-reserve-full-isl`) sets it; an opt-in flag the release has but servescope does not
+    model (`--watermark` on 0.24 or later) is refused by name, not ignored, since the run would not be
+    the one asked for; a flag the release does not have is refused as its `vllm serve` would. The
+    rest are listed in one warning."""
+    release = named_release(data) or implied_release(data.get("engine", {}))
+    ignored = []
+    for word in command.ignored:
+        flag = word.split()[0].partition("=")[0]
+        if (reason := release.flag_refusal(flag)) is not None:
+            raise ConfigError(flag, reason)
+        if (switch := release.switch_of_flag(flag)) is not None and word == flag:
+            compat = data.setdefault("engine", {}).setdefault("compat", {})
+            if isinstance(compat, dict):
+                compat[switch[0]] = switch[1]
+        else:
+            ignored.append(word)
+    if ignored:
+        print(f"servescope: warning: not simulated, ignored: {' '.join(ignored)}", file=sys.stderr)
 
 
 def apply_command_line(data: dict, args: argparse.Namespace, command: VllmCommand | None, assignments) -> dict:
@@ -139,7 +178,9 @@ def apply_command_line(data: dict, args: argparse.Namespace, command: VllmComman
             raise ConfigError("workload", f"{args.workload!r} is neither a named distribution "
                                           f"({', '.join(NAMED_LENGTHS)}) nor a trace file")
     if args.vllm_version is not None:
-        engine["compat"] = VllmCompat.for_version(args.vllm_version).__dict__
+        # The command line's release wins over a scenario file's own rule switches.
+        data["vllm_version"] = args.vllm_version
+        engine.pop("compat", None)
     if args.slo_ttft_ms is not None:
         data["slo_ttft_s"] = args.slo_ttft_ms / 1e3
     if args.slo_tpot_ms is not None:
@@ -160,7 +201,9 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
         kind = parse_rate if declared.bound.infinite_ok else declared.type
         group.add_argument(declared.flag, dest=name, type=kind, help=declared.help)
     add_engine_args(group)
-    group.add_argument("--vllm-version", choices=sorted(VLLM_PROFILES))
+    group.add_argument("--vllm-version", choices=VLLM_RELEASES, metavar="VERSION",
+                       help=f"the vLLM release whose scheduler rules and defaults are simulated: one of "
+                            f"{', '.join(VLLM_RELEASES)} (default: the scenario's, else {LATEST})")
     group.add_argument("--slo-ttft-ms", type=float, help="TTFT objective for goodput")
     group.add_argument("--slo-tpot-ms", type=float, help="TPOT objective for goodput")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,

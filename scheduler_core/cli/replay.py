@@ -39,7 +39,7 @@ def add_replay_command(commands) -> argparse.ArgumentParser:
     p = commands.add_parser("replay", help="run a recorded-vLLM trace through the vllm-v1 policy, writing vLLM's log format")
     p.add_argument("trace", help="trace JSON (optionally .gz) in the vllm_oracle format")
     p.add_argument("--out", required=True, help="where to write the JSONL step log (.gz to compress)")
-    p.add_argument("--vllm-version", default="0.33.0", choices=sorted(VLLM_PROFILES))
+    p.add_argument("--vllm-version", default="0.33.0", choices=list(VLLM_PROFILES))
     p.add_argument("--switch", action="append", type=parse_switch, metavar="NAME=on|off",
                    help=f"flip one vLLM behaviour switch on top of the version profile ({', '.join(SWITCHES)})")
     p.add_argument("--async-scheduling", action=argparse.BooleanOptionalAction, default=False,

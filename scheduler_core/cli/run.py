@@ -9,6 +9,7 @@ from ..cluster import ROUTER_POLICIES
 from ..exports.report import format_report
 from ..scenario.scenario import Scenario
 from ..timing.moe import ExpertPlacement
+from ..workload.summary import WorkloadSummary
 from .fleet import cluster_table, run_fleet
 from .output import run_with_progress, write_json
 from .overrides import add_scenario_flags, build_scenario
@@ -36,10 +37,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run_fleet(args, scenario, cluster)
     print_startup_lines(scenario)
     sim = scenario.build(keep_finished=False)
+    # Measured from the requests built, so a length or prefix the command line did not mean shows.
+    print(f"workload simulated: {WorkloadSummary.of(sim.workload).line()}")
     wall_s = run_with_progress(sim, show=args.progress if args.progress is not None else sys.stderr.isatty())
     report = sim.metrics.report(wall_s)
     print(format_report(report, title=f"{scenario.name}: {scenario.model} on {scenario.tensor_parallel_size} x {scenario.gpu}, "
-                                      f"policy {scenario.engine.policy}, {scenario.engine.num_gpu_blocks} KV blocks"))
+                                      f"policy {scenario.engine.policy} as vLLM {scenario.vllm_version}, "
+                                      f"{scenario.engine.num_gpu_blocks} KV blocks"))
     if args.json:
         write_json(args.json, {"scenario": scenario.to_dict(), "memory": scenario.memory_plan().to_dict(), **report})
     return 0

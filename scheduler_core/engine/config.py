@@ -1,8 +1,8 @@
 """Engine configuration: vLLM's scheduler and cache settings, validated with the field at fault.
 
 Names follow vLLM's `SchedulerConfig` / `CacheConfig` so a reader can move between the two.
-`VllmCompat` holds the behaviour switches that differ between vLLM releases: 0.33.0 is the
-default; 0.10.1.1 is the same scheduler with each of the recorded rule changes reverted.
+`VllmCompat` holds the behaviour switches that differ between vLLM releases (`releases.py` says
+which release has each): 0.33.0 is the default; 0.10.1.1 is the same scheduler with every switch off.
 """
 
 from __future__ import annotations
@@ -19,61 +19,15 @@ from .kv_cache_groups import (
     parse_kv_cache_groups,
     spell_kv_cache_groups,
 )
+from .releases import LATEST, VLLM_PROFILES, VllmCompat, VllmRelease
 from .spec_decode import SpeculativeConfig
+
+__all__ = ["VLLM_PROFILES", "VllmCompat", "VllmRelease"]  # re-exported: where callers have always found them
 
 POLICIES = ("vllm-v1", "vllm-v0", "static")
 SCHEDULING_ORDERS = ("fcfs", "priority")
 PREEMPTION_MODES = ("recompute", "swap")
 KV_ALLOCATORS = ("paged", "contiguous")
-
-
-@dataclass(frozen=True)
-class VllmCompat:
-    """vLLM behaviours that changed between 0.10.1.1 and 0.33.0, one named switch each.
-
-    True is the 0.33.0 behaviour. Each switch can be flipped on its own to see what that one
-    change does to a workload (`../shared/data/vllm_oracle/README.md` proves each against vLLM).
-    """
-
-    # R1: admit a waiting request only if the free blocks cover its whole current context, not
-    # just its first chunk; stops chunked prefill from admitting work it cannot finish.
-    full_prompt_admission: bool = setting(True, "admit only if free blocks cover the whole context")
-    # R2: `long_prefill_token_threshold` is lifted when at most one request is running or
-    # waiting, since there is nobody to starve.
-    long_prefill_cap_lifted_when_alone: bool = setting(True, "lift the long-prefill cap for a lone request")
-    # R3: without chunked prefill, a prompt larger than the remaining budget stops the waiting
-    # scan (strict head of line); 0.10 skipped it and tried the requests behind it.
-    unchunked_prompt_blocks_queue: bool = setting(True, "without chunking, a too-big prompt stops the scan")
-    # R4: requests skipped during one waiting scan go back to the head in their original order;
-    # 0.10 put them back reversed.
-    skipped_requests_keep_order: bool = setting(True, "skipped requests return in their original order")
-    # R5: freed blocks without a prefix hash go to the FRONT of the free queue (reused first, so
-    # cached blocks live longer); 0.10 appended every freed block to the tail.
-    unhashed_blocks_reused_first: bool = setting(True, "freed uncached blocks are reused first")
-    # R6: when priority preemption picks a request already scheduled this step, unschedule it
-    # and return its tokens to the budget (0.10 crashed); a request that preempts itself lets
-    # the higher-priority requests behind it still try (0.10 stopped the running scan).
-    priority_victim_unscheduled: bool = setting(True, "a scheduled priority victim is unscheduled")
-    # R7: KV usage excludes the reserved null block: 1 - free / (num_gpu_blocks - 1).
-    usage_excludes_null_block: bool = setting(True, "KV usage excludes the null block")
-    # R8: the engine refuses a prompt of exactly max_model_len tokens, which leaves no room for
-    # an output token; 0.10 accepted it (and, chunked, it stalls one token short for ever).
-    prompt_leaves_room_for_output: bool = setting(True, "a prompt of max_model_len tokens is refused")
-
-    @classmethod
-    def for_version(cls, version: str) -> "VllmCompat":
-        try:
-            return VLLM_PROFILES[version]
-        except KeyError:
-            raise ConfigError(
-                "vllm_version", f"unknown version {version!r}; expected one of {sorted(VLLM_PROFILES)}"
-            ) from None
-
-
-VLLM_PROFILES = {
-    "0.33.0": VllmCompat(),
-    "0.10.1.1": VllmCompat(**{f.name: False for f in fields(VllmCompat)}),
-}
 
 
 @dataclass(frozen=True)
@@ -224,30 +178,31 @@ ENGINE_SWITCHES = tuple(name for name, s in ENGINE_SETTINGS.items() if s.type is
 ENGINE_CHOICES = {name: s.choices for name, s in ENGINE_SETTINGS.items() if s.choices}
 
 
-# vLLM's `CacheConfig.gpu_memory_utilization` default: 0.92 since 0.33; 0.10.1.1 had 0.9.
-GPU_MEMORY_UTILIZATION_DEFAULT = {"0.33.0": 0.92, "0.10.1.1": 0.9}
 GIB_BYTES = 1 << 30
 
 
-def is_vllm_0_10(engine: dict) -> bool:
-    """Whether these engine settings take the 0.10.1.1 profile: every compat switch off, those
-    left out counting as on (0.33's), so one reverted rule is still 0.33 with that rule changed."""
+def implied_release(engine: dict) -> VllmRelease:
+    """The release whose defaults apply to engine settings that name none: 0.10.1.1 when every compat
+    switch is off (those left out counting as on), so one reverted rule is still 0.33 with that rule
+    changed; else the latest."""
     compat = engine.get("compat", {})
     if isinstance(compat, VllmCompat):
         compat = dataclasses.asdict(compat)
     if not isinstance(compat, dict):
-        return False  # EngineConfig names the field
-    return not any({**dataclasses.asdict(VllmCompat()), **compat}.values())
+        return VllmRelease(LATEST)  # EngineConfig names the field
+    return VllmRelease("0.10.1.1" if not any({**dataclasses.asdict(VllmCompat()), **compat}.values()) else LATEST)
 
 
-def vllm_default_batch_limits(engine: dict, device_name: str, device_memory_bytes: float) -> dict:
+def vllm_default_batch_limits(engine: dict, device_name: str, device_memory_bytes: float,
+                              release: VllmRelease | None = None) -> dict:
     """`max_num_batched_tokens` and `max_num_seqs` as `vllm serve` sets those left open
-    (`EngineArgs.get_batch_defaults`, the API-server context), for one device: 8,192 tokens and
-    1,024 sequences on a GPU of 70 GiB or more that is not an A100 (H100, H200); 16,384 and 1,024
-    from 160 GiB (B200, 0.33 only); 2,048 and 256 otherwise. Without chunked prefill the budget
-    covers one prompt of max_model_len. Returns only the settings `engine` does not give."""
-    old = is_vllm_0_10(engine)
-    if device_memory_bytes >= 160 * GIB_BYTES and not old:
+    (`EngineArgs.get_batch_defaults`, the API-server context), for one device and release: 8,192
+    tokens and 1,024 sequences on a GPU of 70 GiB or more that is not an A100 (H100, H200); 16,384
+    and 1,024 from 160 GiB (B200) since 0.28; 2,048 and 256 otherwise. Without chunked prefill the
+    budget covers one prompt of max_model_len; a defaulted max_num_seqs is at most the budget (every
+    release). Returns only the settings `engine` does not give."""
+    release = release or implied_release(engine)
+    if device_memory_bytes >= 160 * GIB_BYTES and release.has("batch_defaults_16k_from_160_gib"):
         tokens, seqs = 16384, 1024
     elif device_memory_bytes >= 70 * GIB_BYTES and "a100" not in device_name.lower():
         tokens, seqs = 8192, 1024
@@ -260,26 +215,26 @@ def vllm_default_batch_limits(engine: dict, device_name: str, device_memory_byte
         return {}  # EngineConfig names the setting that is not a whole number
     defaults = {}
     if "max_num_batched_tokens" not in engine:
-        if old:  # 0.10.1.1: an unchunked budget is exactly one max_model_len prompt
-            defaults["max_num_batched_tokens"] = tokens if chunked else max_model_len
-        else:  # 0.33: at least one such prompt, at most what max_num_seqs full contexts need
+        if release.has("batch_defaults_bounded_by_context"):
+            # At least one max_model_len prompt, at most what max_num_seqs full contexts need.
             limit = engine.get("max_num_seqs", seqs)
             defaults["max_num_batched_tokens"] = min(limit * max_model_len, tokens if chunked else max(max_model_len, tokens))
+        else:  # an unchunked budget is exactly one max_model_len prompt
+            defaults["max_num_batched_tokens"] = tokens if chunked else max_model_len
     if "max_num_seqs" not in engine:
-        # 0.10.1.1 kept the sequence limit within the token budget; 0.33 does not.
-        budget = engine.get("max_num_batched_tokens", defaults.get("max_num_batched_tokens"))
-        defaults["max_num_seqs"] = min(seqs, budget) if old else seqs
+        defaults["max_num_seqs"] = min(seqs, engine.get("max_num_batched_tokens", defaults.get("max_num_batched_tokens")))
     return defaults
 
 
-def vllm_default_async_scheduling(engine: dict) -> bool:
-    """vLLM's own default for `async_scheduling` with these engine settings: 0.33 turns it on
-    unless something is incompatible (`VllmConfig`: pooling models, pipeline parallelism, n-gram
-    drafting on the CPU, which the V1 model runner cannot overlap); 0.10.1.1 had it off. Only the vllm-v1 policy has it at all."""
-    if engine.get("policy", "vllm-v1") != "vllm-v1":
+def vllm_default_async_scheduling(engine: dict, release: VllmRelease | None = None) -> bool:
+    """vLLM's own default for `async_scheduling` with these engine settings: on since 0.14 unless
+    something is incompatible (`VllmConfig`: pooling models, pipeline parallelism, drafters other
+    than EAGLE/MTP, until 0.33 ran n-gram drafts asynchronously under Model Runner V2); off before.
+    Only the vllm-v1 policy has it at all."""
+    release = release or implied_release(engine)
+    if engine.get("policy", "vllm-v1") != "vllm-v1" or not release.has("async_scheduling_by_default"):
         return False
     spec = engine.get("speculative_config")
     if spec is not None and (spec.get("method") if isinstance(spec, dict) else spec.method) == "ngram":
-        return False
-    return not is_vllm_0_10(engine)
-
+        return release.has("ngram_async_under_model_runner_v2")
+    return True

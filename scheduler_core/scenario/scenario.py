@@ -18,13 +18,13 @@ from pathlib import Path
 
 from ..bounds import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Bound, bounds_of, check_all, check_text, setting, settings_of
 from ..engine.config import (
-    GPU_MEMORY_UTILIZATION_DEFAULT,
     EngineConfig,
-    is_vllm_0_10,
+    implied_release,
     vllm_default_async_scheduling,
     vllm_default_batch_limits,
 )
-from ..errors import ConfigError, shown
+from ..engine.releases import LATEST, VLLM_RELEASES, VllmRelease
+from ..errors import ConfigError
 from ..files import MAX_INT_DIGITS, MAX_SCENARIO_BYTES, parse_json, read_text
 from ..sim.metrics import SLO
 from ..sim.replay import load_trace, workload_from_trace
@@ -62,6 +62,8 @@ def apply_assignments(data: dict, assignments) -> None:
             data.setdefault("engine", {})[key] = value
         elif key in workload_fields:
             data.setdefault("workload", {})[key] = value
+        elif key == "vllm_version":  # a sweep or `compare --set-b` over releases
+            data[key] = value
         elif key in SIZING_KEYS:
             data[key] = value
             for derived in ("num_gpu_blocks", "kv_cache_groups"):  # resize the pool, regroup for the model
@@ -104,8 +106,12 @@ class Scenario:
     enable_expert_parallel: bool = setting(False, "MoE layers with whole experts per GPU over the TP x DP GPUs (EP size = "
                                                   "TP x DP) instead of a slice of every expert", flag="--enable-expert-parallel",
                                            aliases=("-ep",))
+    # The release whose rules (`engine.compat`, switches given there win) and defaults apply; unset, the
+    # latest, or 0.10.1.1 when every compat switch is off (`implied_release`).
+    vllm_version: str = setting(LATEST, "vLLM release whose scheduler rules and defaults are simulated (unset: "
+                                        f"{LATEST})", choices=VLLM_RELEASES, left_open=True)
     gpu_memory_utilization: float = setting(
-        GPU_MEMORY_UTILIZATION_DEFAULT["0.33.0"], "share of each GPU's memory vLLM may use; the KV cache gets what "
+        VllmRelease(LATEST).gpu_memory_utilization, "share of each GPU's memory vLLM may use; the KV cache gets what "
         "weights, activations and CUDA graphs leave of it (unset: vLLM's default for the version, 0.92 for 0.33.0)",
         bound=Bound(0, 1, integer=False, low_open=True), flag="--gpu-memory-utilization", left_open=True)
     kv_cache_dtype: str = setting("auto", "KV cache storage type; auto: the model's dtype; fp8 halves the bytes per token",
@@ -143,6 +149,7 @@ class Scenario:
             raise ConfigError("engine", f"must be a table of engine settings, got {data['engine']!r:.80}")
         data = normalize_aliases(data)
         engine = dict(data.get("engine", {}))
+        data = {**data, "vllm_version": apply_release(data, engine).version}
         top = {k: v for k, v in data.items() if k not in ("engine", "workload")}
         top.setdefault("name", name)
         scenario = cls(**top, workload=WorkloadConfig.from_dict(data.get("workload", {})))
@@ -331,13 +338,40 @@ PRESET_SCENARIOS: dict[str, dict] = {
 BATCH_LIMITS = ("max_num_seqs", "max_num_batched_tokens")
 
 
-def vllm_batch_defaults(data: dict, engine: dict) -> dict:
+def named_release(data: dict) -> VllmRelease | None:
+    """The release a scenario names (`vllm_version`), checked; None when it names none."""
+    return VllmRelease.for_version(data["vllm_version"]) if data.get("vllm_version") is not None else None
+
+
+def apply_release(data: dict, engine: dict) -> VllmRelease:
+    """Write the named release's rule switches under `engine`'s own (those given win) and refuse what
+    that release's `vllm serve` would not take; returns the release that applies. A scenario naming no
+    release keeps servescope's own engine, which still offers V0's swap preemption."""
+    release = named_release(data)
+    if release is not None:
+        compat = engine.get("compat", {})
+        if isinstance(compat, dict):
+            engine["compat"] = {**release.compat.__dict__, **compat}
+        refusals = {"swap_space": ("--swap-space", bool(data.get("swap_space"))),
+                    "engine.preemption_mode": ("--preemption-mode", engine.get("preemption_mode") == "swap")}
+        for field_name, (flag, given) in refusals.items():
+            if given and (reason := release.flag_refusal(flag)):
+                raise ConfigError(field_name, reason)
+    release = release or implied_release(engine)
+    spec = engine.get("speculative_config")
+    if isinstance(spec, dict) and "num_speculative_tokens_per_batch_size" in spec:
+        reason = release.flag_refusal("num_speculative_tokens_per_batch_size")
+        raise ConfigError("engine.speculative_config.num_speculative_tokens_per_batch_size", reason)
+    return release
+
+
+def vllm_batch_defaults(data: dict, engine: dict, release: VllmRelease | None = None) -> dict:
     """vLLM's defaults for the batch limits `engine` leaves open, on the GPU `data` names; none for
     vllm-v0 and static (the "before" pictures) or a GPU given by its spec."""
     if engine.get("policy", "vllm-v1") != "vllm-v1" or not isinstance(data.get("gpu", Scenario.gpu), str):
         return {}
     gpu = resolve_gpu(data.get("gpu", Scenario.gpu))
-    return vllm_default_batch_limits(engine, gpu.name, gpu.mem_bytes)
+    return vllm_default_batch_limits(engine, gpu.name, gpu.mem_bytes, release or named_release(data))
 
 
 def with_vllm_defaults(data: dict) -> dict:
@@ -351,18 +385,10 @@ def with_vllm_defaults(data: dict) -> dict:
         return data  # `from_dict` names the field
     data, engine = dict(data), dict(engine)
     data["engine"] = engine
-    version = "0.10.1.1" if is_vllm_0_10(engine) else "0.33.0"
-    data.setdefault("gpu_memory_utilization", GPU_MEMORY_UTILIZATION_DEFAULT[version])
-    defaults = vllm_batch_defaults(data, engine)
-    tokens = engine.get("max_num_batched_tokens")
-    if "max_num_seqs" in defaults and type(tokens) is int and tokens < defaults["max_num_seqs"]:
-        # vLLM refuses this as well; say where the other number came from.
-        raise ConfigError("max_num_batched_tokens", (
-            f"max_num_batched_tokens ({shown(tokens)}) must be greater than or equal to max_num_seqs "
-            f"({defaults['max_num_seqs']}, vLLM's default on {resolve_gpu(data.get('gpu', Scenario.gpu)).name}); "
-            "set max_num_seqs as well"))
-    engine.update(defaults)
+    release = named_release(data) or implied_release(engine)
+    data.setdefault("gpu_memory_utilization", release.gpu_memory_utilization)
+    engine.update(vllm_batch_defaults(data, engine, release))
     if "async_scheduling" not in engine:
-        engine["async_scheduling"] = vllm_default_async_scheduling(engine)
+        engine["async_scheduling"] = vllm_default_async_scheduling(engine, release)
     return data
 

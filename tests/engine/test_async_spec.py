@@ -4,7 +4,7 @@ metrics and the knobs' validation."""
 import pytest
 
 from scheduler_core.cli.main import main
-from scheduler_core.engine.config import EngineConfig, VllmCompat, vllm_default_async_scheduling
+from scheduler_core.engine.config import EngineConfig, VllmCompat, VllmRelease, vllm_default_async_scheduling
 from scheduler_core.engine.kv_cache_manager import KVCacheManager
 from scheduler_core.engine.request import Request
 from scheduler_core.engine.spec_decode import AcceptanceModel, SpeculativeConfig
@@ -27,8 +27,13 @@ def test_vllm_turns_async_scheduling_on_by_default_only_where_it_does():
     # One reverted rule is still 0.33, which has async scheduling on.
     assert vllm_default_async_scheduling({"compat": {"full_prompt_admission": False}}) is True
     assert vllm_default_async_scheduling({"policy": "vllm-v0"}) is False
-    assert vllm_default_async_scheduling({"speculative_config": {"method": "ngram", "num_speculative_tokens": 3}}) is False
     assert vllm_default_async_scheduling({"speculative_config": {"method": "eagle", "num_speculative_tokens": 3}}) is True
+    # 0.33 turns it off for n-gram drafts only under the V1 model runner; Model Runner V2 is its default.
+    ngram = {"speculative_config": {"method": "ngram", "num_speculative_tokens": 3}}
+    assert vllm_default_async_scheduling(ngram) is True
+    assert vllm_default_async_scheduling(ngram, VllmRelease("0.32.0")) is False
+    assert vllm_default_async_scheduling({}, VllmRelease("0.14.0")) is True
+    assert vllm_default_async_scheduling({}, VllmRelease("0.13.0")) is False
 
 
 def test_async_scheduling_hides_the_hosts_work_behind_the_gpu():

@@ -407,10 +407,10 @@ def test_priority_request_that_preempts_itself_lets_higher_priority_ones_behind_
     assert output.num_scheduled_tokens == {"a": 1, "c": 1}
 
 
-def test_priority_request_that_preempts_itself_stops_the_running_scan_in_010():
-    """vLLM 0.10 (priority_victim_unscheduled=False): a request that preempts itself ends the running scan."""
+def test_priority_request_that_preempts_itself_stops_the_running_scan_before_033():
+    """vLLM 0.10-0.32 (self_preempted_scan_continues=False): a request that preempts itself ends the running scan."""
     scheduler = priority_engine_where_the_lowest_priority_request_must_preempt_itself(
-        {"priority_victim_unscheduled": False}
+        {"self_preempted_scan_continues": False}
     )
 
     output, _ = step(scheduler)

@@ -200,11 +200,14 @@ def test_scenario_refuses_an_unknown_kv_cache_dtype():
 
 
 def test_async_scheduling_follows_vllms_default_unless_given():
-    """0.33.0 turns async scheduling on; n-gram drafting (CPU) turns it off; the flag wins."""
+    """0.33.0 turns async scheduling on, n-gram drafts too (Model Runner V2); 0.14-0.32 turned it off for
+    n-gram drafting; the flag wins."""
     assert from_flags([]).engine.async_scheduling is True
     ngram = '{"method": "ngram", "num_speculative_tokens": 3}'
-    assert from_vllm(["--speculative-config", ngram]).engine.async_scheduling is False
-    assert from_flags(["--speculative-config", ngram, "--async-scheduling"]).engine.async_scheduling is True
+    assert from_vllm(["--speculative-config", ngram]).engine.async_scheduling is True
+    assert from_flags(["--speculative-config", ngram, "--vllm-version", "0.32.0"]).engine.async_scheduling is False
+    assert from_flags(["--speculative-config", ngram, "--vllm-version", "0.32.0", "--async-scheduling"]
+                      ).engine.async_scheduling is True
 
 
 def test_a_bad_speculative_config_names_the_flag():
@@ -248,13 +251,14 @@ def test_what_a_command_line_leaves_open_takes_vllms_default_for_the_gpu(gpu, fl
     assert scenario.gpu_memory_utilization == utilization
 
 
-def test_a_budget_below_the_default_sequence_limit_is_refused_saying_where_the_limit_came_from():
-    """vLLM refuses `--max-num-batched-tokens 512` on an H100 (its default max_num_seqs is 1,024) too."""
-    with pytest.raises(ConfigError) as error:
-        from_flags(["--gpu", "h100-sxm", "--max-num-batched-tokens", "512"])
-    assert error.value.field == "max_num_batched_tokens"
-    assert "max_num_seqs (1024, vLLM's default on h100-sxm)" in str(error.value)
+def test_a_budget_below_the_default_sequence_limit_lowers_the_default():
+    """`--max-num-batched-tokens 512` on an H100 (default max_num_seqs 1,024): vLLM defaults max_num_seqs to
+    min(1024, 512) (`EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`, 0.33.0; 0.10.1.1 too)."""
+    assert from_flags(["--gpu", "h100-sxm", "--max-num-batched-tokens", "512"]).engine.max_num_seqs == 512
     assert from_flags(["--gpu", "h100-sxm", "--max-num-batched-tokens", "512", "--max-num-seqs", "64"]).engine.max_num_seqs == 64
+    with pytest.raises(ConfigError) as error:  # a limit given above the budget is still refused, as vLLM does
+        from_flags(["--gpu", "h100-sxm", "--max-num-batched-tokens", "512", "--max-num-seqs", "600"])
+    assert error.value.field == "--max-num-batched-tokens"
 
 
 def test_the_default_memory_share_sizes_the_kv_cache():

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from scheduler_core.engine.releases import VLLM_RELEASES, VllmCompat
 from scheduler_core.scenario.scenario import Scenario
 from scheduler_core.sim.metrics import MetricsCollector
 from tests.paths import REPO
@@ -39,7 +40,16 @@ def test_row_reads_a_reported_metric_of_a_valid_scenario(row):
         assert stat in report[name]
     assert row.unit in ("ms", "tok/s")
     assert (row.unit == "tok/s") == (not stat), "latencies are in ms, throughputs in tok/s"
-    Scenario.from_dict(row.scenario)  # raises ConfigError naming the field if the setup is not one servescope runs
+    Scenario.from_dict(row.release_scenario)  # raises ConfigError naming the field if the setup is not one servescope runs
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row.label for row in ROWS])
+def test_a_row_of_a_release_servescope_has_runs_that_release(row):
+    """The rules of the release the source ran, not a mix: 0.19.1's rows run 0.19.1's profile."""
+    scenario = Scenario.from_dict(row.release_scenario)
+    if row.vllm_version in VLLM_RELEASES:
+        assert scenario.vllm_version == row.vllm_version
+        assert scenario.engine.compat == VllmCompat.for_version(row.vllm_version)
 
 
 def test_rows_are_distinct_figures():

@@ -1,6 +1,6 @@
 """vLLM V1's scheduler: running requests first, then waiting ones, under one token budget.
 
-Reproduces `vllm/v1/core/sched/scheduler.py` (0.33.0; 0.10.1.1 through `VllmCompat`) step for
+Reproduces `vllm/v1/core/sched/scheduler.py` (0.33.0; earlier releases through `VllmCompat`) step for
 step, oddities included: head-of-line blocking, preempting the newest request, no admissions
 in a step that preempted.
 """
@@ -75,12 +75,15 @@ class VllmV1Scheduler(Scheduler):
                         victim = max(running, key=Request.sort_key)
                         victim_index = running.index(victim)
                         del running[victim_index]
-                        if victim.request_id in num_scheduled and compat.priority_victim_unscheduled:
+                        unscheduled = victim.request_id in num_scheduled and compat.priority_victim_unscheduled
+                        if unscheduled:
                             if trace is not None:
                                 trace.running_unscheduled(victim.request_id, num_scheduled[victim.request_id])
                             token_budget += num_scheduled.pop(victim.request_id)
                             output.scheduled_spec_decode_tokens.pop(victim.request_id, None)
-                        if victim_index < req_index and compat.priority_victim_unscheduled:
+                        # 0.11-0.27 stepped back only past a victim it unscheduled, so an earlier victim
+                        # left unscheduled (nothing to compute) made the scan skip the next request.
+                        if victim_index < req_index and (unscheduled or compat.priority_victim_index_fixed):
                             req_index -= 1
                     else:
                         victim = running.pop()
@@ -91,7 +94,7 @@ class VllmV1Scheduler(Scheduler):
                     if victim is request:
                         break
                 if new_blocks is None:
-                    if by_priority and compat.priority_victim_unscheduled and request.status != RequestStatus.RUNNING:
+                    if by_priority and compat.self_preempted_scan_continues and request.status != RequestStatus.RUNNING:
                         # It was the lowest-priority request and preempted itself; the ones after
                         # it rank higher and may fit in the blocks it just freed.
                         continue
@@ -125,7 +128,7 @@ class VllmV1Scheduler(Scheduler):
         elif trace is not None and self.waiting:
             reason = why.WAIT_PREEMPTED_THIS_STEP if output.preempted_reqs else why.WAIT_SWAPPED_FIRST
             trace.waiting_stopped(reason, None, len(self.waiting), len(running))
-        if not compat.priority_victim_unscheduled:
+        if not compat.priority_victim_leaves_step:
             self._check_victims_left_scheduled(output)
         return self._finish_schedule(output, now)
 
@@ -154,7 +157,7 @@ class VllmV1Scheduler(Scheduler):
             raise SchedulerError(
                 f"vLLM 0.10.1.1 fails its end-of-step assertion here: priority preemption left {victims} "
                 f"scheduled, so {len(output.num_scheduled_tokens)} requests are scheduled but only "
-                f"{len(self.running)} are running (compat.priority_victim_unscheduled fixes it, as vLLM 0.33 did)"
+                f"{len(self.running)} are running (compat.priority_victim_leaves_step stops it, as vLLM 0.10.2 did)"
             )
 
     def _schedule_waiting(self, output: SchedulerOutput, token_budget: int, long_prefill_threshold: int) -> int:
