@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 
 from ..bounds import MAX_BLOCKS, MAX_TOKENS_PER_CONTEXT, Bound, bounds_of, check_all, check_text, setting, settings_of
 from ..errors import ConfigError
+from .eagle_hit_rule import NO_EAGLE, eagle_hit_rule
 from .kv_cache_groups import (
     FULL_ATTENTION_ONLY,
     MAX_KV_CACHE_GROUPS_CHARS,
@@ -59,6 +60,22 @@ class VllmCompat:
     # R8: the engine refuses a prompt of exactly max_model_len tokens, which leaves no room for
     # an output token; 0.10 accepted it (and, chunked, it stalls one token short for ever).
     prompt_leaves_room_for_output: bool = setting(True, "a prompt of max_model_len tokens is refused")
+    # R9 (0.25, the "Pad new decode requests" block of `schedule()`): with drafts on, a request
+    # admitted with one token left to compute (its prompt cached) is scheduled for 1 + K tokens,
+    # K of them padding drafts, so every decode in the batch has the uniform speculative size.
+    padded_spec_admission: bool = setting(True, "with drafts, a 1-token admission is padded to 1 + K")
+    # R10 (0.30, `disable_eagle_block_drop`): the speculative config may opt out of EAGLE's
+    # last-block drop; before it the drop was unconditional (see eagle_hit_rule.py).
+    eagle_block_drop_opt_out: bool = setting(True, "disable_eagle_block_drop is honoured")
+    # R11 (0.33, `num_hash_lookahead_tokens`): with EAGLE/MTP, a block's hash also covers the token
+    # after it, so a hit needs no drop; a KV connector keeps the legacy hashes and the drop.
+    lookahead_block_hashes: bool = setting(True, "EAGLE hashes blocks with the next token instead of dropping")
+    # R12 (0.12, `PrefixCacheStats.record(preempted=...)`): a preempted request's re-admission is
+    # kept out of the prefix-cache hit rate (vLLM counts it apart, as preempted_queries/hits).
+    prefix_stats_exclude_preempted: bool = setting(True, "re-admissions of preempted requests leave the hit rate")
+    # R13 (0.27, `record_prefix_cache_stats` after `allocate_slots`): the hit rate counts each
+    # admission once; before, every lookup counted, also those whose allocation then failed.
+    prefix_stats_per_admission: bool = setting(True, "the hit rate counts admissions, not lookups")
 
     @classmethod
     def for_version(cls, version: str) -> "VllmCompat":
@@ -122,6 +139,10 @@ class EngineConfig:
         None, 'speculative decoding as vLLM spells it, e.g. \'{"method": "eagle", "num_speculative_tokens": 3}\', '
               'plus servescope\'s "acceptance_rate" (per position) and "acceptance_seed" (unset: none)',
         flag="--speculative-config")
+    # Whether a KV connector is configured (vLLM's `--kv-transfer-config`, e.g. for offloading or
+    # disaggregated prefill): vLLM 0.33 then keeps EAGLE's legacy block hashes and its last-block drop.
+    kv_connector: bool = setting(False, "a KV connector is configured (vLLM's --kv-transfer-config)",
+                                 flag="--kv-connector", vllm_flag=False)
     # vLLM's `KVCacheConfig.kv_cache_groups`: one group per layer type of a hybrid model, all taking
     # blocks from the one pool of num_gpu_blocks (see kv_cache_groups.py). The default, one
     # full-attention group, is every dense model and the engine's single-group fast path. A trace's
@@ -140,6 +161,9 @@ class EngineConfig:
         if self.is_hybrid and (self.policy != "vllm-v1" or self.kv_allocator != "paged" or self.preemption_mode != "recompute"):
             raise ConfigError("kv_cache_groups", "several KV cache groups are vLLM V1's: they need policy vllm-v1, "
                                                  "the paged allocator and recompute preemption")
+        if self.is_hybrid and eagle_hit_rule(self) != NO_EAGLE:
+            raise ConfigError("speculative_config", "EAGLE/MTP drafts with prefix caching are modelled for one KV cache "
+                                                    "group only; turn prefix caching off or use a dense model")
         for name in ENGINE_SWITCHES:
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, f"must be true or false, got {getattr(self, name)!r}")
@@ -191,6 +215,12 @@ class EngineConfig:
         if not self.is_hybrid:
             # Left out for the default so every scenario file and export written before groups existed reads the same.
             del data["kv_cache_groups"]
+        if not self.kv_connector:
+            del data["kv_connector"]
+        spec = data["speculative_config"]
+        for name in ("disable_eagle_block_drop", "disable_lookahead_block_hashes"):
+            if spec is not None and not spec[name]:
+                del spec[name]  # as above: vLLM's defaults are left out
         return data
 
     @classmethod

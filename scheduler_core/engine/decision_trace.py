@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 
 from .kv_cache import KVCache
-from .kv_events import BlockRemoved, BlocksAllocated, BlocksFreed, KVEvent
+from .kv_events import BlockRemoved, BlocksAllocated, BlocksFreed, HitBlockDropped, KVEvent
 
 # Why a request got fewer tokens than it asked for: the limit that bound `num_new_tokens`.
 BOUND_NONE = "none"
@@ -182,6 +182,9 @@ class StepDecisions:
     revived: dict[str, list[int]] = field(default_factory=dict)
     # Cached blocks evicted (their prefix is gone), in eviction order.
     evicted: list[int] = field(default_factory=list)
+    # request id -> the cached block its prefix-cache hit gave up, and the rule that dropped it
+    # (an EAGLE/MTP drafter recomputes it: eagle_hit_rule.py).
+    dropped_hit_blocks: dict[str, dict] = field(default_factory=dict)
 
     def add_kv_events(self, events: Iterable[KVEvent], preempted: set[str]) -> None:
         for event in events:
@@ -199,6 +202,8 @@ class StepDecisions:
                     "preempted" if event.request_id in preempted else "finished"))
             elif isinstance(event, BlockRemoved):
                 self.evicted.append(event.block_id)
+            elif isinstance(event, HitBlockDropped):
+                self.dropped_hit_blocks[event.request_id] = {"block": event.block_id, "rule": event.rule}
 
     def to_dict(self) -> dict:
         return {
@@ -214,6 +219,8 @@ class StepDecisions:
             "newly_shared": self.newly_shared,
             "revived": self.revived,
             "evicted": self.evicted,
+            # Only where a drafter dropped a hit's block, so every other step's record reads as before.
+            **({"dropped_hit_blocks": self.dropped_hit_blocks} if self.dropped_hit_blocks else {}),
         }
 
 
