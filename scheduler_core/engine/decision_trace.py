@@ -137,6 +137,8 @@ class WaitingDecision:
     blocks_needed_full: int | None = _optional()
     tokens: int | None = _optional()
     evictable_cached: int | None = _optional()
+    # vLLM 0.25's padded admission: the K drafts added to a one-token admission (counted in `asked`).
+    padding_drafts: int | None = _optional()
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +233,7 @@ class DecisionTrace:
         self.last: dict | None = None
         self._step: StepDecisions | None = None
         self._kv: KVCache | None = None
+        self._lookahead = 0
 
     def __deepcopy__(self, memo: dict) -> "DecisionTrace":
         # A snapshot of the engine keeps tracing but carries no half-built step.
@@ -247,6 +250,8 @@ class DecisionTrace:
                             config.long_prefill_token_threshold, config.block_size, config.scheduling_order,
                             config.chunks_prompts, config.compat.full_prompt_admission, config.policy)
         self._step = StepDecisions(limits, self._kv.num_free_blocks)
+        # Slots past the new tokens that a drafter writes KV into: every allocation asks for them too.
+        self._lookahead = config.speculative_config.num_lookahead_tokens if config.speculative_config else 0
 
     def end_step(self, preempted: list[str], kv_events: Iterable[KVEvent] = ()) -> dict:
         """After the model step and its finishes, given the step's KV events: the complete record
@@ -290,7 +295,7 @@ class DecisionTrace:
     def allocation_failed(self, request, num_new_tokens: int, victim, rule: str) -> None:
         """Out of blocks for `request`: the numbers at that moment and the victim the rule chose."""
         kv = self._kv
-        num_tokens = min(request.num_computed_tokens + num_new_tokens, kv.max_model_len)
+        num_tokens = min(request.num_computed_tokens + num_new_tokens + self._lookahead, kv.max_model_len)
         self._step.preemptions.append(PreemptionDecision(
             request.request_id, num_new_tokens, kv.num_blocks_to_allocate(request.request_id, num_tokens, ()),
             len(kv.get_block_ids(request.request_id)), kv.num_free_blocks, self.num_evictable_cached(kv),
@@ -298,11 +303,12 @@ class DecisionTrace:
             RULE_SELF if victim is request else rule, rule))
 
     def waiting_examined(self, request, reason: str, num_new_tokens: int, token_budget: int,
-                         long_prefill_threshold: int, computed_blocks, num_running: int) -> None:
-        """A waiting request the scan looked at: admitted, or the reason it was not."""
+                         long_prefill_threshold: int, computed_blocks, num_running: int, padding_drafts: int = 0) -> None:
+        """A waiting request the scan looked at: admitted, or the reason it was not. A request padded to
+        the uniform speculative size (`padding_drafts`) asks for its one token and the padding."""
         kv = self._kv
         num_cached_tokens = len(computed_blocks) * self._step.limits.block_size
-        asked = request.num_tokens - request.num_computed_tokens - num_cached_tokens
+        asked = request.num_tokens - request.num_computed_tokens - num_cached_tokens + padding_drafts
         admitted = reason == WAIT_ADMITTED
         shortage = {}
         if reason in (WAIT_BLOCKS, WAIT_BLOCKS_FULL_CONTEXT):
@@ -311,7 +317,7 @@ class DecisionTrace:
             shortage = {
                 "blocks_free": kv.num_free_blocks,
                 "blocks_needed_chunk": kv.num_blocks_to_allocate(
-                    rid, min(computed + num_new_tokens, kv.max_model_len), computed_blocks),
+                    rid, min(computed + num_new_tokens + self._lookahead, kv.max_model_len), computed_blocks),
                 "blocks_needed_full": kv.num_blocks_to_allocate(
                     rid, min(request.num_tokens, kv.max_model_len), computed_blocks),
                 "tokens": num_new_tokens,
@@ -321,7 +327,7 @@ class DecisionTrace:
             request.request_id, admitted, reason, asked, num_new_tokens if admitted else 0, token_budget,
             num_cached_tokens, num_running, request.num_preemptions > 0, request.priority,
             bound=self._bound(asked, num_new_tokens, token_budget, long_prefill_threshold, asked) if admitted else None,
-            **shortage))
+            padding_drafts=padding_drafts or None, **shortage))
 
     def waiting_stopped(self, reason: str, request_id: str | None, num_waiting_left: int, num_running: int) -> None:
         """Why the scan of the waiting queue ended with requests still in it: `request_id` is the

@@ -199,7 +199,8 @@ class VllmV1Scheduler(Scheduler):
                     # vLLM prefers not scheduling it to scheduling it unpadded.
                     if trace is not None:
                         trace.waiting_examined(request, why.WAIT_BUDGET, 1 + num_padding_drafts, token_budget,
-                                               long_prefill_threshold, computed_blocks, len(self.running))
+                                               long_prefill_threshold, computed_blocks, len(self.running),
+                                               num_padding_drafts)
                     break
                 num_new_tokens += num_padding_drafts
             if 0 < long_prefill_threshold < num_new_tokens:
@@ -229,11 +230,11 @@ class VllmV1Scheduler(Scheduler):
                 if trace is not None:
                     stop_reason = self._why_no_blocks(request, num_new_tokens, num_cached_tokens, computed_blocks)
                     trace.waiting_examined(request, stop_reason, num_new_tokens, token_budget,
-                                           long_prefill_threshold, computed_blocks, len(self.running))
+                                           long_prefill_threshold, computed_blocks, len(self.running), num_padding_drafts)
                 break
             if trace is not None:
                 trace.waiting_examined(request, why.WAIT_ADMITTED, num_new_tokens, token_budget,
-                                       long_prefill_threshold, computed_blocks, len(self.running))
+                                       long_prefill_threshold, computed_blocks, len(self.running), num_padding_drafts)
             waiting.pop_request()
             # vLLM reports the tokens computed at admission as cached, prefix hit or not.
             self._admit(request, num_computed_tokens, num_computed_tokens, output)
@@ -252,7 +253,9 @@ class VllmV1Scheduler(Scheduler):
     def _why_no_blocks(self, request: Request, num_new_tokens: int, num_cached_tokens: int, computed_blocks) -> str:
         """Whether this step's chunk itself did not fit, or only the whole context (0.33's gate)."""
         kv = self.kv_cache_manager
-        num_tokens = min(request.num_computed_tokens + num_cached_tokens + num_new_tokens, kv.max_model_len)
+        spec = self.config.speculative_config
+        lookahead = spec.num_lookahead_tokens if spec else 0
+        num_tokens = min(request.num_computed_tokens + num_cached_tokens + num_new_tokens + lookahead, kv.max_model_len)
         if kv.num_blocks_to_allocate(request.request_id, num_tokens, computed_blocks) > kv.num_free_blocks:
             return why.WAIT_BLOCKS
         return why.WAIT_BLOCKS_FULL_CONTEXT
