@@ -18,6 +18,7 @@ from .eagle_hit_rule import eagle_hit_rule
 from .hybrid_kv_cache_manager import HybridKVCacheManager
 from .kv_cache import KVCache
 from .kv_cache_manager import KVCacheManager, SwapSpace
+from .prefix_cache_stats import PrefixCacheStats
 from .request import Request, RequestStatus
 from .request_queue import create_request_queue
 from .spec_decode import AcceptanceModel, SpecDecodeStats
@@ -106,6 +107,7 @@ class Scheduler:
         spec = config.speculative_config
         self.acceptance = AcceptanceModel(spec) if spec else None
         self.spec_stats = SpecDecodeStats()
+        self.prefix_cache_stats = PrefixCacheStats(config.compat.prefix_stats_exclude_preempted)
         # vLLM's `Request.is_prefill_chunk` as of the last schedule, kept only where padded admission
         # reads it (drafts on, 0.25+): the requests whose last chunk stopped short of their end.
         self.prefill_chunk_reqs: set[str] | None = set() if spec and config.compat.padded_spec_admission else None
@@ -174,6 +176,11 @@ class Scheduler:
         self.running.append(request)
         output.scheduled_resumed_reqs.append(request.request_id)
         return True
+
+    def record_prefix_lookup(self, request: Request, num_hits: int) -> None:
+        """One prefix-cache lookup into the hit rate (where vLLM counts it: see prefix_cache_stats.py)."""
+        if self.kv_cache_manager.enable_caching:
+            self.prefix_cache_stats.record(request.num_tokens, num_hits, request.num_preemptions > 0)
 
     def _admit(self, request: Request, num_computed_tokens: int, num_cached_tokens: int, output: SchedulerOutput) -> None:
         """Move the head of the waiting queue into the running batch."""

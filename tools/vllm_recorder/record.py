@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from scheduler_core.engine.spec_decode import AcceptanceModel, SpeculativeConfig  # noqa: E402
 
 SAMPLED_TOKEN_ID = 1
+PREFIX_STATS = ("requests", "queries", "hits", "preempted_requests", "preempted_queries", "preempted_hits")
 DRAFT_TOKEN_ID = 1
 
 # A tiny model config: the scheduler needs a ModelConfig, never the weights.
@@ -205,6 +206,8 @@ class Recorder:
         self.arrival_index = 0
         self.num_spec_tokens = (speculative_config or {}).get("num_speculative_tokens", 0)
         self.block_hasher = None
+        # vLLM's own PrefixCacheStats summed over the run (not in the log; `prefix_stats.py` prints them).
+        self.prefix_stats = dict.fromkeys(PREFIX_STATS, 0)
         # The output holds preemptions as a set; the log lists them in the order they happened.
         self.preempted_this_schedule: list[str] = []
         preempt = self.scheduler._preempt_request
@@ -276,6 +279,10 @@ class Recorder:
         before = {rid: len(requests[rid].output_token_ids) for rid in model_output.req_ids if rid in requests}
         objects = {rid: requests[rid] for rid in before}
         engine_outputs = self.scheduler.update_from_output(output, model_output)
+        for outputs in engine_outputs.values():
+            stats = outputs.scheduler_stats.prefix_cache_stats if outputs.scheduler_stats else None
+            for name in PREFIX_STATS if stats is not None else ():
+                self.prefix_stats[name] += getattr(stats, name)
         sampled = [rid for rid, n in before.items() if len(objects[rid].output_token_ids) > n]
         finished = [o.request_id for outs in engine_outputs.values() for o in outs.outputs if o.finish_reason is not None]
         return {"sampled": sampled, "finished": finished}
@@ -367,11 +374,17 @@ class Recorder:
 def record_lines(trace_path: str, async_scheduling: bool = False, speculative_config: dict | None = None,
                  acceptance_rate: list[float] | None = None, acceptance_seed: int = 0) -> str:
     """The log of one run, as the text of a JSONL file."""
+    return record_run(trace_path, async_scheduling, speculative_config, acceptance_rate, acceptance_seed)[0]
+
+
+def record_run(trace_path: str, async_scheduling: bool = False, speculative_config: dict | None = None,
+               acceptance_rate: list[float] | None = None, acceptance_seed: int = 0) -> tuple[str, dict]:
+    """The log of one run, and vLLM's prefix-cache stats summed over it."""
     trace = load(trace_path)
     rate = acceptance_rate or trace.get("acceptance_rate") or []
     recorder = Recorder(trace, async_scheduling, speculative_config, rate, acceptance_seed)
     lines = recorder.run_async() if async_scheduling else recorder.run_sync()
-    return "".join(json.dumps(line, separators=(", ", ": ")) + "\n" for line in lines)
+    return "".join(json.dumps(line, separators=(", ", ": ")) + "\n" for line in lines), recorder.prefix_stats
 
 
 def write(path: str, text: str) -> None:

@@ -184,8 +184,11 @@ class VllmV1Scheduler(Scheduler):
                 stop_reason = why.WAIT_MAX_NUM_SEQS
                 break
             request = waiting.peek_request()
-            if request.num_computed_tokens == 0:
+            looked_up = request.num_computed_tokens == 0
+            if looked_up:
                 computed_blocks, num_computed_tokens = kv.get_computed_blocks(request)
+                if not compat.prefix_stats_per_admission:
+                    self.record_prefix_lookup(request, num_computed_tokens)  # before 0.27: every lookup counts
             else:
                 # Only vLLM 0.10's priority victim left scheduled comes back with computed tokens.
                 computed_blocks, num_computed_tokens = [], request.num_computed_tokens
@@ -236,6 +239,8 @@ class VllmV1Scheduler(Scheduler):
                 trace.waiting_examined(request, why.WAIT_ADMITTED, num_new_tokens, token_budget,
                                        long_prefill_threshold, computed_blocks, len(self.running), num_padding_drafts)
             waiting.pop_request()
+            if looked_up and compat.prefix_stats_per_admission:
+                self.record_prefix_lookup(request, num_computed_tokens)
             # vLLM reports the tokens computed at admission as cached, prefix hit or not.
             self._admit(request, num_computed_tokens, num_computed_tokens, output)
             output.num_scheduled_tokens[request.request_id] = num_new_tokens
