@@ -317,7 +317,7 @@ class Simulation:
         """The step's prefix-cache counts, finishes and gauges into the metrics."""
         metrics, kv = self.metrics, self.scheduler.kv_cache_manager
         # The engine counts hits as vLLM does (prefix_cache_stats.py); KV that came from another
-        # engine is none of them: such a request is admitted without a lookup.
+        # engine is none of them (the replica counts its local lookup, which finds nothing).
         stats = self.scheduler.prefix_cache_stats
         metrics.prefix_queries, metrics.prefix_hits = stats.queries, stats.hits
         for request in result.finished:
