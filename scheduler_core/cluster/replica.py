@@ -58,7 +58,10 @@ class Replica:
         """The transfer has landed: the request joins the queue with `num_tokens` already computed."""
         sim = self.sim
         request.num_computed_tokens = num_tokens
-        sim.receive_external_kv(request.request_id, num_tokens)
+        # vLLM's decode side looks the prompt up in its own prefix cache first and finds nothing,
+        # then its KV connector supplies the KV (counted apart, `vllm:external_prefix_cache_hits`):
+        # one query of this engine's cache, no hit.
+        sim.scheduler.record_prefix_lookup(request, 0)
         if not sim.scheduler.has_unfinished_requests():
             # An idle engine's clock stood still; it wakes when the request lands.
             sim.clock_s = max(sim.clock_s, now)

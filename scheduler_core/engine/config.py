@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 
 from ..bounds import MAX_BLOCKS, MAX_TOKENS_PER_CONTEXT, Bound, bounds_of, check_all, check_text, setting, settings_of
 from ..errors import ConfigError
+from .eagle_hit_rule import NO_EAGLE, eagle_hit_rule
 from .kv_cache_groups import (
     FULL_ATTENTION_ONLY,
     MAX_KV_CACHE_GROUPS_CHARS,
@@ -77,6 +78,10 @@ class EngineConfig:
         None, 'speculative decoding as vLLM spells it, e.g. \'{"method": "eagle", "num_speculative_tokens": 3}\', '
               'plus servescope\'s "acceptance_rate" (per position) and "acceptance_seed" (unset: none)',
         flag="--speculative-config")
+    # Whether a KV connector is configured (vLLM's `--kv-transfer-config`, e.g. for offloading or
+    # disaggregated prefill): vLLM 0.33 then keeps EAGLE's legacy block hashes and its last-block drop.
+    kv_connector: bool = setting(False, "a KV connector is configured (vLLM's --kv-transfer-config)",
+                                 flag="--kv-connector", vllm_flag=False)
     # vLLM's `KVCacheConfig.kv_cache_groups`: one group per layer type of a hybrid model, all taking
     # blocks from the one pool of num_gpu_blocks (see kv_cache_groups.py). The default, one
     # full-attention group, is every dense model and the engine's single-group fast path. A trace's
@@ -95,6 +100,9 @@ class EngineConfig:
         if self.is_hybrid and (self.policy != "vllm-v1" or self.kv_allocator != "paged" or self.preemption_mode != "recompute"):
             raise ConfigError("kv_cache_groups", "several KV cache groups are vLLM V1's: they need policy vllm-v1, "
                                                  "the paged allocator and recompute preemption")
+        if self.is_hybrid and eagle_hit_rule(self) != NO_EAGLE:
+            raise ConfigError("speculative_config", "EAGLE/MTP drafts with prefix caching are modelled for one KV cache "
+                                                    "group only; turn prefix caching off or use a dense model")
         for name in ENGINE_SWITCHES:
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, f"must be true or false, got {getattr(self, name)!r}")
@@ -146,6 +154,12 @@ class EngineConfig:
         if not self.is_hybrid:
             # Left out for the default so every scenario file and export written before groups existed reads the same.
             del data["kv_cache_groups"]
+        if not self.kv_connector:
+            del data["kv_connector"]
+        spec = data["speculative_config"]
+        for name in ("disable_eagle_block_drop", "disable_lookahead_block_hashes"):
+            if spec is not None and not spec[name]:
+                del spec[name]  # as above: vLLM's defaults are left out
         return data
 
     @classmethod

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 
 from .kv_cache import KVCache
-from .kv_events import BlockRemoved, BlocksAllocated, BlocksFreed, BlocksLeftWindow, KVEvent
+from .kv_events import BlockRemoved, BlocksAllocated, BlocksFreed, BlocksLeftWindow, HitBlockDropped, KVEvent
 
 # Why a request got fewer tokens than it asked for: the limit that bound `num_new_tokens`.
 BOUND_NONE = "none"
@@ -137,6 +137,8 @@ class WaitingDecision:
     blocks_needed_full: int | None = _optional()
     tokens: int | None = _optional()
     evictable_cached: int | None = _optional()
+    # vLLM 0.25's padded admission: the K drafts added to a one-token admission (counted in `asked`).
+    padding_drafts: int | None = _optional()
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +202,9 @@ class StepDecisions:
     revived: dict[str, list[int]] = field(default_factory=dict)
     # Cached blocks evicted (their prefix is gone), in eviction order.
     evicted: list[int] = field(default_factory=list)
+    # request id -> the cached block its prefix-cache hit gave up, and the rule that dropped it
+    # (an EAGLE/MTP drafter recomputes it: eagle_hit_rule.py).
+    dropped_hit_blocks: dict[str, dict] = field(default_factory=dict)
 
     def add_kv_events(self, events: Iterable[KVEvent], preempted: set[str]) -> None:
         for event in events:
@@ -221,6 +226,8 @@ class StepDecisions:
                 self.left_window.append(WindowDecision(
                     event.request_id, event.group_id, event.first_index, len(event.block_ids), list(event.to_head),
                     list(event.to_tail_cached), list(event.to_tail), list(event.still_shared)))
+            elif isinstance(event, HitBlockDropped):
+                self.dropped_hit_blocks[event.request_id] = {"block": event.block_id, "rule": event.rule}
 
     def to_dict(self) -> dict:
         data = {
@@ -237,7 +244,11 @@ class StepDecisions:
             "revived": self.revived,
             "evicted": self.evicted,
         }
-        if self.left_window:  # only a model with window groups has any: every other answer reads as before
+        # Only where a drafter dropped a hit's block, or a window group gave blocks back: every other
+        # step's record reads as before.
+        if self.dropped_hit_blocks:
+            data["dropped_hit_blocks"] = self.dropped_hit_blocks
+        if self.left_window:
             data["left_window"] = [_json(entry) for entry in self.left_window]
         return data
 
@@ -249,6 +260,7 @@ class DecisionTrace:
         self.last: dict | None = None
         self._step: StepDecisions | None = None
         self._kv: KVCache | None = None
+        self._lookahead = 0
 
     def __deepcopy__(self, memo: dict) -> "DecisionTrace":
         # A snapshot of the engine keeps tracing but carries no half-built step.
@@ -265,6 +277,8 @@ class DecisionTrace:
                             config.long_prefill_token_threshold, config.block_size, config.scheduling_order,
                             config.chunks_prompts, config.compat.full_prompt_admission, config.policy)
         self._step = StepDecisions(limits, self._kv.num_free_blocks)
+        # Slots past the new tokens that a drafter writes KV into: every allocation asks for them too.
+        self._lookahead = config.speculative_config.num_lookahead_tokens if config.speculative_config else 0
 
     def end_step(self, preempted: list[str], kv_events: Iterable[KVEvent] = ()) -> dict:
         """After the model step and its finishes, given the step's KV events: the complete record
@@ -308,7 +322,7 @@ class DecisionTrace:
     def allocation_failed(self, request, num_new_tokens: int, victim, rule: str) -> None:
         """Out of blocks for `request`: the numbers at that moment and the victim the rule chose."""
         kv = self._kv
-        num_tokens = min(request.num_computed_tokens + num_new_tokens, kv.max_model_len)
+        num_tokens = min(request.num_computed_tokens + num_new_tokens + self._lookahead, kv.max_model_len)
         self._step.preemptions.append(PreemptionDecision(
             request.request_id, num_new_tokens, kv.num_blocks_to_allocate(request.request_id, num_tokens, ()),
             len(kv.get_block_ids(request.request_id)), kv.num_free_blocks, self.num_evictable_cached(kv),
@@ -316,11 +330,12 @@ class DecisionTrace:
             RULE_SELF if victim is request else rule, rule))
 
     def waiting_examined(self, request, reason: str, num_new_tokens: int, token_budget: int,
-                         long_prefill_threshold: int, computed_blocks, num_running: int) -> None:
-        """A waiting request the scan looked at: admitted, or the reason it was not."""
+                         long_prefill_threshold: int, computed_blocks, num_running: int, padding_drafts: int = 0) -> None:
+        """A waiting request the scan looked at: admitted, or the reason it was not. A request padded to
+        the uniform speculative size (`padding_drafts`) asks for its one token and the padding."""
         kv = self._kv
         num_cached_tokens = len(computed_blocks) * self._step.limits.block_size
-        asked = request.num_tokens - request.num_computed_tokens - num_cached_tokens
+        asked = request.num_tokens - request.num_computed_tokens - num_cached_tokens + padding_drafts
         admitted = reason == WAIT_ADMITTED
         shortage = {}
         if reason in (WAIT_BLOCKS, WAIT_BLOCKS_FULL_CONTEXT):
@@ -329,7 +344,7 @@ class DecisionTrace:
             shortage = {
                 "blocks_free": kv.num_free_blocks,
                 "blocks_needed_chunk": kv.num_blocks_to_allocate(
-                    rid, min(computed + num_new_tokens, kv.max_model_len), computed_blocks),
+                    rid, min(computed + num_new_tokens + self._lookahead, kv.max_model_len), computed_blocks),
                 "blocks_needed_full": kv.num_blocks_to_allocate(
                     rid, min(request.num_tokens, kv.max_model_len), computed_blocks),
                 "tokens": num_new_tokens,
@@ -339,7 +354,7 @@ class DecisionTrace:
             request.request_id, admitted, reason, asked, num_new_tokens if admitted else 0, token_budget,
             num_cached_tokens, num_running, request.num_preemptions > 0, request.priority,
             bound=self._bound(asked, num_new_tokens, token_budget, long_prefill_threshold, asked) if admitted else None,
-            **shortage))
+            padding_drafts=padding_drafts or None, **shortage))
 
     def waiting_stopped(self, reason: str, request_id: str | None, num_waiting_left: int, num_running: int) -> None:
         """Why the scan of the waiting queue ended with requests still in it: `request_id` is the

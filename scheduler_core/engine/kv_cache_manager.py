@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from ..utils import cdiv
 from .block_pool import BlockPool, BlockPoolGauges
-from .kv_events import BlocksAllocated, BlocksFreed, KVEvent, take_events
+from .eagle_hit_rule import NO_EAGLE, EagleHitRule
+from .kv_events import BlocksAllocated, BlocksFreed, HitBlockDropped, KVEvent, take_events
 from .request import Request
 
 
@@ -27,8 +28,12 @@ class KVCacheManager(BlockPoolGauges):
         enable_caching: bool,
         unhashed_blocks_reused_first: bool = True,
         usage_excludes_null_block: bool = True,
+        eagle_rule: EagleHitRule = NO_EAGLE,
     ):
         self.block_size = block_size
+        # An EAGLE/MTP drafter's cut of every prefix-cache hit (eagle_hit_rule.py).
+        self.eagle_rule = eagle_rule
+        self.num_hash_lookahead_tokens = eagle_rule.num_hash_lookahead_tokens
         self.max_model_len = max_model_len
         self.enable_caching = enable_caching
         self.usage_excludes_null_block = usage_excludes_null_block
@@ -82,17 +87,23 @@ class KVCacheManager(BlockPoolGauges):
         """The longest run of cached full blocks that prefixes the request, and its token count.
 
         A full hit still leaves the last token to compute: the model needs its logits to sample.
+        With an EAGLE/MTP drafter under the drop rule the last matched block is recomputed too,
+        for the hidden states the drafter reads (a `HitBlockDropped` event says so).
         """
         if not self.enable_caching:
             return [], 0
         max_cache_hit_length = request.num_tokens - 1
-        block_hashes = request.update_block_hashes(self.block_size, request.num_tokens)
+        block_hashes = request.update_block_hashes(self.block_size, request.num_tokens, self.num_hash_lookahead_tokens)
         hits = []
         for block_hash in block_hashes[: max_cache_hit_length // self.block_size]:
             block_id = self.block_pool.get_cached_block(block_hash)
             if block_id is None:
                 break
             hits.append(block_id)
+        if hits and self.eagle_rule.drops_last_block:
+            dropped = hits.pop()
+            if self.kv_events is not None:
+                self.kv_events.append(HitBlockDropped(request.request_id, dropped, self.eagle_rule.drop_rule))
         return hits, len(hits) * self.block_size
 
     def num_blocks_to_allocate(self, request_id: str, num_tokens: int, new_computed_blocks: Sequence[int]) -> int:
@@ -179,7 +190,11 @@ class KVCacheManager(BlockPoolGauges):
         num_full = num_tokens // self.block_size
         if num_cached >= num_full:
             return
-        block_hashes = request.update_block_hashes(self.block_size, num_tokens)
+        block_hashes = request.update_block_hashes(self.block_size, num_tokens, self.num_hash_lookahead_tokens)
+        # Lookahead hashes: a block whose next token is not known yet has no hash, and waits.
+        num_full = min(num_full, len(block_hashes))
+        if num_cached >= num_full:
+            return
         self.block_pool.cache_full_blocks(self.req_to_blocks[request_id][num_cached:num_full], block_hashes[num_cached:num_full])
         self.num_cached_block[request_id] = num_full
 

@@ -102,7 +102,23 @@ class RegionReleased:
     block_ids: tuple[int, ...]
 
 
-KVEvent = BlockStored | BlockRemoved | BlocksAllocated | BlocksFreed | BlocksLeftWindow | RegionReserved | RegionReleased
+@dataclass(frozen=True, slots=True)
+class HitBlockDropped:
+    """A prefix-cache lookup matched this cached block last and gave it up: an EAGLE/MTP drafter
+    recomputes it for its hidden states (`rule`: which rule dropped it, see eagle_hit_rule.py).
+    The block stays cached; the request computes its tokens again in a block of its own."""
+
+    request_id: str
+    block_id: int
+    rule: str
+
+    @property
+    def block_ids(self) -> tuple[int, ...]:
+        return (self.block_id,)
+
+
+KVEvent = (HitBlockDropped | BlockStored | BlockRemoved | BlocksAllocated | BlocksFreed | BlocksLeftWindow
+           | RegionReserved | RegionReleased)
 # Events that change one block's cached state only (the others change a request's block table).
 CACHE_EVENTS = (BlockStored, BlockRemoved)
 

@@ -65,6 +65,8 @@ RELEASE_CHANGES = (
     ReleaseChange("prompt_leaves_room_for_output", "0.11.1",
                   "vllm/v1/engine/processor.py: Processor._validate_model_input",
                   "a prompt of exactly max_model_len tokens is refused: no room for an output token"),
+    ReleaseChange("prefix_stats_exclude_preempted", "0.11.1", "vllm/v1/metrics/stats.py: PrefixCacheStats.record",
+                  "a preempted request's re-admission is counted apart (preempted_queries), not in the hit rate"),
     ReleaseChange("unchunked_prompt_blocks_queue", "0.12.0", "vllm/v1/core/sched/scheduler.py: Scheduler.schedule",
                   "without chunked prefill, a prompt larger than the remaining budget stops the waiting scan"),
     ReleaseChange("skipped_requests_keep_order", "0.14.0",
@@ -74,15 +76,26 @@ RELEASE_CHANGES = (
                   "vllm/config/scheduler.py: SchedulerConfig.scheduler_reserve_full_isl (default True)",
                   "a waiting request is admitted only if the free blocks cover its whole context, not its first chunk",
                   flag="--scheduler-reserve-full-isl"),
+    ReleaseChange("padded_spec_admission", "0.25.0", "vllm/v1/core/sched/scheduler.py: Scheduler.schedule",
+                  "a new request with one token left is padded to 1 + K under speculative decoding"),
+    ReleaseChange("prefix_stats_per_admission", "0.27.0",
+                  "vllm/v1/core/kv_cache_manager.py: KVCacheManager.record_prefix_cache_stats",
+                  "prefix-cache stats counted once per admission, not per lookup"),
     ReleaseChange("unhashed_blocks_reused_first", "0.28.0", "vllm/v1/core/block_pool.py: BlockPool.free_blocks",
                   "freed blocks without a prefix hash go to the front of the free queue (reused first)"),
     ReleaseChange("priority_victim_index_fixed", "0.28.0", "vllm/v1/core/sched/scheduler.py: Scheduler.schedule",
                   "the running scan steps back past any priority victim ahead of it, scheduled or not (before, an "
                   "unscheduled one made the scan skip the request after it)"),
+    ReleaseChange("eagle_block_drop_opt_out", "0.30.0", "vllm/config/speculative.py: SpeculativeConfig",
+                  "speculative_config.disable_eagle_block_drop opts out of the EAGLE/MTP last-block drop of a "
+                  "prefix hit (FullAttentionManager.find_longest_cache_hit; unconditional in every earlier release)"),
     ReleaseChange("long_prefill_cap_lifted_when_alone", "0.31.0", "vllm/v1/core/sched/scheduler.py: Scheduler.schedule",
                   "long_prefill_token_threshold is lifted when at most one request is running or waiting"),
     ReleaseChange("self_preempted_scan_continues", "0.33.0", "vllm/v1/core/sched/scheduler.py: Scheduler.schedule",
                   "a priority request that preempted itself lets the higher-priority running requests after it try"),
+    ReleaseChange("lookahead_block_hashes", "0.33.0", "vllm/config/vllm.py: VllmConfig.num_hash_lookahead_tokens",
+                  "with EAGLE/MTP, blocks are hashed with lookahead tokens instead of the last-block drop, "
+                  "except with a KV connector"),
     # -- the defaults `vllm serve` fills in ---------------------------------------------------------
     ReleaseChange("batch_defaults_bounded_by_context", "0.11.1",
                   "vllm/engine/arg_utils.py: EngineArgs._set_default_args",
@@ -127,26 +140,9 @@ RELEASE_CHANGES = (
     ReleaseChange("cache_salt", "0.10.0", "vllm/v1/core/kv_cache_utils.py: generate_block_hash_extra_keys",
                   "a request's cache_salt (OpenAI API field) enters its first block's hash, so only requests with "
                   "the same salt share a prefix; servescope's workloads carry no salt", NOT_MODELLED),
-    ReleaseChange("eagle_last_block_dropped", "0.10.0",
-                  "vllm/v1/core/single_type_kv_cache_manager.py: FullAttentionManager.find_longest_cache_hit",
-                  "with EAGLE/MTP drafts, the last matched block of a prefix hit is dropped and recomputed",
-                  NOT_MODELLED),
-    ReleaseChange("prefix_stats_exclude_preempted", "0.11.1", "vllm/v1/metrics/stats.py: PrefixCacheStats.record",
-                  "a preempted request's re-admission is counted apart (preempted_queries), not in the hit rate",
-                  NOT_MODELLED),
-    ReleaseChange("decode_admission_padded", "0.25.0", "vllm/v1/core/sched/scheduler.py: Scheduler.schedule",
-                  "a new request with one token left is padded to 1 + K under speculative decoding",
-                  NOT_MODELLED),
-    ReleaseChange("prefix_stats_per_admission", "0.27.0",
-                  "vllm/v1/core/kv_cache_manager.py: KVCacheManager.record_prefix_cache_stats",
-                  "prefix-cache stats counted once per admission, not per lookup", NOT_MODELLED),
     ReleaseChange("draft_slots_in_budget", "0.28.0", "vllm/v1/core/sched/scheduler.py: Scheduler.schedule",
-                  "draft slots are counted in the token budget (draft_slots)", NOT_MODELLED),
-    ReleaseChange("disable_eagle_block_drop", "0.30.0", "vllm/config/speculative.py: SpeculativeConfig",
-                  "an opt-out of the EAGLE last-block drop", NOT_MODELLED),
-    ReleaseChange("lookahead_block_hashes", "0.33.0", "vllm/v1/core/kv_cache_manager.py (num_hash_lookahead_tokens)",
-                  "blocks hashed with lookahead tokens instead of the EAGLE drop, except with a KV connector",
-                  NOT_MODELLED),
+                  "draft slots are counted in the token budget (draft_slots): none for n-gram, EAGLE and MTP, "
+                  "servescope's drafters; a draft model's one slot is not modelled", NOT_MODELLED),
 )
 CHANGES_BY_NAME = {change.name: change for change in RELEASE_CHANGES}
 
@@ -179,6 +175,17 @@ class VllmCompat:
     usage_excludes_null_block: bool = setting(True, "KV usage excludes the null block")
     # R8: a prompt of max_model_len leaves no room for an output token (chunked, 0.10 stalled one short for ever).
     prompt_leaves_room_for_output: bool = setting(True, "a prompt of max_model_len tokens is refused")
+    # R9: every decode in the batch has the uniform speculative size ("Pad new decode requests").
+    padded_spec_admission: bool = setting(True, "with drafts, a 1-token admission is padded to 1 + K")
+    # R10: before it EAGLE's last-block drop was unconditional (eagle_hit_rule.py).
+    eagle_block_drop_opt_out: bool = setting(True, "disable_eagle_block_drop is honoured")
+    # R11: a hit needs no drop when a block's hash covers the token after it; a KV connector keeps
+    # the legacy hashes and the drop.
+    lookahead_block_hashes: bool = setting(True, "EAGLE hashes blocks with the next token instead of dropping")
+    # R12: vLLM counts re-admissions apart (preempted_queries/hits).
+    prefix_stats_exclude_preempted: bool = setting(True, "re-admissions of preempted requests leave the hit rate")
+    # R13: before, every lookup counted, also those whose allocation then failed.
+    prefix_stats_per_admission: bool = setting(True, "the hit rate counts admissions, not lookups")
 
     @classmethod
     def for_version(cls, version: str) -> "VllmCompat":

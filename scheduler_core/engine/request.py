@@ -115,12 +115,17 @@ class Request:
             return self.prompt_token_ids[position]
         return SAMPLED_TOKEN_ID
 
-    def update_block_hashes(self, block_size: int, num_tokens: int) -> list[int]:
+    def update_block_hashes(self, block_size: int, num_tokens: int, num_lookahead_tokens: int = 0) -> list[int]:
         """Extend the chained block hashes to cover the full blocks among the first `num_tokens`.
 
         A block's hash is hash(parent hash, its token ids): equal hashes mean an equal prefix,
-        which is what lets a new request reuse another's KV blocks.
+        which is what lets a new request reuse another's KV blocks. With `num_lookahead_tokens`
+        (vLLM 0.33's lookahead hashes for EAGLE) it also covers that many known tokens after the
+        block, so a block is hashed only once they exist.
         """
+        if num_lookahead_tokens:
+            return self._update_lookahead_block_hashes(block_size, min(num_tokens, self.num_tokens - num_lookahead_tokens),
+                                                       num_lookahead_tokens)
         hashes, prompt, num_prompt_tokens = self.block_hashes, self.prompt_token_ids, self.num_prompt_tokens
         num_full_blocks = num_tokens // block_size
         # 0, not None, for the first block: hash(None) differs between processes before Python 3.12.
@@ -132,6 +137,16 @@ class Request:
                 # Past the prompt every token is the sampled one (see `token_id`).
                 tokens += (SAMPLED_TOKEN_ID,) * (end - start - len(tokens))
             parent = hash((parent, tokens))
+            hashes.append(parent)
+        return hashes
+
+    def _update_lookahead_block_hashes(self, block_size: int, num_tokens: int, num_lookahead_tokens: int) -> list[int]:
+        hashes, token_id = self.block_hashes, self.token_id
+        parent = hashes[-1] if hashes else 0
+        for start in range(len(hashes) * block_size, num_tokens // block_size * block_size, block_size):
+            end = start + block_size
+            tokens = tuple(token_id(position) for position in range(start, end + num_lookahead_tokens))
+            parent = hash((parent, tokens, num_lookahead_tokens))
             hashes.append(parent)
         return hashes
 

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from .config import EngineConfig
 from .contiguous import ContiguousKVCacheManager
 from .decision_trace import DecisionTrace
+from .eagle_hit_rule import eagle_hit_rule
 from .hybrid_kv_cache_manager import HybridKVCacheManager
 from .kv_cache import KVCache
 from .kv_cache_manager import KVCacheManager, SwapSpace
+from .prefix_cache_stats import PrefixCacheStats
 from .request import Request, RequestStatus
 from .request_queue import create_request_queue
 from .spec_decode import AcceptanceModel, SpecDecodeStats
@@ -80,6 +82,7 @@ def make_kv_cache_manager(config: EngineConfig) -> KVCache:
         config.enable_prefix_caching,
         unhashed_blocks_reused_first=config.compat.unhashed_blocks_reused_first,
         usage_excludes_null_block=config.compat.usage_excludes_null_block,
+        eagle_rule=eagle_hit_rule(config),
     )
 
 
@@ -104,6 +107,10 @@ class Scheduler:
         spec = config.speculative_config
         self.acceptance = AcceptanceModel(spec) if spec else None
         self.spec_stats = SpecDecodeStats()
+        self.prefix_cache_stats = PrefixCacheStats(config.compat.prefix_stats_exclude_preempted)
+        # vLLM's `Request.is_prefill_chunk` as of the last schedule, kept only where padded admission
+        # reads it (drafts on, 0.25+): the requests whose last chunk stopped short of their end.
+        self.prefill_chunk_reqs: set[str] | None = set() if spec and config.compat.padded_spec_admission else None
         # The reasons behind each step, for whoever asks "why?" (None: not recorded, no cost).
         self.decision_trace: DecisionTrace | None = None
         # Whether each request keeps the time of every output token (`token_times`: TTFT and
@@ -170,6 +177,11 @@ class Scheduler:
         output.scheduled_resumed_reqs.append(request.request_id)
         return True
 
+    def record_prefix_lookup(self, request: Request, num_hits: int) -> None:
+        """One prefix-cache lookup into the hit rate (where vLLM counts it: see prefix_cache_stats.py)."""
+        if self.kv_cache_manager.enable_caching:
+            self.prefix_cache_stats.record(request.num_tokens, num_hits, request.num_preemptions > 0)
+
     def _admit(self, request: Request, num_computed_tokens: int, num_cached_tokens: int, output: SchedulerOutput) -> None:
         """Move the head of the waiting queue into the running batch."""
         rid = request.request_id
@@ -198,6 +210,13 @@ class Scheduler:
                 # A chunk that reaches the end of the request's tokens: the model samples for it.
                 if num_computed >= request.num_prompt_tokens + request.num_output_tokens:
                     sampling_reqs.append(rid)
+        if self.prefill_chunk_reqs is not None:
+            sampling = set(output.sampling_reqs)
+            for rid in output.num_scheduled_tokens:
+                if rid in sampling:
+                    self.prefill_chunk_reqs.discard(rid)
+                else:
+                    self.prefill_chunk_reqs.add(rid)
         # Only an admission from the waiting queue is a first schedule: a resumed request ran before.
         requests = self.requests
         for rid in output.scheduled_new_reqs:

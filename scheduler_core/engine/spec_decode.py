@@ -19,6 +19,8 @@ SPEC_METHODS = ("ngram", "eagle", "eagle3", "mtp", "draft_model")
 # Methods whose drafter runs its own forward pass and writes KV past the verified tokens: vLLM
 # reserves `num_speculative_tokens` lookahead slots for them (`VllmConfig.num_lookahead_tokens`).
 LOOKAHEAD_METHODS = ("eagle", "eagle3", "mtp", "draft_model")
+# Drafters that read the target model's hidden states (vLLM's `use_eagle()`, less DFlash/DSpark).
+EAGLE_METHODS = ("eagle", "eagle3", "mtp")
 # vLLM speculative-config keys servescope accepts but does not model (the drafter's own settings).
 IGNORED_VLLM_KEYS = ("model", "prompt_lookup_max", "prompt_lookup_min", "draft_tensor_parallel_size")
 
@@ -50,6 +52,10 @@ class SpeculativeConfig:
         (), "P(accept) per draft position (empty: published default)", length=Bound(0, 16),
         bound=Bound(0, 1, integer=False, message="each rate must be a number from 0 to 1"))
     acceptance_seed: int = setting(0, "seed of the acceptance draws", bound=Bound(0, MAX_SEED))
+    # vLLM's own switches for EAGLE/MTP under prefix caching (see eagle_hit_rule.py): keep the last
+    # block of a hit (0.30+), and keep 0.33's legacy hashes, which brings the drop back.
+    disable_eagle_block_drop: bool = setting(False, "EAGLE/MTP: reuse the last block of a prefix-cache hit (0.30+)")
+    disable_lookahead_block_hashes: bool = setting(False, "EAGLE/MTP: legacy block hashes, so the drop returns (0.33)")
 
     def __post_init__(self) -> None:
         where = "speculative_config"
@@ -67,10 +73,20 @@ class SpeculativeConfig:
             declared["acceptance_rate"].bound.check(f"{where}.acceptance_rate", rate)
         object.__setattr__(self, "acceptance_rate", rates or tuple(DEFAULT_ACCEPTANCE[self.method](i) for i in range(k)))
         declared["acceptance_seed"].bound.check(f"{where}.acceptance_seed", self.acceptance_seed)
+        for name in ("disable_eagle_block_drop", "disable_lookahead_block_hashes"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{where}.{name}", f"must be true or false, got {shown(getattr(self, name))}")
 
     @property
     def num_lookahead_tokens(self) -> int:
         return self.num_speculative_tokens if self.method in LOOKAHEAD_METHODS else 0
+
+    @property
+    def needs_eagle_block_drop(self) -> bool:
+        """Whether the drafter builds a position's draft KV from its hidden state and the next token
+        (EAGLE, EAGLE-3, MTP: vLLM's `SpeculativeConfig.needs_eagle_block_drop`), so a prefix-cache
+        hit must recompute the block before the token where the hit ends."""
+        return self.method in EAGLE_METHODS
 
     @classmethod
     def from_json(cls, value: str | dict) -> "SpeculativeConfig":

@@ -161,10 +161,6 @@ class MetricsCollector:
             self.fragmentation_weighted += (1 - num_tokens_in_cache / allocated_slots) * record.step_s
             self.fragmentation_time += record.step_s
 
-    def observe_admission(self, num_tokens: int, num_cached_tokens: int) -> None:
-        self.prefix_queries += num_tokens
-        self.prefix_hits += num_cached_tokens
-
     def observe_finished(self, request: Request) -> None:
         times = request.token_times
         self.num_finished += 1

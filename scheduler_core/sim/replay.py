@@ -191,6 +191,10 @@ def replay(
                 else output.num_free_blocks_after_schedule
             line = log_line(step, arrivals, output, engine_pass.update, free_after_schedule, scheduler)
             line["num_batches_in_flight"] = len(loop.in_flight)
+            if speculative_config:
+                # As in the synchronous log, for this pass's schedule() and the update it completed.
+                line["spec_tokens"] = dict(output.scheduled_spec_decode_tokens) if output else {}
+                line["accepted_tokens"] = engine_pass.update.num_accepted if engine_pass.update else {}
             yield line
         if next_pending == len(pending) and scheduler.has_unfinished_requests() and not (loop and loop.in_flight) \
                 and not (output and (output.num_scheduled_tokens or output.preempted_reqs)):

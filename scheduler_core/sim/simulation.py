@@ -84,8 +84,6 @@ class Simulation:
         first = min(workload.concurrency, len(workload.requests))
         self._pending = [(0.0, i, workload.requests[i]) for i in range(first)]
         self._next_release = first
-        # Requests whose KV arrived from another engine (`receive_external_kv`), until admitted.
-        self._external_computed: dict[str, int] = {}
 
     def _validate_workload(self) -> None:
         self.validate_requests(self.workload.requests)
@@ -125,12 +123,6 @@ class Simulation:
     def submit(self, spec: RequestSpec, order: int) -> None:
         """Hand this engine one more request; it arrives at `spec.arrival_time` (order breaks ties)."""
         heapq.heappush(self._pending, (spec.arrival_time, order, spec))
-
-    def receive_external_kv(self, request_id: str, num_tokens: int) -> None:
-        """`num_tokens` of this request's KV came from another engine (a prefill replica's, through a
-        KV connector). vLLM counts them in its external prefix-cache stats
-        (`vllm:external_prefix_cache_hits`), not as hits of this engine's prefix cache."""
-        self._external_computed[request_id] = num_tokens
 
     @property
     def num_pending(self) -> int:
@@ -322,25 +314,16 @@ class Simulation:
         )
 
     def _observe(self, output: SchedulerOutput, result: UpdateResult, record: StepRecord) -> None:
-        """The step's admissions (their prefix-cache hits), finishes and gauges into the metrics."""
+        """The step's prefix-cache counts, finishes and gauges into the metrics."""
         metrics, kv = self.metrics, self.scheduler.kv_cache_manager
-        # KV that came from another engine is not a hit of this engine's prefix cache.
-        external = ({rid: self._external_computed.pop(rid) for rid in output.num_cached_tokens
-                     if rid in self._external_computed} if self._external_computed else {})
-        if kv.enable_caching:
-            for rid, num_cached in output.num_cached_tokens.items():
-                metrics.observe_admission(self._num_tokens_at_admission(rid, result), num_cached - external.get(rid, 0))
+        # The engine counts hits as vLLM does (prefix_cache_stats.py); KV that came from another
+        # engine is none of them (the replica counts its local lookup, which finds nothing).
+        stats = self.scheduler.prefix_cache_stats
+        metrics.prefix_queries, metrics.prefix_hits = stats.queries, stats.hits
         for request in result.finished:
             metrics.observe_finished(request)
         tokens_in_cache = sum(r.num_computed_tokens for r in self.scheduler.running) - kv.num_shared_slots
         metrics.observe_step(record, kv.num_used_blocks, tokens_in_cache)
-
-    def _num_tokens_at_admission(self, rid: str, result: UpdateResult) -> int:
-        """The request's tokens when it was admitted (the prompt, or the context it resumed with)."""
-        request = self.scheduler.requests.get(rid) or next(r for r in result.finished if r.request_id == rid)
-        if self.engine_loop is None and rid in result.sampled:
-            return request.num_tokens - 1  # its token sampled in this very step came after
-        return request.num_tokens
 
     def _chunks(self, output: SchedulerOutput) -> list[ScheduledChunk]:
         requests = self.scheduler.requests

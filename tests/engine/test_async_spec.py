@@ -154,14 +154,15 @@ def test_lessons_pin_the_synchronous_loop_their_beats_and_claims_were_written_fo
     """vLLM's async default applies to `run`, `compare` and the dashboard's own scenarios; a lesson's
     arms (CLI, API and dashboard alike) run exactly as written, so its step counts do not move: the
     synchronous loop, except the arms that ask for the async one: the async-scheduling lesson's, the
-    speculative-decoding lesson's crowd, which runs as vLLM 0.33 would (async, but not for n-gram drafts),
+    speculative-decoding lesson's crowd, which runs as vLLM 0.33 would (async, n-gram drafts included),
     and the capacity and moe-sliding-window lessons', which run at vLLM's defaults."""
     from scheduler_core.lessons.catalog import LESSONS
 
     asked = {(lesson.name, arm) for lesson in LESSONS for arm, data in lesson.arms.items()
              if data["engine"].get("async_scheduling")}
     assert asked == {("async-scheduling", "async"), ("async-scheduling", "async-crowd"),
-                     ("speculative-decoding", "eagle-3-crowd"), ("speculative-decoding", "no-drafts-crowd"),
+                     ("speculative-decoding", "eagle-3-crowd"), ("speculative-decoding", "ngram-3-crowd"),
+                     ("speculative-decoding", "no-drafts-crowd"),
                      *(("capacity", arm) for arm in ("h100-defaults", "h100-fp8-kv", "h200-defaults")),
                      *(("moe-sliding-window", arm) for arm in ("gpt-oss-120b", "dense-70b-fp8", "dense-8b"))}
     for lesson in LESSONS:

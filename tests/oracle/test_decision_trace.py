@@ -38,8 +38,8 @@ def recordings():
             spec = SpeculativeConfig.from_json({**run["speculative_config"], "acceptance_rate": run["acceptance_rate"],
                                                 "acceptance_seed": run["acceptance_seed"]})
             log = root / run["out"]
-            yield pytest.param(log, root / run["trace"], "0.33.0", {"speculative_config": spec},
-                               id=log.name[len("out_"):-len(".jsonl.gz")])
+            options = {"speculative_config": spec, **({"async_scheduling": True} if run.get("async_scheduling") else {})}
+            yield pytest.param(log, root / run["trace"], "0.33.0", options, id=log.name[len("out_"):-len(".jsonl.gz")])
 
 
 def replay_with_trace(trace_path: Path, version: str, options: dict):
@@ -74,7 +74,8 @@ def test_every_reason_agrees_with_the_recorded_step(log, trace_path, version, op
 
 def test_the_async_and_speculative_recordings_are_covered():
     ids = [param.id for param in recordings()]
-    assert sum("async_" in i for i in ids) == 9 and sum("ngram" in i for i in ids) == 6
+    assert sum("async_" in i for i in ids) == 9 + 8 and sum("ngram" in i for i in ids) == 6 + 3
+    assert sum("eagle" in i for i in ids) == 18
 
 
 def check_preemptions(line, d, config, where):

@@ -177,14 +177,43 @@ def spec_config_json(run: dict) -> str:
 
 @pytest.mark.parametrize("run", list(spec_runs()))
 def test_speculative_replay_matches_vllm_byte_for_byte(run):
-    """vLLM 0.33.0's Scheduler with n-gram drafts (K = 1, 3, 5; memory pressure; prefix caching),
-    the fake model accepting each draft position with a seeded draw: same steps, same rollbacks."""
+    """vLLM 0.33.0's Scheduler with n-gram drafts (K = 1, 3, 5; memory pressure; prefix caching) and
+    EAGLE drafts (lookahead slots; prefix caching with lookahead hashes, the drop and neither;
+    padded 1 + K admission; sync and async), the fake model accepting each draft position with a
+    seeded draw: same steps, same rollbacks, same hits."""
     root = MANIFEST.parents[2]
     with gzip.open(root / run["out"], "rt") as f:
         expected = f.read()
     spec = SpeculativeConfig.from_json(spec_config_json(run))
-    lines = replay(load_trace(root / run["trace"]), speculative_config=spec)
+    lines = replay(load_trace(root / run["trace"]), speculative_config=spec,
+                   async_scheduling=run.get("async_scheduling", False))
     assert "".join(json.dumps(line, separators=(", ", ": ")) + "\n" for line in lines) == expected
+
+
+SPEC_PREFIX = FIXTURES / "vllm_oracle_spec_prefix"
+
+
+def spec_prefix_log(name: str) -> list[dict]:
+    with gzip.open(SPEC_PREFIX / f"out_0.33.0_{name}.jsonl.gz", "rt") as f:
+        return [json.loads(line) for line in f]
+
+
+def test_vllm_pads_a_cached_prompts_admission_to_one_plus_k_unless_a_prefill_runs():
+    """A 33-token prompt resent: 32 tokens cached, one to compute, scheduled for 1 + K = 4 with K
+    padding drafts; beside the long prompt's chunks, the resent 65-token prompt gets its 1 token."""
+    admissions = {rid: (line["scheduled"][rid], line["cached_tokens"][rid], line["spec_tokens"].get(rid, 0))
+                  for line in spec_prefix_log("ngram3_padded_admission") for rid in line["new"]}
+    assert admissions["c0-again"] == admissions["c0-third"] == (4, 32, 3)
+    assert admissions["c1-again"] == (4, 48, 3)
+    assert admissions["c2-again"] == (1, 64, 0)
+
+
+def test_eagle_hits_less_under_the_drop_than_with_lookahead_hashes_or_none():
+    def hit_tokens(name):
+        return sum(sum(line["cached_tokens"].values()) for line in spec_prefix_log(name))
+
+    assert hit_tokens("eagle3_drop_shared_prefix") < hit_tokens("eagle3_shared_prefix") < hit_tokens("ngram3_shared_prefix")
+    assert hit_tokens("eagle3_no_drop_shared_prefix") == hit_tokens("ngram3_shared_prefix")
 
 
 def test_replay_command_speculative_config_flag(tmp_path):

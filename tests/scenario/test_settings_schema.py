@@ -147,7 +147,7 @@ def test_the_scenarios_flags_come_from_its_declarations():
 
 
 def test_vllm_flags_come_from_vllm_declarations_and_servescopes_own_do_not_reach_a_vllm_line():
-    assert {arg.flag for arg in OWN_ENGINE_ARGS} == {"--policy", "--num-cpu-blocks", "--kv-allocator"}
+    assert {arg.flag for arg in OWN_ENGINE_ARGS} == {"--policy", "--num-cpu-blocks", "--kv-allocator", "--kv-connector"}
     assert not {arg.flag for arg in OWN_ENGINE_ARGS} & {arg.flag for arg in ENGINE_ARGS}
     command = parse_vllm_command("vllm serve m --policy static --max-num-seqs 8")
     assert command.settings == {"engine.max_num_seqs": 8}

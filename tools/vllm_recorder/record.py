@@ -17,21 +17,27 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import sys
 import tempfile
 from collections import deque
 from pathlib import Path
 
-import torch
-import vllm
-from vllm.config import CacheConfig, DeviceConfig, ModelConfig, SchedulerConfig, VllmConfig
-from vllm.sampling_params import SamplingParams
-from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash, resolve_kv_cache_block_sizes
-from vllm.v1.core.sched.scheduler import Scheduler
-from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
-from vllm.v1.outputs import ModelRunnerOutput
-from vllm.v1.request import Request, RequestStatus
-from vllm.v1.structured_output import StructuredOutputManager
+# Everything the recorder loads is a local file (the fake model's and the fake drafter's configs):
+# offline, vLLM fails at once instead of hanging on the model hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import torch  # noqa: E402
+import vllm  # noqa: E402
+from vllm.config import CacheConfig, DeviceConfig, ModelConfig, SchedulerConfig, VllmConfig  # noqa: E402
+from vllm.sampling_params import SamplingParams  # noqa: E402
+from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash, resolve_kv_cache_block_sizes  # noqa: E402
+from vllm.v1.core.sched.scheduler import Scheduler  # noqa: E402
+from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec  # noqa: E402
+from vllm.v1.outputs import ModelRunnerOutput  # noqa: E402
+from vllm.v1.request import Request, RequestStatus  # noqa: E402
+from vllm.v1.structured_output import StructuredOutputManager  # noqa: E402
 
 # The acceptance draw is servescope's own (standard library only): the recorder and the simulator
 # share one implementation, so their drafts can never be accepted differently.
@@ -39,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from scheduler_core.engine.spec_decode import AcceptanceModel, SpeculativeConfig  # noqa: E402
 
 SAMPLED_TOKEN_ID = 1
+PREFIX_STATS = ("requests", "queries", "hits", "preempted_requests", "preempted_queries", "preempted_hits")
 DRAFT_TOKEN_ID = 1
 
 # A tiny model config: the scheduler needs a ModelConfig, never the weights.
@@ -48,6 +55,11 @@ FAKE_MODEL_CONFIG = {
     "num_hidden_layers": 1, "vocab_size": 1024, "max_position_embeddings": 1 << 20,
     "torch_dtype": "float16", "rms_norm_eps": 1e-6,
 }
+# An EAGLE drafter of one layer over the fake model: only its config is ever read (the scheduler
+# needs the speculative config, never the draft weights), from a local file, so no hub access.
+FAKE_EAGLE_ARCHITECTURE = "EagleLlamaForCausalLM"
+# Drafters that need a draft model's config; n-gram needs none.
+DRAFT_MODEL_METHODS = ("eagle",)
 
 
 def load(path: str) -> dict:
@@ -56,9 +68,15 @@ def load(path: str) -> dict:
         return json.load(f)
 
 
-def build_scheduler(config: dict, async_scheduling: bool, speculative_config: dict | None) -> Scheduler:
+def fake_model_dir(architecture: str = "LlamaForCausalLM") -> str:
+    """A directory holding only a tiny config.json: all vLLM's config classes read of a model."""
     model_dir = tempfile.mkdtemp(prefix="fake-model-")
-    Path(model_dir, "config.json").write_text(json.dumps(FAKE_MODEL_CONFIG))
+    Path(model_dir, "config.json").write_text(json.dumps({**FAKE_MODEL_CONFIG, "architectures": [architecture]}))
+    return model_dir
+
+
+def build_scheduler(config: dict, async_scheduling: bool, speculative_config: dict | None) -> Scheduler:
+    model_dir = fake_model_dir()
     model_config = ModelConfig(model=model_dir, skip_tokenizer_init=True, max_model_len=config["max_model_len"],
                                dtype="float16", seed=0)
     scheduler_config = SchedulerConfig(
@@ -77,6 +95,9 @@ def build_scheduler(config: dict, async_scheduling: bool, speculative_config: di
     if speculative_config:
         from vllm.config import ParallelConfig, SpeculativeConfig
 
+        speculative_config = dict(speculative_config)
+        if speculative_config["method"] in DRAFT_MODEL_METHODS and "model" not in speculative_config:
+            speculative_config["model"] = fake_model_dir(FAKE_EAGLE_ARCHITECTURE)
         spec = SpeculativeConfig(**speculative_config, target_model_config=model_config,
                                  target_parallel_config=ParallelConfig())
     # The scheduler never touches a device; naming one skips vLLM's platform detection.
@@ -185,6 +206,8 @@ class Recorder:
         self.arrival_index = 0
         self.num_spec_tokens = (speculative_config or {}).get("num_speculative_tokens", 0)
         self.block_hasher = None
+        # vLLM's own PrefixCacheStats summed over the run (not in the log; `prefix_stats.py` prints them).
+        self.prefix_stats = dict.fromkeys(PREFIX_STATS, 0)
         # The output holds preemptions as a set; the log lists them in the order they happened.
         self.preempted_this_schedule: list[str] = []
         preempt = self.scheduler._preempt_request
@@ -198,7 +221,11 @@ class Recorder:
             from vllm.utils.hashing import sha256
 
             init_none_hash(sha256)
-            self.block_hasher = get_request_block_hasher(self.config["block_size"], sha256)
+            # As EngineCore builds it: with an EAGLE drafter, 0.33 hashes each block with the token
+            # after it (`num_hash_lookahead_tokens`); releases before lookahead hashes take two arguments.
+            lookahead = getattr(self.scheduler.vllm_config, "num_hash_lookahead_tokens", 0)
+            self.block_hasher = get_request_block_hasher(self.config["block_size"], sha256,
+                                                         *((lookahead,) if lookahead else ()))
 
     def add_arrivals(self, step: int) -> list[str]:
         arrived = []
@@ -252,6 +279,10 @@ class Recorder:
         before = {rid: len(requests[rid].output_token_ids) for rid in model_output.req_ids if rid in requests}
         objects = {rid: requests[rid] for rid in before}
         engine_outputs = self.scheduler.update_from_output(output, model_output)
+        for outputs in engine_outputs.values():
+            stats = outputs.scheduler_stats.prefix_cache_stats if outputs.scheduler_stats else None
+            for name in PREFIX_STATS if stats is not None else ():
+                self.prefix_stats[name] += getattr(stats, name)
         sampled = [rid for rid, n in before.items() if len(objects[rid].output_token_ids) > n]
         finished = [o.request_id for outs in engine_outputs.values() for o in outs.outputs if o.finish_reason is not None]
         return {"sampled": sampled, "finished": finished}
@@ -262,9 +293,11 @@ class Recorder:
                 "kv_usage": round(self.scheduler.kv_cache_manager.usage, 6),
                 "num_running": num_running, "num_waiting": num_waiting}
 
-    def propose_drafts(self, samplers: list[str]) -> None:
-        """The synchronous engine's post_step: the drafter proposes K tokens per request that sampled."""
-        if not self.num_spec_tokens or not samplers:
+    def propose_drafts(self, output, samplers: list[str]) -> None:
+        """The synchronous engine's post_step: the drafter proposes K tokens per request that sampled,
+        unless the scheduler told the model runner to skip drafting (`skip_drafts`: every draft of the
+        step would go unused; vLLM 0.33's V2 runner with a drafter that reserves lookahead slots)."""
+        if not self.num_spec_tokens or not samplers or getattr(output, "skip_drafts", False):
             return
         from vllm.v1.outputs import DraftTokenIds
 
@@ -282,7 +315,7 @@ class Recorder:
             free_after_schedule = self.free_blocks()
             update = self.update(output, model_output)
             if output.total_num_scheduled_tokens > 0:
-                self.propose_drafts(update["sampled"])
+                self.propose_drafts(output, update["sampled"])
             line.update(update)
             line["num_free_blocks_after_schedule"] = free_after_schedule
             line.update(self.gauges())
@@ -306,23 +339,32 @@ class Recorder:
                     "cached_tokens": {}, "preempted": [], "sampled": [], "finished": []}
             scheduler = self.scheduler
             complete = True
+            spec_tokens, accepted = {}, {}
             if scheduler.has_requests():
                 output = self.schedule()
-                model_output, _, _ = self.model.run(scheduler, output)
+                model_output, _, accepted_now = self.model.run(scheduler, output)
                 line.update(self.schedule_fields(output))
+                spec_tokens = {rid: len(t) for rid, t in output.scheduled_spec_decode_tokens.items()}
                 model_executed = output.total_num_scheduled_tokens > 0
-                queue.appendleft((output, model_output))
+                queue.appendleft((output, model_output, accepted_now))
                 if len(queue) < batch_queue_size and (model_executed or scheduler.has_requests()):
                     complete = False
             elif not queue:
                 complete = False
             line["num_free_blocks_after_schedule"] = self.free_blocks()
             if complete:
-                output, model_output = queue.pop()
+                output, model_output, accepted = queue.pop()
+                # A request finished by an earlier batch's update has this batch's tokens ignored.
+                accepted = {rid: n for rid, n in accepted.items() if rid in scheduler.requests}
                 line.update(self.update(output, model_output))
             line.update(self.gauges())
             # Fields added for the async loop, after today's.
             line["num_batches_in_flight"] = len(queue)
+            if self.num_spec_tokens:
+                # With drafts (the drafter fills the placeholders the scheduler set): this pass's
+                # schedule's drafts, and how many of each were accepted in the batch it completed.
+                line["spec_tokens"] = spec_tokens
+                line["accepted_tokens"] = accepted
             yield line
             if not self.pending and not scheduler.has_unfinished_requests():
                 return  # the pass whose update finished the last request (or an empty trace's one pass)
@@ -332,11 +374,17 @@ class Recorder:
 def record_lines(trace_path: str, async_scheduling: bool = False, speculative_config: dict | None = None,
                  acceptance_rate: list[float] | None = None, acceptance_seed: int = 0) -> str:
     """The log of one run, as the text of a JSONL file."""
+    return record_run(trace_path, async_scheduling, speculative_config, acceptance_rate, acceptance_seed)[0]
+
+
+def record_run(trace_path: str, async_scheduling: bool = False, speculative_config: dict | None = None,
+               acceptance_rate: list[float] | None = None, acceptance_seed: int = 0) -> tuple[str, dict]:
+    """The log of one run, and vLLM's prefix-cache stats summed over it."""
     trace = load(trace_path)
     rate = acceptance_rate or trace.get("acceptance_rate") or []
     recorder = Recorder(trace, async_scheduling, speculative_config, rate, acceptance_seed)
     lines = recorder.run_async() if async_scheduling else recorder.run_sync()
-    return "".join(json.dumps(line, separators=(", ", ": ")) + "\n" for line in lines)
+    return "".join(json.dumps(line, separators=(", ", ": ")) + "\n" for line in lines), recorder.prefix_stats
 
 
 def write(path: str, text: str) -> None:

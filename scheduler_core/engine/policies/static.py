@@ -41,6 +41,7 @@ class StaticScheduler(Scheduler):
             if kv.allocate_slots(request, num_new_tokens, num_cached_tokens, computed_blocks) is None:
                 break
             self.waiting.pop_request()
+            self.record_prefix_lookup(request, num_cached_tokens)
             self._admit(request, num_cached_tokens, num_cached_tokens, output)
             output.num_scheduled_tokens[request.request_id] = num_new_tokens
 

@@ -41,6 +41,9 @@ class VllmV1Scheduler(Scheduler):
         lookahead = spec.num_lookahead_tokens if spec else 0
         max_num_new_tokens = config.max_model_len - 1  # the last position never needs computing
         room = kv.req_to_room
+        # Padded admission (0.25) looks at whether a running request continued its prefill this step.
+        prefill_chunks = self.prefill_chunk_reqs
+        prefill_scheduled = False
         while req_index < len(running) and token_budget > 0:
             request = running[req_index]
             if request.num_output_placeholders > 0 and self._last_token_in_flight(request):
@@ -102,6 +105,8 @@ class VllmV1Scheduler(Scheduler):
             num_scheduled[request.request_id] = num_new_tokens
             token_budget -= num_new_tokens
             req_index += 1
+            if prefill_chunks is not None and request.request_id in prefill_chunks:
+                prefill_scheduled = True
             if request.num_spec_tokens:
                 self._schedule_drafts(request, num_new_tokens, output)
             if trace is not None:
@@ -124,7 +129,8 @@ class VllmV1Scheduler(Scheduler):
         # 3. WAITING requests from the head, only if nobody was preempted: a step that had to
         # take blocks away has none to give to newcomers.
         if not output.preempted_reqs and not self.swapped:
-            token_budget = self._schedule_waiting(output, token_budget, long_prefill_threshold)
+            pad_new_decodes = prefill_chunks is not None and not prefill_scheduled
+            token_budget = self._schedule_waiting(output, token_budget, long_prefill_threshold, pad_new_decodes)
         elif trace is not None and self.waiting:
             reason = why.WAIT_PREEMPTED_THIS_STEP if output.preempted_reqs else why.WAIT_SWAPPED_FIRST
             trace.waiting_stopped(reason, None, len(self.waiting), len(running))
@@ -140,6 +146,13 @@ class VllmV1Scheduler(Scheduler):
         if num_drafts > 0:
             output.scheduled_spec_decode_tokens[request.request_id] = min(num_drafts, request.num_spec_tokens)
         request.num_spec_tokens = 0  # the drafter proposes afresh after this step
+
+    def _padding_drafts(self, num_computed_tokens: int) -> int:
+        """vLLM 0.25's "Pad new decode requests": a request admitted with one token left is scheduled
+        for 1 + K, K padding drafts, so the batch keeps the uniform decode size its CUDA graph was
+        captured for; only if the context has room for them and the token sampled after."""
+        k = self.config.speculative_config.num_speculative_tokens
+        return k if num_computed_tokens + 1 + k + 1 <= self.config.max_model_len else 0
 
     @staticmethod
     def _last_token_in_flight(request: Request) -> bool:
@@ -160,25 +173,42 @@ class VllmV1Scheduler(Scheduler):
                 f"{len(self.running)} are running (compat.priority_victim_leaves_step stops it, as vLLM 0.10.2 did)"
             )
 
-    def _schedule_waiting(self, output: SchedulerOutput, token_budget: int, long_prefill_threshold: int) -> int:
+    def _schedule_waiting(self, output: SchedulerOutput, token_budget: int, long_prefill_threshold: int,
+                          pad_new_decodes: bool = False) -> int:
         config, compat, kv = self.config, self.config.compat, self.kv_cache_manager
         trace = self.decision_trace
         waiting = self.waiting
         skipped: list[Request] = []
         stop_reason = why.WAIT_BUDGET
+        # The running requests this step scheduled (padding a lone cached prompt needs company or a hit).
+        num_running_scheduled = len(output.num_scheduled_tokens)
         while waiting and token_budget > 0:
             if len(self.running) >= config.max_num_seqs:
                 stop_reason = why.WAIT_MAX_NUM_SEQS
                 break
             request = waiting.peek_request()
-            if request.num_computed_tokens == 0:
+            looked_up = request.num_computed_tokens == 0
+            if looked_up:
                 computed_blocks, num_computed_tokens = kv.get_computed_blocks(request)
+                if not compat.prefix_stats_per_admission:
+                    self.record_prefix_lookup(request, num_computed_tokens)  # before 0.27: every lookup counts
             else:
                 # Only vLLM 0.10's priority victim left scheduled comes back with computed tokens.
                 computed_blocks, num_computed_tokens = [], request.num_computed_tokens
             num_cached_tokens = len(computed_blocks) * config.block_size
 
             num_new_tokens = request.num_tokens - num_computed_tokens
+            num_padding_drafts = 0
+            if num_new_tokens == 1 and pad_new_decodes and (num_running_scheduled or num_computed_tokens > 0):
+                num_padding_drafts = self._padding_drafts(num_computed_tokens)
+                if num_padding_drafts > token_budget - 1:
+                    # vLLM prefers not scheduling it to scheduling it unpadded.
+                    if trace is not None:
+                        trace.waiting_examined(request, why.WAIT_BUDGET, 1 + num_padding_drafts, token_budget,
+                                               long_prefill_threshold, computed_blocks, len(self.running),
+                                               num_padding_drafts)
+                    break
+                num_new_tokens += num_padding_drafts
             if 0 < long_prefill_threshold < num_new_tokens:
                 num_new_tokens = long_prefill_threshold
             if not config.enable_chunked_prefill and num_new_tokens > token_budget:
@@ -206,16 +236,20 @@ class VllmV1Scheduler(Scheduler):
                 if trace is not None:
                     stop_reason = self._why_no_blocks(request, num_new_tokens, num_cached_tokens, computed_blocks)
                     trace.waiting_examined(request, stop_reason, num_new_tokens, token_budget,
-                                           long_prefill_threshold, computed_blocks, len(self.running))
+                                           long_prefill_threshold, computed_blocks, len(self.running), num_padding_drafts)
                 break
             if trace is not None:
                 trace.waiting_examined(request, why.WAIT_ADMITTED, num_new_tokens, token_budget,
-                                       long_prefill_threshold, computed_blocks, len(self.running))
+                                       long_prefill_threshold, computed_blocks, len(self.running), num_padding_drafts)
             waiting.pop_request()
+            if looked_up and compat.prefix_stats_per_admission:
+                self.record_prefix_lookup(request, num_computed_tokens)
             # vLLM reports the tokens computed at admission as cached, prefix hit or not.
             self._admit(request, num_computed_tokens, num_computed_tokens, output)
             output.num_scheduled_tokens[request.request_id] = num_new_tokens
             token_budget -= num_new_tokens
+            if num_padding_drafts:
+                output.scheduled_spec_decode_tokens[request.request_id] = num_padding_drafts
 
         if trace is not None and waiting:
             blocker = waiting.peek_request().request_id if stop_reason != why.WAIT_BUDGET else None
@@ -227,7 +261,9 @@ class VllmV1Scheduler(Scheduler):
     def _why_no_blocks(self, request: Request, num_new_tokens: int, num_cached_tokens: int, computed_blocks) -> str:
         """Whether this step's chunk itself did not fit, or only the whole context (0.33's gate)."""
         kv = self.kv_cache_manager
-        num_tokens = min(request.num_computed_tokens + num_cached_tokens + num_new_tokens, kv.max_model_len)
+        spec = self.config.speculative_config
+        lookahead = spec.num_lookahead_tokens if spec else 0
+        num_tokens = min(request.num_computed_tokens + num_cached_tokens + num_new_tokens + lookahead, kv.max_model_len)
         if kv.num_blocks_to_allocate(request.request_id, num_tokens, computed_blocks) > kv.num_free_blocks:
             return why.WAIT_BLOCKS
         return why.WAIT_BLOCKS_FULL_CONTEXT
