@@ -155,3 +155,24 @@ def test_a_single_group_trace_has_no_window_entries():
     live = session()
     state = live.sim.snapshot()
     assert all("left_window" not in traced_record(live.sim, state, step).decisions for step in range(12))
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_the_history_counts_the_blocks_each_groups_table_really_held(async_scheduling):
+    data = copy.deepcopy(TIGHT)
+    data["model"], data["engine"]["async_scheduling"] = HYBRID, async_scheduling
+    live = Session("s", Scenario.from_dict(with_vllm_defaults(data)), Settings())
+    held: dict[str, dict[int, int]] = {}  # request -> step -> blocks in its tables after that step
+    for _ in range(60):
+        records, _ = live.advance(1)
+        kv = live.sim.kv_view()
+        for chunk in records[-1].scheduled:
+            tables = kv.group_block_tables(chunk.request_id)
+            if tables and any(tables):
+                held.setdefault(chunk.request_id, {})[records[-1].step] = sum(len(t) - t.count(0) for t in tables)
+    windowed = 0
+    for rid, steps in held.items():
+        rows = {row[0]: row[3] for row in live.request_detail(rid, True)["history"]}
+        assert {step: rows[step] for step in steps} == steps
+        windowed += any(0 in table for table in live.sim.kv_view().group_block_tables(rid))
+    assert windowed  # some tables gave blocks back: the count is not every token's

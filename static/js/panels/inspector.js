@@ -115,9 +115,9 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
     if (!history) return;
     const historyList = virtualList(el.querySelector(".vlist.history"), {
       rowHeight,
-      // With window groups the count is what the tokens could hold: each window keeps only what it attends to.
+      // With window groups: the blocks its tables held over every group, those given back not counted.
       header: html`<div class="vrow vhead"><span>step</span><span>tokens</span><span>from token</span>${store.kvGroups
-        ? html`<span title="blocks its tokens could hold over every group; a sliding window gives back what falls out of it">≤ blocks</span>` : html`<span>blocks</span>`}</div>`,
+        ? html`<span title="blocks its tables held after scheduling, over every KV cache group (null slots not counted)">blocks</span>` : html`<span>blocks</span>`}</div>`,
       renderRow: (i) => {
         const [step, tokens, before, blocks, kind] = history[i];
         const scheduled = kind === "prefill" ? `${tokens} prefill` : tokens > 1 ? `1+${tokens - 1} drafts` : "1 decode";
