@@ -94,7 +94,8 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
     const table = detail.block_table;
     const groupRow = ([g, logical, block]) => {
       if (logical < 0) return html`<div class="vrow vgroup"><span>${store.kvGroups[g].label}</span></div>`;
-      if (block === 0) return html`<div class="vrow"><span>${logical}</span><span>null</span><span>–</span><span>left the window</span></div>`;
+      // The words take the slots and ref columns together: "left the window" fits no single column.
+      if (block === 0) return html`<div class="vrow"><span>${logical}</span><span>null</span><span class="vwide muted">left the window</span></div>`;
       const filled = Math.max(0, Math.min(bs, r.computed - logical * bs)), ref = store.blocks ? store.blocks.ref[block] : 1;
       return html`<div class="vrow"><span>${logical}</span><span>${block}</span><span>${filled}/${bs}</span><span>${ref > 1 ? `${ref} shared` : ref}</span></div>`;
     };
