@@ -19,6 +19,7 @@ from scheduler_core.scenario.scenario import Scenario
 from .checkpoints import MemoryBudget
 from .frames import PROTOCOL_VERSION
 from .session import Breakpoint, Session
+from .session_limits import check_session_limits
 from .settings import Settings
 from .stepping import SteppingShare, advance_in_turns
 from .viewer import MAX_DELTA_STEPS, Viewer, error_frame
@@ -332,11 +333,7 @@ class SessionManager:
         self.stepping = SteppingShare()
 
     def check_limits(self, scenario: Scenario) -> None:
-        limits = self.settings
-        if scenario.workload.num_requests > limits.max_requests_per_session:
-            raise ConfigError("workload.num_requests", f"at most {limits.max_requests_per_session} per session")
-        if scenario.engine.num_gpu_blocks > limits.max_blocks_per_session:
-            raise ConfigError("engine.num_gpu_blocks", f"at most {limits.max_blocks_per_session} per session")
+        check_session_limits(scenario, self.settings)
 
     def create(self, scenario: Scenario, lesson: tuple[str, str] | None = None, origin: str = "",
                owner: str = "") -> LiveSession:

@@ -237,7 +237,7 @@ class Session:
         # Tokens scheduled whose output has not come back: under async scheduling, the batch in flight.
         return {"request": request_view(request), "in_flight": request.num_output_placeholders, "latencies": latencies,
                 "timeline": timeline,
-                "history": request_history(timeline, self.sim.kv_view()) if with_history else None,
+                "history": request_history(timeline, self.sim) if with_history else None,
                 "block_table": self.sim.block_table(request_id), "step": self.step, "clock_s": self.sim.clock_s}
 
     def take_due_checkpoint(self) -> None:

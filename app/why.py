@@ -16,7 +16,7 @@ from collections import OrderedDict
 
 from fastapi import Request
 
-from scheduler_core.engine.kv_cache import KVCacheView
+from scheduler_core.sim.simulation import Simulation
 
 from .rate_limits import limit
 from .why_replay import checkpoint_payload
@@ -76,21 +76,28 @@ async def step_reasons(request: Request, live, step: int) -> bytes | None:
     return answer
 
 
-def request_history(timeline: list[dict], kv: KVCacheView) -> list[list]:
+def request_history(timeline: list[dict], sim: Simulation) -> list[list]:
     """One row per step the request ran: [step, tokens scheduled, tokens computed before, blocks
-    held after scheduling, "prefill" or "decode"], expanded from the timeline's runs (a decode run
-    schedules the same tokens each step: one, or one plus its drafts)."""
+    its tables held after scheduling, "prefill" or "decode"], expanded from the timeline's runs (a
+    decode run schedules the same tokens each step: one, or one plus its drafts). A sliding window
+    gives back blocks for the tokens already processed: under async scheduling, those of the step
+    before are still in flight when the next one is scheduled."""
     rows: list[list] = []
+    kv, async_scheduling = sim.kv_view(), sim.config.async_scheduling
+
+    def add(step: int, tokens: int, before: int, kind: str) -> None:
+        in_flight = rows[-1][1] if async_scheduling and rows and rows[-1][0] == step - 1 else 0
+        rows.append([step, tokens, before, kv.num_blocks_holding(before + tokens, max(0, before - in_flight)), kind])
+
     for run in timeline:
         if run["kind"] == "prefill":
-            before = run["from_token"]
-            rows.append([run["step"], run["tokens"], before, kv.num_blocks_holding(before + run["tokens"]), "prefill"])
+            add(run["step"], run["tokens"], run["from_token"], "prefill")
         elif run["kind"] == "decode":
             num_steps = run["to_step"] - run["step"] + 1
             per_step = run["tokens"] // num_steps
             starts = run.get("from_tokens") or range(run["from_token"], run["from_token"] + num_steps)
             for offset, before in enumerate(starts):
-                rows.append([run["step"] + offset, per_step, before, kv.num_blocks_holding(before + per_step), "decode"])
+                add(run["step"] + offset, per_step, before, "decode")
         if len(rows) >= MAX_HISTORY_ROWS:
             return rows[-MAX_HISTORY_ROWS:]
     return rows

@@ -22,6 +22,8 @@ from ..schemas import ScenarioModel, SessionCreate, SessionCreated, SessionInfo
 from ..why import step_reasons
 
 router = APIRouter(prefix="/api")
+# The engine settings a scenario may leave for the server to derive from the model and hardware.
+DERIVED_ENGINE_SETTINGS = ("num_gpu_blocks", "kv_cache_groups", "block_size", "enable_prefix_caching")
 
 
 def manager_of(request: Request) -> SessionManager:
@@ -137,8 +139,10 @@ def validate_scenario(body: SessionCreate, request: Request) -> dict:
     tp = scenario.tensor_parallel_size
     model = model_summary(scenario.model_spec(), resolve_gpu(scenario.gpu), tp,
                           ExpertPlacement(tp, scenario.data_parallel_size, scenario.enable_expert_parallel))
+    # What the server derived for the settings a form leaves open, which it shows beside them.
+    engine = {name: getattr(scenario.engine, name) for name in DERIVED_ENGINE_SETTINGS}
     return {"ok": True, "num_gpu_blocks": scenario.engine.num_gpu_blocks, "memory": scenario.memory_plan().to_dict(),
-            "model": model}
+            "model": model, "engine": engine}
 
 
 @router.post("/sessions", status_code=201)

@@ -53,8 +53,11 @@ class EngineConfig:
                                  bound=Bound(1, MAX_TOKENS_PER_CONTEXT), flag="--max-model-len")
     enable_chunked_prefill: bool = setting(True, "split prompts under the token budget", flag="--enable-chunked-prefill",
                                            aliases=("--chunked-prefill",))
-    enable_prefix_caching: bool = setting(True, "share full KV blocks between requests with the same prefix",
-                                          flag="--enable-prefix-caching", aliases=("--prefix-caching",))
+    # Left open on the web: a Mamba hybrid turns it off when unset (scenario/kv_cache_wiring.py), so a form
+    # that always sent the default would be refused for one.
+    enable_prefix_caching: bool = setting(True, "share full KV blocks between requests with the same prefix (unset: on, "
+                                                "but off for a Mamba hybrid)", flag="--enable-prefix-caching",
+                                          aliases=("--prefix-caching",), left_open=True)
     long_prefill_token_threshold: int = setting(0, "cap on one prompt's chunk per step (0: no cap)",
                                                 bound=Bound(0, MAX_TOKENS_PER_CONTEXT), flag="--long-prefill-token-threshold")
     policy: str = setting("vllm-v1", "scheduling policy: vLLM V1's, V0's prefill-first one, or static batches",

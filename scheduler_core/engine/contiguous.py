@@ -56,7 +56,7 @@ class ContiguousKVCacheManager:
         """The request's table per KV cache group: here the one group's."""
         return (self.req_to_blocks.get(request_id, [])[:],)
 
-    def num_blocks_holding(self, num_tokens: int) -> int:
+    def num_blocks_holding(self, num_tokens: int, num_processed_tokens: int) -> int:
         """A request holds its whole region however few tokens it has."""
         return self.blocks_per_request
 

@@ -75,14 +75,16 @@ class HybridKVCacheManager(BlockPoolGauges):
         """The request's table in each group, null slots (0) included."""
         return tuple(table[:] for table in self.coordinator.get_blocks(request_id))
 
-    def num_blocks_holding(self, num_tokens: int) -> int:
-        """Blocks a request of `num_tokens` holds over all groups at most (windows capped)."""
+    def num_blocks_holding(self, num_tokens: int, num_processed_tokens: int) -> int:
+        """Blocks a request's tables hold over all groups, null slots not counted, once `num_tokens`
+        have slots and the first `num_processed_tokens` are processed: each group's blocks up to the
+        last token, less the leading ones its window gave back for those (`remove_skipped_blocks`,
+        which allocate_slots runs on the processed tokens before it allocates)."""
         num_tokens = min(num_tokens, self.max_model_len)
         total = 0
         for manager in self.coordinator.managers:
             blocks = cdiv(num_tokens, manager.block_size)
-            cap = manager.max_admission_blocks_per_request
-            total += blocks if cap is None else min(blocks, cap)
+            total += blocks - min(manager.get_num_skipped_tokens(num_processed_tokens) // manager.block_size, blocks)
         return total
 
     # -- events ------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ class KVCache(Protocol):
 
     def get_group_block_ids(self, request_id: str) -> tuple[list[int], ...]: ...
 
-    def num_blocks_holding(self, num_tokens: int) -> int: ...
+    def num_blocks_holding(self, num_tokens: int, num_processed_tokens: int) -> int: ...
 
     def get_computed_blocks(self, request: Request) -> tuple[list[int], int]: ...
 
@@ -116,9 +116,10 @@ class KVCacheView:
         sliding-window or chunked-local group gave a block back. One group: its table alone."""
         return tuple(tuple(table) for table in self._kv.get_group_block_ids(request_id))
 
-    def num_blocks_holding(self, num_tokens: int) -> int:
-        """Blocks in the table of a request whose KV holds `num_tokens`."""
-        return self._kv.num_blocks_holding(num_tokens)
+    def num_blocks_holding(self, num_tokens: int, num_processed_tokens: int) -> int:
+        """Blocks the tables of a request hold once `num_tokens` have slots, the first
+        `num_processed_tokens` of them processed (a window gives back what those leave behind)."""
+        return self._kv.num_blocks_holding(num_tokens, num_processed_tokens)
 
     def ref_counts(self) -> list[int]:
         """Per block, how many tables hold it (a copy)."""

@@ -69,8 +69,9 @@ class KVCacheManager(BlockPoolGauges):
         """The request's table per KV cache group: here the one group's."""
         return (self.req_to_blocks.get(request_id, [])[:],)
 
-    def num_blocks_holding(self, num_tokens: int) -> int:
-        """Blocks in the table of a request whose KV holds `num_tokens` (a block at a time)."""
+    def num_blocks_holding(self, num_tokens: int, num_processed_tokens: int) -> int:
+        """Blocks in the table of a request whose KV holds `num_tokens` (a block at a time): full
+        attention keeps every block, however many tokens are processed."""
         return cdiv(min(num_tokens, self.max_model_len), self.block_size)
 
     def enable_events(self) -> None:

@@ -7,6 +7,10 @@ import { downloadExport } from "./sessions.js";
 import { setAttr, setProp } from "./writes.js";
 
 const SPEEDS = [1, 2, 5, 10, 20, 50, 100, 250, 1000];
+// Engine settings the server derives from the model and hardware (the pool from memory, vLLM's KV cache
+// groups and a Mamba hybrid's block size from the layers): a new model, GPU, TP or memory share empties
+// them, so they follow it instead of carrying the old session's values (a 422 on kv_cache_groups).
+const DERIVED = ["num_gpu_blocks", "kv_cache_groups", "block_size"];
 
 export function mount(store, { send, sessionId, canControl, onTheme }) {
   const $ = (id) => document.getElementById(id);
@@ -166,6 +170,9 @@ async function openConfigForm(store, dialog) {
     ${section("engine", "EngineModel", current.engine || {})}${section("workload", "WorkloadModel", current.workload || {})}
     <p class="form-error" role="alert"></p>
     <button value="cancel">Cancel</button> <button id="cfg-submit" value="ok" class="primary">Start session</button></form>`);
+  // Prefix caching left to the server once the model changes, unless the user ticked the box: unset, a
+  // Mamba hybrid runs without it (vLLM's align mode is not modelled) and the startup lines say why.
+  const caching = dialog.querySelector("#cfg-engine-enable_prefix_caching");
   const formScenario = () => {
     const scenario = { engine: { ...(current.engine || {}) }, workload: { ...(current.workload || {}) } };
     delete scenario.engine.compat;
@@ -176,20 +183,41 @@ async function openConfigForm(store, dialog) {
       if (value === null || value === "") continue; // left empty: the server's default (kv_cache_groups, say)
       if (path === "top") scenario[name] = value; else scenario[path][name] = value;
     }
-    // An empty block count sizes the KV cache from GPU memory, as vLLM does.
-    if (dialog.querySelector("#cfg-engine-num_gpu_blocks").value === "") delete scenario.engine.num_gpu_blocks;
+    // Emptied, a derived setting is the server's: an empty block count sizes the KV cache from GPU memory, as vLLM does.
+    for (const name of DERIVED) if (dialog.querySelector(`#cfg-engine-${name}`).value === "") delete scenario.engine[name];
+    if (caching.dataset.unset) delete scenario.engine.enable_prefix_caching;
     return scenario;
   };
-  const validate = (scenario) => fetch("/api/scenarios/validate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ scenario }) });
+  // The server allows each client a few validations a second and every change is one: a 429 is waited
+  // out as its Retry-After says (twice at most), so quick edits end on their answer, not on "too many".
+  const validate = async (scenario) => {
+    for (let attempt = 0; ; attempt++) {
+      const response = await fetch("/api/scenarios/validate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ scenario }) });
+      if (response.status !== 429 || attempt === 2) return response;
+      await new Promise((resume) => setTimeout(resume, 1000 * Number(response.headers.get("retry-after") || 1)));
+    }
+  };
   const errorText = (body) => Array.isArray(body.detail) ? body.detail.map((d) => `${d.loc.filter((l) => l !== "body").join(".")}: ${d.msg}`).join("; ") : body.detail;
   // The startup lines vLLM would log (KV cache size, maximum concurrency), refreshed as settings change.
+  let validations = 0;
   const showStartup = async (event) => {
-    // New hardware, model or memory share: the old block count means nothing any more.
-    if (event && event.target.dataset.path === "top") dialog.querySelector("#cfg-engine-num_gpu_blocks").value = "";
+    const target = event ? event.target : null;
+    if (target === caching) { delete caching.dataset.unset; caching.dataset.touched = "1"; }
+    // New hardware, model or memory share: the old block count, groups and block size mean nothing any more.
+    if (target && target.dataset.path === "top") {
+      for (const name of DERIVED) dialog.querySelector(`#cfg-engine-${name}`).value = "";
+      if (!caching.dataset.touched) caching.dataset.unset = "1";
+    }
+    const asked = ++validations;
     const response = await validate(formScenario());
     const body = await response.json();
+    if (asked !== validations) return; // a later change's answer is on its way: this one is stale
     dialog.querySelector("#cfg-startup").textContent = response.ok ? body.memory.startup_lines.join("\n") : errorText(body);
     render(dialog.querySelector("#cfg-model"), response.ok ? modelLines(body.model) : html``);
+    if (!response.ok) return;
+    // What the server decided for what the form leaves to it: shown, not sent.
+    for (const name of DERIVED) dialog.querySelector(`#cfg-engine-${name}`).placeholder = String(body.engine[name]);
+    if (caching.dataset.unset) caching.checked = body.engine.enable_prefix_caching;
   };
   dialog.querySelector("form").addEventListener("change", showStartup);
   showStartup();

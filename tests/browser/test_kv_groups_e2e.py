@@ -1,7 +1,7 @@
-"""A hybrid model's KV cache groups in the dashboard, on a hand-given scenario of gpt-oss's layout
-(one full-attention group, one of sliding window 128): the legend names the groups as vLLM does, each
-block carries its group's band, the block table has a row per group with the null slots where the
-window gave blocks back, and the inspector says which blocks left the window and where they went;
+"""A hybrid model's KV cache groups in the dashboard, on gpt-oss-20b with a small pool and short prompts (its
+layers make two groups, in vLLM's order: sliding window 128, then full attention): the legend names the groups
+as vLLM does, each block carries its group's band, the block table has a row per group with the null slots
+where the window gave blocks back, and the inspector says which blocks left the window and where they went;
 every number checked against the same run computed here. A single-group engine shows none of it."""
 
 from __future__ import annotations
@@ -27,14 +27,15 @@ from tests.browser.pages import (
 )
 
 HYBRID = {
-    "name": "hybrid-gpt-oss-layout",
-    "engine": {"num_gpu_blocks": 400, "max_num_seqs": 16, "max_num_batched_tokens": 512, "max_model_len": 4096,
-               "kv_cache_groups": "full_attention,sliding_window:128"},
+    "name": "hybrid-gpt-oss",
+    "model": "gpt-oss-20b",
+    "engine": {"num_gpu_blocks": 400, "max_num_seqs": 16, "max_num_batched_tokens": 512, "max_model_len": 4096},
     "workload": {"num_requests": 30, "arrival_rate": 20.0, "lengths": "lognormal", "prompt_len": 500, "output_len": 200,
                  "sigma": 0.5, "shared_prefix_len": 64, "num_shared_prefixes": 2, "seed": 3},
 }
 URL = "/?config=" + quote(json.dumps(HYBRID))
 STEPS = 40
+SLIDING, FULL = 0, 1  # the groups' order in vLLM's KVCacheConfig
 
 
 def fmt(n: int) -> str:
@@ -95,17 +96,17 @@ def test_the_legend_names_each_group_in_vllms_words(server, new_page):
 def test_the_block_table_has_a_row_per_group_with_the_windows_null_slots(server, new_page, after_steps):
     kv = after_steps.kv_view()
     request_id = max((r.request_id for r in after_steps.scheduler.running),
-                     key=lambda rid: leading_nulls(kv.group_block_tables(rid)[1]))
-    full, window = kv.group_block_tables(request_id)
+                     key=lambda rid: leading_nulls(kv.group_block_tables(rid)[SLIDING]))
+    window, full = kv.group_block_tables(request_id)
     gone = leading_nulls(window)
     assert gone > 0 and 0 not in full
     page = hybrid_page(server, new_page, STEPS)
     select(page, request_id)
     rows = page.locator("#kv-summary .group-row")
     assert rows.count() == 2
-    assert rows.nth(0).inner_text().startswith("full attention: 0") and "null" not in rows.nth(0).inner_text()
     span = f"0–{gone - 1}" if gone > 1 else "0"
-    assert rows.nth(1).inner_text().startswith(f"sliding window 128: {span}→null {gone}")
+    assert rows.nth(SLIDING).inner_text().startswith(f"sliding window 128: {span}→null {gone}")
+    assert rows.nth(FULL).inner_text().startswith("full attention: 0") and "null" not in rows.nth(FULL).inner_text()
     # Every null slot of every table, counted in the summary: blocks the window gave back.
     nulls = sum(table.count(0) for rid in kv.block_tables for table in kv.group_block_tables(rid))
     assert f"null slots {fmt(nulls)}" in page.locator("#kv-summary").inner_text()
@@ -114,8 +115,7 @@ def test_the_block_table_has_a_row_per_group_with_the_windows_null_slots(server,
     heading = page.locator("#inspector h4").first
     heading.wait_for()
     assert "in 2 KV cache groups" in heading.inner_text()
-    page.evaluate("""rows => { const list = document.querySelector('#inspector .vlist.table');
-        list.scrollTop = rows * list.querySelector('.vrow:not(.vhead)').getBoundingClientRect().height; }""", len(full) + 1)
+    # The sliding window's table comes first, its null rows at its top: no scrolling needed.
     page.wait_for_function("() => document.querySelector('#inspector .vlist.table').innerText.includes('sliding window 128')")
     listed = page.locator("#inspector .vlist.table").inner_text()
     assert "left the window" in listed  # a null row of the sliding window's table
@@ -218,5 +218,5 @@ def test_a_single_group_engine_shows_no_groups(presenter):
 def test_the_page_holds_the_groups_the_snapshot_named(server, new_page):
     page = open_dashboard(new_page(), server.url + URL)
     groups = page.evaluate("window.servescope.store.kvGroups")
-    assert groups == [{"kind": "full_attention", "window": 0, "label": "full attention"},
-                      {"kind": "sliding_window", "window": 128, "label": "sliding window 128"}]
+    assert groups == [{"kind": "sliding_window", "window": 128, "label": "sliding window 128"},
+                      {"kind": "full_attention", "window": 0, "label": "full attention"}]

@@ -120,7 +120,8 @@ def test_an_acceptance_seed_out_of_range_is_refused_on_the_web_and_in_the_core_a
 
 def test_a_setting_left_open_is_empty_on_the_web_and_unset_on_the_command_line():
     left_open = {name for name, s in settings_of(EngineConfig).items() if s.left_open}
-    assert left_open == {"num_gpu_blocks", "max_num_seqs", "max_num_batched_tokens", "async_scheduling"}
+    assert left_open == {"num_gpu_blocks", "max_num_seqs", "max_num_batched_tokens", "async_scheduling",
+                         "enable_prefix_caching"}
     assert all(EngineModel().model_dump()[name] is None for name in left_open)
 
 

@@ -94,7 +94,8 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
     const table = detail.block_table;
     const groupRow = ([g, logical, block]) => {
       if (logical < 0) return html`<div class="vrow vgroup"><span>${store.kvGroups[g].label}</span></div>`;
-      if (block === 0) return html`<div class="vrow"><span>${logical}</span><span>null</span><span>–</span><span>left the window</span></div>`;
+      // The words take the slots and ref columns together: "left the window" fits no single column.
+      if (block === 0) return html`<div class="vrow"><span>${logical}</span><span>null</span><span class="vwide muted">left the window</span></div>`;
       const filled = Math.max(0, Math.min(bs, r.computed - logical * bs)), ref = store.blocks ? store.blocks.ref[block] : 1;
       return html`<div class="vrow"><span>${logical}</span><span>${block}</span><span>${filled}/${bs}</span><span>${ref > 1 ? `${ref} shared` : ref}</span></div>`;
     };
@@ -115,9 +116,9 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
     if (!history) return;
     const historyList = virtualList(el.querySelector(".vlist.history"), {
       rowHeight,
-      // With window groups the count is what the tokens could hold: each window keeps only what it attends to.
+      // With window groups: the blocks its tables held over every group, those given back not counted.
       header: html`<div class="vrow vhead"><span>step</span><span>tokens</span><span>from token</span>${store.kvGroups
-        ? html`<span title="blocks its tokens could hold over every group; a sliding window gives back what falls out of it">≤ blocks</span>` : html`<span>blocks</span>`}</div>`,
+        ? html`<span title="blocks its tables held after scheduling, over every KV cache group (null slots not counted)">blocks</span>` : html`<span>blocks</span>`}</div>`,
       renderRow: (i) => {
         const [step, tokens, before, blocks, kind] = history[i];
         const scheduled = kind === "prefill" ? `${tokens} prefill` : tokens > 1 ? `1+${tokens - 1} drafts` : "1 decode";
