@@ -160,9 +160,9 @@ MECHANISM_LESSONS = [
             Beat("end", "Result", "Continuous batching: {continuous:report.output_tokens_per_s:,.0f} output tokens/s, TTFT p50 "
                  "{continuous:report.ttft_s.p50:.2f} s; static batches: {static:report.output_tokens_per_s:,.0f} tokens/s, "
                  "{static:report.ttft_s.p50:.2f} s, and {static:drained_steps:,} steps with empty seats while requests waited. "
-                 "The naive loop: {naive:report.output_tokens_per_s:,.0f} tokens/s on ShareGPT "
-                 "({continuous/naive:report.output_tokens_per_s:.1f}x less), {naive-fixed:report.output_tokens_per_s:,.0f} on "
-                 "fixed lengths ({continuous-fixed/naive-fixed:report.output_tokens_per_s:.1f}x less).", ("queues", "charts")),
+                 "The naive loop: {naive:report.output_tokens_per_s:,.0f} tokens/s on ShareGPT, continuous batching "
+                 "{continuous/naive:report.output_tokens_per_s:.1f}x that; {naive-fixed:report.output_tokens_per_s:,.0f} on "
+                 "fixed lengths, {continuous-fixed/naive-fixed:report.output_tokens_per_s:.1f}x.", ("queues", "charts")),
         ],
         columns=[("steps with idle seats", "drained_steps", "d"), ("peak running", "peak_running", "d"), *TABLE_LATENCY[:3]],
     ),

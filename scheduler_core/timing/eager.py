@@ -14,8 +14,9 @@ class EagerLaunch:
     first CUDA-graph patch for Llama) timed Llama-2-7B at batch size 1, 5 prompt and 100 output
     tokens: 1.2 s eager, 1.05 s with one CUDA graph per batch size, 1.5 ms per decode step over the
     model's 32 layers, 47 us per layer. The same order as llama.cpp's 14% at batch 1 on an H100
-    (llama.cpp issue #6763). The launches are the CPU's, so every step pays them whatever its
-    batch; the PR saw the gain vanish at large batches, where the batch's own GPU time dominates.
+    (llama.cpp issue #6763). It is charged on every step whatever its batch; the PR saw the gain
+    vanish at large batches, where the kernels run long enough to hide their launches, so there
+    it is an upper bound.
     """
 
     per_layer_s: float = 1.5e-3 / 32
