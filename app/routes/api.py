@@ -10,6 +10,7 @@ from fastapi import APIRouter, Header, HTTPException, Request, Response
 from scheduler_core.lessons.catalog import LESSONS, LESSONS_BY_NAME
 from scheduler_core.lessons.framework import claims_slide, story
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
+from scheduler_core.sim.capacity import KVCapacity
 from scheduler_core.timing.model_summary import model_summary
 from scheduler_core.timing.moe import ExpertPlacement
 from scheduler_core.timing.presets import resolve_gpu
@@ -134,15 +135,17 @@ def validate_scenario(body: SessionCreate, request: Request) -> dict:
     scenario = scenario_from(body)
     manager_of(request).check_limits(scenario)
     limit(request, "validate", scenario_cost(scenario, request.app.state.settings))
-    scenario.build(keep_finished=False)
-    # vLLM's startup numbers for this configuration and the model's size, which the configuration form shows.
+    sim = scenario.build(keep_finished=False)
+    # vLLM's startup numbers for this configuration and the model's size, which the configuration form shows,
+    # and whether the clients' conversations fit the KV cache at once.
     tp = scenario.tensor_parallel_size
     model = model_summary(scenario.model_spec(), resolve_gpu(scenario.gpu), tp,
                           ExpertPlacement(tp, scenario.data_parallel_size, scenario.enable_expert_parallel))
     # What the server derived for the settings a form leaves open, which it shows beside them.
     engine = {name: getattr(scenario.engine, name) for name in DERIVED_ENGINE_SETTINGS}
-    return {"ok": True, "num_gpu_blocks": scenario.engine.num_gpu_blocks, "memory": scenario.memory_plan().to_dict(),
-            "model": model, "engine": engine}
+    plan = scenario.memory_plan()
+    return {"ok": True, "num_gpu_blocks": scenario.engine.num_gpu_blocks, "memory": plan.to_dict(), "model": model,
+            "engine": engine, "capacity": KVCapacity.of(sim.workload, sim.config, plan.kv_cache_size_tokens).to_dict()}
 
 
 @router.post("/sessions", status_code=201)

@@ -8,6 +8,7 @@ import sys
 from ..cluster import ROUTER_POLICIES
 from ..exports.report import format_report
 from ..scenario.scenario import Scenario
+from ..sim.capacity import KVCapacity
 from ..timing.moe import ExpertPlacement
 from ..workload.summary import WorkloadSummary
 from .fleet import cluster_table, run_fleet
@@ -39,6 +40,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     sim = scenario.build(keep_finished=False)
     # Measured from the requests built, so a length or prefix the command line did not mean shows.
     print(f"workload simulated: {WorkloadSummary.of(sim.workload).line()}")
+    if warning := KVCapacity.of(sim.workload, sim.config, scenario.memory_plan().kv_cache_size_tokens).warning():
+        print(warning)
     wall_s = run_with_progress(sim, show=args.progress if args.progress is not None else sys.stderr.isatty())
     report = sim.metrics.report(wall_s)
     print(format_report(report, title=f"{scenario.name}: {scenario.model} on {scenario.tensor_parallel_size} x {scenario.gpu}, "

@@ -25,7 +25,7 @@ from .spec_decode import SpeculativeConfig
 
 __all__ = ["VLLM_PROFILES", "VllmCompat", "VllmRelease"]  # re-exported: where callers have always found them
 
-POLICIES = ("vllm-v1", "vllm-v0", "static")
+POLICIES = ("vllm-v1", "vllm-v0", "static", "naive")
 SCHEDULING_ORDERS = ("fcfs", "priority")
 PREEMPTION_MODES = ("recompute", "swap")
 KV_ALLOCATORS = ("paged", "contiguous")
@@ -60,7 +60,8 @@ class EngineConfig:
                                           aliases=("--prefix-caching",), left_open=True)
     long_prefill_token_threshold: int = setting(0, "cap on one prompt's chunk per step (0: no cap)",
                                                 bound=Bound(0, MAX_TOKENS_PER_CONTEXT), flag="--long-prefill-token-threshold")
-    policy: str = setting("vllm-v1", "scheduling policy: vLLM V1's, V0's prefill-first one, or static batches",
+    policy: str = setting("vllm-v1", "scheduling policy: vLLM V1's, V0's prefill-first one, static batches, or "
+                                     "naive (static batches over contiguous KV without CUDA graphs)",
                           choices=POLICIES, flag="--policy", vllm_flag=False)
     scheduling_order: str = setting("fcfs", "waiting-queue order: fcfs, or priority (lower value first)",
                                     choices=SCHEDULING_ORDERS, flag="--scheduling-policy", aliases=("--scheduling-order",))
@@ -120,6 +121,9 @@ class EngineConfig:
             )
         if self.preemption_mode == "swap" and self.num_cpu_blocks == 0:
             raise ConfigError("num_cpu_blocks", "swap preemption needs CPU swap space (num_cpu_blocks > 0)")
+        if self.policy == "naive" and (self.kv_allocator != "contiguous" or self.enable_prefix_caching):
+            raise ConfigError("kv_allocator", "the naive loop reserves contiguous KV and shares none of it: it needs "
+                                              "kv_allocator contiguous and prefix caching off")
         if self.kv_allocator == "contiguous" and self.enable_prefix_caching:
             raise ConfigError("enable_prefix_caching", "the contiguous allocator cannot share blocks; turn it off")
         if not self.chunks_prompts and self.max_num_batched_tokens < self.max_model_len:

@@ -29,6 +29,6 @@ TABLE_LATENCY = [
     ("throughput (output tok/s)", "report.output_tokens_per_s", ",.0f"),
     ("TTFT p50 (s)", "report.ttft_s.p50", ".3f"),
     ("TTFT p99 (s)", "report.ttft_s.p99", ".3f"),
-    ("ITL p99 (ms)", "report.itl_s.p99", ".4f"),
+    ("ITL p99 (s)", "report.itl_s.p99", ".4f"),
     ("preemptions", "preemptions", "d"),
 ]

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..scenario.scenario import Scenario
+from ..sim.capacity import KVCapacity
 from ..sim.simulation import Simulation
 from ..timing.memory import GIB, MemoryPlan
 from ..timing.model_summary import model_summary
@@ -58,6 +59,7 @@ class ArmResult:
     events: dict = field(default_factory=dict)  # story moment -> its step and facts (lesson_events)
     memory: dict = field(default_factory=dict)  # vLLM's startup memory figures for the arm (memory.MemoryPlan)
     model: dict = field(default_factory=dict)  # the arm's model: parameters, weights, KV per group (model_figures)
+    capacity: dict = field(default_factory=dict)  # its clients' conversations against the KV cache (sim.capacity)
 
     @property
     def preemptions(self) -> int:
@@ -199,9 +201,11 @@ class Lesson:
         results = {}
         for label in self.arms:
             scenario = self.scenario(label)
-            results[label] = run_arm(label, scenario.build())
+            sim = scenario.build()
+            results[label] = run_arm(label, sim)
             plan = scenario.memory_plan()
             results[label].memory = plan.to_dict()
+            results[label].capacity = KVCapacity.of(sim.workload, sim.config, plan.kv_cache_size_tokens).to_dict()
             results[label].model = model_figures(scenario, plan)
         return results
 
@@ -218,13 +222,17 @@ def model_figures(scenario: Scenario, plan: MemoryPlan) -> dict:
 
 
 def fill(text: str, results: dict[str, ArmResult]) -> str:
-    """Replace `{arm:path:format}` with the number the simulation produced."""
+    """Replace `{arm:path:format}` with the number the simulation produced; `{a/b:path:format}` is
+    arm a's number over arm b's (how many times faster, say)."""
     out, rest = [], text
     while "{" in rest:
         before, _, tail = rest.partition("{")
         spec, _, rest = tail.partition("}")
         arm, path, fmt = (spec.split(":", 2) + [""])[:3]
-        value = results[arm].get(path)
+        numerator, _, denominator = arm.partition("/")
+        value = results[numerator].get(path)
+        if denominator:
+            value /= results[denominator].get(path)
         out.append(before + (format(value, fmt) if fmt else str(value)))
     return "".join(out) + rest
 

@@ -22,6 +22,7 @@ from ..engine.scheduler import SchedulerOutput, UpdateResult
 from ..engine.step_record import ScheduledChunk, StepRecord
 from ..errors import ConfigError
 from ..timing.cost_model import CostModel
+from ..timing.eager import EagerLaunch
 from ..timing.host_time import NO_HOST_TIME, HostTime
 from ..timing.presets import GPUS, MODELS
 from ..utils import cdiv
@@ -63,6 +64,7 @@ class Simulation:
         self.workload = workload
         self.cost_model = cost_model or CostModel(MODELS["llama-3.1-8b"], GPUS["h200"])
         self.host_time = HostTime() if config.policy == "vllm-v1" else NO_HOST_TIME
+        self.eager_launch_s = EagerLaunch().seconds(self.cost_model.model.layers) if config.policy == "naive" else 0.0
         # Finished requests stay inspectable unless a long headless run asks for bounded memory.
         self.keep_finished = keep_finished
         self.finished_requests: dict[str, Request] = {}
@@ -356,6 +358,8 @@ class Simulation:
         if num_swapped_blocks:
             breakdown["swap"] = self.cost_model.swap_time(num_swapped_blocks, self.config.block_size)
             step_s += breakdown["swap"]
+        if self.eager_launch_s:  # the naive loop has no CUDA graphs: each step launches every layer's kernels
+            step_s += breakdown.setdefault("eager", self.eager_launch_s)
         return step_s, breakdown
 
     def _async_batch_done_at(self, output: SchedulerOutput) -> float:

@@ -165,7 +165,7 @@ async function openConfigForm(store, dialog) {
     .map(([n, spec]) => field("top", n, spec, current[n]));
   render(dialog, html`<h2 id="config-title">Configuration</h2><p class="muted">Starts a new session with these settings; the URL then captures them.</p>
     <form method="dialog"><fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div>
-    <div class="startup-lines" aria-live="polite"><span class="muted">vLLM at startup, per GPU:</span><pre id="cfg-startup"></pre></div>
+    <div class="startup-lines" aria-live="polite"><span class="muted">vLLM at startup, per GPU:</span><pre id="cfg-startup"></pre><p id="cfg-capacity" class="capacity-warning" hidden></p></div>
     <div class="model-summary" aria-live="polite"><span class="muted">The model:</span><div id="cfg-model"></div></div></fieldset>
     ${section("engine", "EngineModel", current.engine || {})}${section("workload", "WorkloadModel", current.workload || {})}
     <p class="form-error" role="alert"></p>
@@ -213,6 +213,10 @@ async function openConfigForm(store, dialog) {
     const body = await response.json();
     if (asked !== validations) return; // a later change's answer is on its way: this one is stale
     dialog.querySelector("#cfg-startup").textContent = response.ok ? body.memory.startup_lines.join("\n") : errorText(body);
+    // Clients x mean context beyond the KV cache: the run can only preempt (the core's KVCapacity rule).
+    const capacity = dialog.querySelector("#cfg-capacity");
+    capacity.textContent = response.ok ? body.capacity.warning : "";
+    capacity.hidden = !capacity.textContent;
     render(dialog.querySelector("#cfg-model"), response.ok ? modelLines(body.model) : html``);
     if (!response.ok) return;
     // What the server decided for what the form leaves to it: shown, not sent.

@@ -60,3 +60,21 @@ def test_run_prints_mean_and_p99_lengths_of_the_workload(capsys):
     assert f"prompt mean {summary.prompt_mean:,.1f}, p99 {summary.prompt_p99:,} tokens" in line
     assert f"output mean {summary.output_mean:,.1f}, p99 {summary.output_p99:,} tokens" in line
     assert "shared prefixes" not in line
+
+
+def capacity_line(argv, capsys) -> list[str]:
+    assert main([*argv, "--no-progress"]) == 0
+    return [t for t in capsys.readouterr().out.splitlines() if t.startswith("capacity warning:")]
+
+
+def test_run_warns_when_128_sharegpt_clients_outgrow_the_kv_cache(capsys):
+    """The seed's command: 128 ShareGPT conversations need about twice the ~32k fp8 KV tokens one
+    H100 keeps beside the weights; the warning says so before the numbers it explains."""
+    [line] = capacity_line([*SEED_COMMAND, "--num-requests", "256"], capsys)
+    assert line.startswith("capacity warning: 128 clients x ")
+    assert "more than the 32,416 the cache holds" in line
+
+
+def test_run_does_not_warn_when_short_requests_fit(capsys):
+    alpaca = [*SEED_COMMAND[:SEED_COMMAND.index("sharegpt")], "alpaca", "--concurrency", "128"]
+    assert capacity_line([*alpaca, "--num-requests", "256"], capsys) == []

@@ -163,7 +163,8 @@ def test_lessons_pin_the_synchronous_loop_their_beats_and_claims_were_written_fo
     assert asked == {("async-scheduling", "async"), ("async-scheduling", "async-crowd"),
                      ("speculative-decoding", "eagle-3-crowd"), ("speculative-decoding", "ngram-3-crowd"),
                      ("speculative-decoding", "no-drafts-crowd"),
-                     *(("capacity", arm) for arm in ("h100-defaults", "h100-fp8-kv", "h200-defaults")),
+                     *(("capacity", arm) for arm in ("h100-defaults", "h100-fp8-kv", "h100-fp8-kv-128-seqs",
+                                                     "h100-fp8-kv-alpaca", "h200-defaults")),
                      *(("moe-sliding-window", arm) for arm in ("gpt-oss-120b", "dense-70b-fp8", "dense-8b"))}
     for lesson in LESSONS:
         for arm in lesson.arms:

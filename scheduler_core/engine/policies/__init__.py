@@ -2,6 +2,7 @@
 
 from ..config import EngineConfig
 from ..scheduler import Scheduler
+from .naive import NaiveScheduler
 from .static import StaticScheduler
 from .vllm_v0 import VllmV0Scheduler
 from .vllm_v1 import VllmV1Scheduler
@@ -10,6 +11,7 @@ SCHEDULERS: dict[str, type[Scheduler]] = {
     "vllm-v1": VllmV1Scheduler,
     "vllm-v0": VllmV0Scheduler,
     "static": StaticScheduler,
+    "naive": NaiveScheduler,
 }
 
 
@@ -17,4 +19,4 @@ def make_scheduler(config: EngineConfig) -> Scheduler:
     return SCHEDULERS[config.policy](config)
 
 
-__all__ = ["SCHEDULERS", "StaticScheduler", "VllmV0Scheduler", "VllmV1Scheduler", "make_scheduler"]
+__all__ = ["SCHEDULERS", "NaiveScheduler", "StaticScheduler", "VllmV0Scheduler", "VllmV1Scheduler", "make_scheduler"]
