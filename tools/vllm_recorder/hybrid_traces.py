@@ -10,9 +10,9 @@ from __future__ import annotations
 import gzip
 import json
 import random
-from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
+from trace_files import FIXTURES, write_gzip
+
 OUT = FIXTURES / "vllm_oracle_hybrid"
 FULL = {"kind": "full_attention"}
 
@@ -70,8 +70,7 @@ GROWTH_TRACES = {
 
 def write(name: str, trace: dict) -> None:
     path = OUT / f"trace_{name}.json.gz"
-    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
-        f.write(json.dumps(trace).encode())
+    write_gzip(path, json.dumps(trace))
     print(f"wrote {path.relative_to(FIXTURES.parent.parent)}")
 
 

@@ -30,6 +30,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch  # noqa: E402
 import vllm  # noqa: E402
+from trace_files import write_gzip  # noqa: E402
 from vllm.config import CacheConfig, DeviceConfig, ModelConfig, SchedulerConfig, VllmConfig  # noqa: E402
 from vllm.sampling_params import SamplingParams  # noqa: E402
 from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash, resolve_kv_cache_block_sizes  # noqa: E402
@@ -389,9 +390,7 @@ def record_run(trace_path: str, async_scheduling: bool = False, speculative_conf
 
 def write(path: str, text: str) -> None:
     if path.endswith(".gz"):
-        # mtime 0: the same log gives the same bytes.
-        with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
-            f.write(text.encode())
+        write_gzip(path, text)
     else:
         Path(path).write_text(text)
 

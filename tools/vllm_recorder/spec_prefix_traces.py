@@ -8,12 +8,11 @@ Standard library only; run from the repository root with any Python:
 
 from __future__ import annotations
 
-import gzip
 import json
 import random
-from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
+from trace_files import FIXTURES, write_gzip
+
 OUT = FIXTURES / "vllm_oracle_spec_prefix"
 CONFIG = {"block_size": 16, "max_num_seqs": 16, "max_model_len": 2048, "enable_chunked_prefill": True,
           "enable_prefix_caching": True, "long_prefill_token_threshold": 0}
@@ -70,8 +69,7 @@ TRACES = {
 
 def write(name: str, trace: dict) -> None:
     path = OUT / f"trace_{name}.json.gz"
-    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
-        f.write(json.dumps(trace).encode())
+    write_gzip(path, json.dumps(trace))
     print(f"wrote {path.relative_to(FIXTURES.parent.parent)}")
 
 
