@@ -144,7 +144,9 @@ async function openConfigForm(store, dialog) {
     const title = spec.description || spec.title || name;
     const choices = spec.enum || (spec.anyOf && spec.anyOf.find((s) => s.enum) || {}).enum;
     let input;
-    if (choices) input = html`<select id="${id}" data-path="${path}" data-name="${name}">${choices.map((c) => html`<option ${c === value ? "selected" : ""}>${c}</option>`)}</select>`;
+    // A choice that may be left unset (vllm_version) offers the server's default first.
+    const unset = spec.anyOf && spec.anyOf.some((s) => s.type === "null") ? html`<option value="" ${value == null ? "selected" : ""}>(default)</option>` : "";
+    if (choices) input = html`<select id="${id}" data-path="${path}" data-name="${name}">${unset}${choices.map((c) => html`<option ${c === value ? "selected" : ""}>${c}</option>`)}</select>`;
     else if (spec.type === "boolean" || (spec.anyOf && spec.anyOf.some((s) => s.type === "boolean"))) input = html`<input type="checkbox" id="${id}" data-path="${path}" data-name="${name}" data-type="boolean" ${value ? "checked" : ""}>`;
     else if (spec.type === "integer" || spec.type === "number" || (spec.anyOf && spec.anyOf.some((s) => s.type === "integer" || s.type === "number")))
       input = html`<input type="number" step="any" id="${id}" data-path="${path}" data-name="${name}" data-type="number" value="${value ?? ""}">`;
@@ -157,7 +159,7 @@ async function openConfigForm(store, dialog) {
     const fields = Object.entries(props).filter(([, spec]) => !spec.$ref && !(spec.anyOf || []).some((s) => s.$ref)).map(([n, spec]) => field(path, n, spec, values[n]));
     return html`<fieldset><legend>${path}</legend><div class="form-grid">${fields}</div></fieldset>`;
   };
-  const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "tensor_parallel_size", "data_parallel_size", "enable_expert_parallel", "gpu_memory_utilization", "kv_cache_dtype"].includes(n))
+  const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "vllm_version", "tensor_parallel_size", "data_parallel_size", "enable_expert_parallel", "gpu_memory_utilization", "kv_cache_dtype"].includes(n))
     .map(([n, spec]) => field("top", n, spec, current[n]));
   render(dialog, html`<h2 id="config-title">Configuration</h2><p class="muted">Starts a new session with these settings; the URL then captures them.</p>
     <form method="dialog"><fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div>
@@ -184,8 +186,8 @@ async function openConfigForm(store, dialog) {
   const errorText = (body) => Array.isArray(body.detail) ? body.detail.map((d) => `${d.loc.filter((l) => l !== "body").join(".")}: ${d.msg}`).join("; ") : body.detail;
   // The startup lines vLLM would log (KV cache size, maximum concurrency), refreshed as settings change.
   const showStartup = async (event) => {
-    // New hardware, model or memory share: the old block count means nothing any more.
-    if (event && event.target.dataset.path === "top") dialog.querySelector("#cfg-engine-num_gpu_blocks").value = "";
+    // New hardware, model or memory share: the old block count means nothing any more (a release keeps it).
+    if (event && event.target.dataset.path === "top" && event.target.dataset.name !== "vllm_version") dialog.querySelector("#cfg-engine-num_gpu_blocks").value = "";
     const response = await validate(formScenario());
     const body = await response.json();
     dialog.querySelector("#cfg-startup").textContent = response.ok ? body.memory.startup_lines.join("\n") : errorText(body);
