@@ -28,8 +28,8 @@ def released(version: str, engine: dict) -> dict:
     return {**arm(engine, SHARED), "vllm_version": version}
 
 
-def eagle(version: str, engine: dict = LARGE_BLOCKS, **more) -> dict:
-    return released(version, {**engine, "speculative_config": EAGLE, **more})
+def eagle(version: str, engine: dict = LARGE_BLOCKS, spec: dict = EAGLE, **more) -> dict:
+    return released(version, {**engine, "speculative_config": spec, **more})
 
 
 def hit_rate(result) -> float:
@@ -42,10 +42,12 @@ EVERYTHING_ON_LESSONS = [
         title="Everything on at once: speculative decoding meets prefix caching",
         summary="200 requests sharing four 900-token system prompts, in 128-token blocks on Llama-3.1-8B: prefix "
                 "caching alone; with an EAGLE drafter (3 tokens) on vLLM 0.18.0, which drops the last matched block "
-                "of every hit; on 0.33.0, whose block hashes cover the token after each block; on 0.33.0 with a KV "
-                "connector, where the drop returns; and on 0.18.0 with 16-token blocks.",
+                "of every hit; on 0.30.0 with disable_eagle_block_drop; on 0.33.0, whose block hashes cover the token "
+                "after each block; on 0.33.0 with a KV connector, where the drop returns; and on 0.18.0 with 16-token "
+                "blocks.",
         arms={"eagle-0.18": eagle("0.18.0"),
               "cache-only": released("0.18.0", LARGE_BLOCKS),
+              "eagle-0.30-opt-out": eagle("0.30.0", spec={**EAGLE, "disable_eagle_block_drop": True}),
               "eagle-0.33": eagle("0.33.0"),
               "eagle-0.33-connector": eagle("0.33.0", kv_connector=True),
               "eagle-0.18-small-blocks": eagle("0.18.0", SMALL_BLOCKS)},
@@ -53,7 +55,8 @@ EVERYTHING_ON_LESSONS = [
             Claim("Prefix caching alone: {cache-only:report.prefix_cache_hit_rate:.1%} of prompt tokens come from the "
                   "cache. A 900-token system prompt fills 7 blocks of 128 tokens, and every request after the first "
                   "of its prompt hits all 7.",
-                  lambda r: hit_rate(r["cache-only"]) > 0.8 and r["cache-only"].dropped_hit_blocks == 0),
+                  lambda r: hit_rate(r["cache-only"]) > 0.8 and r["cache-only"].dropped_hit_blocks == 0
+                  and r["cache-only"].events["first_hit"]["blocks"] == 7),
             Claim("Turn on EAGLE under vLLM 0.18.0 and the hit rate falls to {eagle-0.18:report.prefix_cache_hit_rate:.1%}: "
                   "{eagle-0.18:dropped_hit_blocks} admissions each gave up the last block of their hit, 128 tokens "
                   "computed again so the drafter has the hidden states there (vLLM issue #38182: Qwen3.5-35B-A3B "
@@ -65,10 +68,14 @@ EVERYTHING_ON_LESSONS = [
                   lambda r: r["eagle-0.18"].report["ttft_s"]["p50"] > 1.1 * r["eagle-0.33"].report["ttft_s"]["p50"]),
             Claim("vLLM 0.33.0 hashes each block together with the token after it (RFC #50438), so a hit proves what "
                   "the drafter needs and nothing is dropped: {eagle-0.33:report.prefix_cache_hit_rate:.1%}, "
-                  "{eagle-0.33:dropped_hit_blocks} blocks dropped, as without drafts. (0.30.0's "
-                  "disable_eagle_block_drop, PR #53388, was the opt-out before it.)",
+                  "{eagle-0.33:dropped_hit_blocks} blocks dropped, as without drafts.",
                   lambda r: abs(hit_rate(r["eagle-0.33"]) - hit_rate(r["cache-only"])) < 0.005
                   and r["eagle-0.33"].dropped_hit_blocks == 0),
+            Claim("Before that, from 0.30.0, a user could opt out: with speculative_config.disable_eagle_block_drop "
+                  "(PR #53388) hits are kept whole, {eagle-0.30-opt-out:report.prefix_cache_hit_rate:.1%}, "
+                  "{eagle-0.30-opt-out:dropped_hit_blocks} blocks dropped.",
+                  lambda r: abs(hit_rate(r["eagle-0.30-opt-out"]) - hit_rate(r["cache-only"])) < 0.005
+                  and r["eagle-0.30-opt-out"].dropped_hit_blocks == 0),
             Claim("With a KV connector configured, 0.33.0 keeps the old hashes, and the drop comes back: "
                   "{eagle-0.33-connector:report.prefix_cache_hit_rate:.1%}, {eagle-0.33-connector:dropped_hit_blocks} "
                   "blocks dropped.",
@@ -89,6 +96,9 @@ EVERYTHING_ON_LESSONS = [
             Beat("opening", "Prefix caching alone", "{num_requests} requests share four 900-token system prompts, in "
                  "blocks of {block_size} tokens: the first request with a prompt computes it, the rest hit it.",
                  ("kv", "queues"), arms=("cache-only",)),
+            Beat("opening", "Opting out", "vLLM 0.30.0 with prefix caching and an EAGLE drafter, started with "
+                 "disable_eagle_block_drop: hits are kept whole. {num_requests} requests, blocks of {block_size} tokens.",
+                 ("kv", "queues"), arms=("eagle-0.30-opt-out",)),
             Beat("opening", "Lookahead hashes", "vLLM 0.33.0 with prefix caching and an EAGLE drafter: each block's "
                  "hash also covers the token after it. {num_requests} requests, blocks of {block_size} tokens.",
                  ("kv", "queues"), arms=("eagle-0.33",)),
@@ -98,12 +108,12 @@ EVERYTHING_ON_LESSONS = [
             Beat("first_draft", "Drafts", "Step {step}: {request}'s decode carries {drafts} drafts from the EAGLE head, "
                  "{tokens} tokens checked in one pass; {accepted} are kept. The head reads the target model's hidden "
                  "states, which is why it cares about the cache.", ("batch", "queues"),
-                 arms=("eagle-0.18", "eagle-0.33", "eagle-0.33-connector", "eagle-0.18-small-blocks")),
+                 arms=("eagle-0.18", "eagle-0.30-opt-out", "eagle-0.33", "eagle-0.33-connector", "eagle-0.18-small-blocks")),
             Beat("first_finish", "Cached, free", "Step {step}: {request} finished; its blocks are free but keep their "
                  "hashes, ready for the next request with its system prompt.", ("kv", "queues")),
             Beat("first_hit", "A hit", "Step {step}: {request} is admitted and {tokens:,} of its {prompt:,} prompt tokens "
                  "hit the cache: {blocks} blocks shared instead of computed.", ("kv", "batch"),
-                 arms=("cache-only", "eagle-0.33")),
+                 arms=("cache-only", "eagle-0.30-opt-out", "eagle-0.33")),
             Beat("first_hit_block_dropped", "The last block, computed again", "Step {step}: {request}'s prompt matched "
                  "{matched} cached blocks, but the drafter needs the hidden states of the last one, which a cache hit "
                  "does not keep: block {block} is dropped from the hit and {request} computes its {recomputed} tokens "

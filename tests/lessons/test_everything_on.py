@@ -30,11 +30,11 @@ def test_the_arms_numbers(results):
     """Per arm: the prefix hit rate, the admissions whose hit lost a block (every request but the
     first of each of the four prompts, under the drop), and the median TTFT the drop costs."""
     hit = {arm: round(r.report["prefix_cache_hit_rate"], 3) for arm, r in results.items()}
-    assert hit == {"cache-only": 0.880, "eagle-0.18": 0.754, "eagle-0.33": 0.880, "eagle-0.33-connector": 0.754,
-                   "eagle-0.18-small-blocks": 0.864}
+    assert hit == {"cache-only": 0.880, "eagle-0.18": 0.754, "eagle-0.30-opt-out": 0.880, "eagle-0.33": 0.880,
+                   "eagle-0.33-connector": 0.754, "eagle-0.18-small-blocks": 0.864}
     dropped = {arm: r.dropped_hit_blocks for arm, r in results.items()}
-    assert dropped == {"cache-only": 0, "eagle-0.18": 196, "eagle-0.33": 0, "eagle-0.33-connector": 196,
-                       "eagle-0.18-small-blocks": 196}
+    assert dropped == {"cache-only": 0, "eagle-0.18": 196, "eagle-0.30-opt-out": 0, "eagle-0.33": 0,
+                       "eagle-0.33-connector": 196, "eagle-0.18-small-blocks": 196}
     ttft = {arm: r.report["ttft_s"]["p50"] for arm, r in results.items()}
     assert ttft["eagle-0.18"] == ttft["eagle-0.33-connector"] > 1.2 * ttft["eagle-0.33"]
 
@@ -60,9 +60,11 @@ def test_the_dropped_block_is_allocated_fresh_in_the_step_told(results, arm, rul
     assert not event_holds("first_hit_block_dropped", facts, view | {"step": view["step"] + 1})
 
 
-def test_lookahead_hashes_tell_a_whole_hit(results):
-    """On 0.33.0 without a connector nothing is dropped: the story's hit is all 7 blocks."""
-    beats = {b["event"]: b for b in story(LESSON, "eagle-0.33", results)}
+@pytest.mark.parametrize("arm", ["eagle-0.30-opt-out", "eagle-0.33"])
+def test_the_opt_out_and_lookahead_hashes_tell_a_whole_hit(results, arm):
+    """With disable_eagle_block_drop on 0.30.0, or on 0.33.0 without a connector, nothing is
+    dropped: the story's hit is all 7 blocks."""
+    beats = {b["event"]: b for b in story(LESSON, arm, results)}
     assert "first_hit_block_dropped" not in beats and beats["first_hit"]["facts"]["blocks"] == 7
 
 
