@@ -12,7 +12,8 @@ iterations, so the record of iteration k (0-based) is shown at step k + 1.
 
 from __future__ import annotations
 
-from ..engine.kv_events import BlocksLeftWindow
+from ..engine.eagle_hit_rule import eagle_hit_rule
+from ..engine.kv_events import BlocksLeftWindow, HitBlockDropped
 from ..engine.step_record import StepRecord
 from ..utils import cdiv
 
@@ -23,6 +24,7 @@ EVENT_KINDS = (
     "first_hit", "first_eviction", "first_urgent", "first_priority_victim", "queue_drained",
     "first_draft", "first_rejection", "first_full_accept",
     "scheduled_ahead", "missed_batch", "last_token_in_flight", "late_release", "first_window_release",
+    "first_hit_block_dropped",
 )
 KV_HIGH = 0.9
 BUSY_DECODES = 8  # a "budget_full" step: this many decodes at least, and prompt chunks filling the rest
@@ -43,8 +45,10 @@ class StoryEvents:
         self._peak: dict | None = None
         self._last_in_flight: str | None = None  # async: the first request whose last token was in flight
         self._previous: StepRecord | None = None
-        if sim.config.is_hybrid:
-            sim.enable_kv_events()  # to see a sliding-window group give blocks back (BlocksLeftWindow)
+        # To see a sliding-window group give blocks back (BlocksLeftWindow), or a drafter take the
+        # last block of a prefix-cache hit (HitBlockDropped).
+        if sim.config.is_hybrid or eagle_hit_rule(sim.config).drops_last_block:
+            sim.enable_kv_events()
 
     def _first(self, kind: str, record: StepRecord, **facts) -> None:
         if kind not in self.found:
@@ -131,6 +135,8 @@ class StoryEvents:
                             group=left.group_id, computed=request.num_computed_tokens,
                             prompt=request.num_prompt_tokens, held=len(sim.block_table(left.request_id)),
                             every=len(config.kv_cache_group_specs) * cdiv(request.num_computed_tokens, config.block_size))
+        if "first_hit_block_dropped" not in self.found:
+            self._observe_dropped_hit(record)
         for rid in record.admitted:
             if sim.request(rid).priority == 0 and record.num_waiting and config.scheduling_order == "priority":
                 self._first("first_urgent", record, request=rid)
@@ -189,6 +195,21 @@ class StoryEvents:
         elif self._last_in_flight in record.finished and self._last_in_flight not in scheduled:
             self._first("late_release", record, request=self._last_in_flight,
                         blocks=self.found["last_token_in_flight"]["blocks"])
+
+    def _observe_dropped_hit(self, record: StepRecord) -> None:
+        """An admitted request whose prefix-cache hit lost its last matched block to an EAGLE/MTP
+        drafter: the block stays cached, and the request computes its tokens again in a block of its
+        own (`fresh`, at the place in its table where the cached one would have been)."""
+        bs = self.config.block_size
+        dropped = {e.request_id: e for e in record.kv_events if isinstance(e, HitBlockDropped)}
+        for rid in record.admitted:
+            if rid in dropped:
+                kept = record.cached_tokens.get(rid, 0) // bs
+                self._first("first_hit_block_dropped", record, request=rid, block=dropped[rid].block_id,
+                            rule=dropped[rid].rule, fresh=self.sim.block_table(rid)[kept], kept=kept, matched=kept + 1,
+                            tokens=kept * bs, matched_tokens=(kept + 1) * bs, recomputed=bs,
+                            prompt=self.sim.request(rid).num_prompt_tokens)
+                return
 
     def _used_blocks(self, record: StepRecord) -> int:
         return self.sim.config.num_gpu_blocks - 1 - record.num_free_blocks
@@ -254,6 +275,8 @@ def event_holds(kind: str, facts: dict, record: dict) -> bool:
         return rid in scheduled and scheduled[rid][3] == "decode" and rid not in record["finished"]
     if kind == "first_window_release":
         return rid in scheduled and rid not in record["finished"] and record["blocks_freed"] >= facts["blocks"]
+    if kind == "first_hit_block_dropped":
+        return rid in record["admitted"] and record["cached_tokens"].get(rid, 0) == facts["tokens"]
     if kind == "late_release":
         return rid in record["finished"] and rid not in scheduled and record["blocks_freed"] >= facts["blocks"]
     return kind in ("opening", "end")

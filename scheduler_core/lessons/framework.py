@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..engine.kv_events import HitBlockDropped
 from ..scenario.scenario import Scenario
 from ..sim.capacity import KVCapacity
 from ..sim.simulation import Simulation
@@ -41,6 +42,8 @@ class ArmResult:
     swap_s: float = 0.0
     evicted_blocks: int = 0
     peak_shared_blocks: int = 0
+    # Admissions whose prefix-cache hit lost its last block to an EAGLE/MTP drafter (HitBlockDropped).
+    dropped_hit_blocks: int = 0
     drained_steps: int = 0  # steps with requests waiting while the batch had free seats
     # Async scheduling: finishes in a pass whose batch was scheduled without the request (its last
     # token was still in flight), and the blocks those requests held through that schedule.
@@ -125,6 +128,8 @@ def run_arm(label: str, sim: Simulation) -> ArmResult:
             if rid in admitted_order:
                 admitted_order.remove(rid)
         joined = set(record.admitted) | set(record.resumed)
+        result.dropped_hit_blocks += len({e.request_id for e in record.kv_events
+                                          if isinstance(e, HitBlockDropped) and e.request_id in joined})
         # In the order the scheduler admitted them, which interleaves resumed and new requests.
         admitted_order.extend(c.request_id for c in record.scheduled if c.request_id in joined)
         for rid in record.finished:

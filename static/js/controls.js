@@ -148,7 +148,9 @@ async function openConfigForm(store, dialog) {
     const title = spec.description || spec.title || name;
     const choices = spec.enum || (spec.anyOf && spec.anyOf.find((s) => s.enum) || {}).enum;
     let input;
-    if (choices) input = html`<select id="${id}" data-path="${path}" data-name="${name}">${choices.map((c) => html`<option ${c === value ? "selected" : ""}>${c}</option>`)}</select>`;
+    // A choice that may be left unset (vllm_version) offers the server's default first.
+    const unset = spec.anyOf && spec.anyOf.some((s) => s.type === "null") ? html`<option value="" ${value == null ? "selected" : ""}>(default)</option>` : "";
+    if (choices) input = html`<select id="${id}" data-path="${path}" data-name="${name}">${unset}${choices.map((c) => html`<option ${c === value ? "selected" : ""}>${c}</option>`)}</select>`;
     else if (spec.type === "boolean" || (spec.anyOf && spec.anyOf.some((s) => s.type === "boolean"))) input = html`<input type="checkbox" id="${id}" data-path="${path}" data-name="${name}" data-type="boolean" ${value ? "checked" : ""}>`;
     else if (spec.type === "integer" || spec.type === "number" || (spec.anyOf && spec.anyOf.some((s) => s.type === "integer" || s.type === "number")))
       input = html`<input type="number" step="any" id="${id}" data-path="${path}" data-name="${name}" data-type="number" value="${value ?? ""}">`;
@@ -161,7 +163,7 @@ async function openConfigForm(store, dialog) {
     const fields = Object.entries(props).filter(([, spec]) => !spec.$ref && !(spec.anyOf || []).some((s) => s.$ref)).map(([n, spec]) => field(path, n, spec, values[n]));
     return html`<fieldset><legend>${path}</legend><div class="form-grid">${fields}</div></fieldset>`;
   };
-  const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "tensor_parallel_size", "data_parallel_size", "enable_expert_parallel", "gpu_memory_utilization", "kv_cache_dtype"].includes(n))
+  const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "vllm_version", "tensor_parallel_size", "data_parallel_size", "enable_expert_parallel", "gpu_memory_utilization", "kv_cache_dtype"].includes(n))
     .map(([n, spec]) => field("top", n, spec, current[n]));
   render(dialog, html`<h2 id="config-title">Configuration</h2><p class="muted">Starts a new session with these settings; the URL then captures them.</p>
     <form method="dialog"><fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div>
@@ -203,8 +205,9 @@ async function openConfigForm(store, dialog) {
   const showStartup = async (event) => {
     const target = event ? event.target : null;
     if (target === caching) { delete caching.dataset.unset; caching.dataset.touched = "1"; }
-    // New hardware, model or memory share: the old block count, groups and block size mean nothing any more.
-    if (target && target.dataset.path === "top") {
+    // New hardware, model or memory share: the old block count, groups and block size mean nothing any
+    // more (a release keeps them: only its rules change).
+    if (target && target.dataset.path === "top" && target.dataset.name !== "vllm_version") {
       for (const name of DERIVED) dialog.querySelector(`#cfg-engine-${name}`).value = "";
       if (!caching.dataset.touched) caching.dataset.unset = "1";
     }

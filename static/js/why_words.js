@@ -19,6 +19,21 @@ const RULES = {
   priority_lowest: "priority scheduling preempts the lowest-priority running request (largest priority value, latest arrival)",
 };
 
+// Why a prefix-cache hit lost its last block (scheduler_core/engine/eagle_hit_rule.py).
+const DROP_RULES = {
+  eagle_block_drop: "the EAGLE/MTP drafter needs the target model's hidden states at the hit's last block, which a cache hit does not keep, so vLLM (before 0.33.0) drops that block from every hit; disable_eagle_block_drop opts out from 0.30.0",
+  eagle_block_drop_kv_connector: "with a KV connector configured, vLLM 0.33.0 keeps the block hashes of old, without the token after each block, and so the drop: the EAGLE/MTP drafter needs the hidden states of the hit's last block, which a cache hit does not keep",
+};
+
+// The block an EAGLE/MTP drafter took from the request's hit, and what it costs.
+function droppedHitWords(drop, rid, d, wait) {
+  const bs = d.limits.block_size;
+  const fresh = (d.allocated[rid] || [])[0]; // its first new block: the table's slot after the hit
+  return html`<span class="why-key dropped-hit">Hit cut by one block:</span> its prompt matched ${blocks(wait.cached_tokens / bs + 1)} in the prefix cache, but ${
+    DROP_RULES[drop.rule] || drop.rule} (rule ${drop.rule}). Cached block ${n(drop.block)} was dropped from the hit and stays cached; its ${
+    n(bs)} tokens are computed again${fresh === undefined ? "" : html` in block ${n(fresh)}, allocated fresh where the cached one would have been reused`}.`;
+}
+
 // Why a request got fewer tokens than it asked for.
 function bound(entry, limits) {
   switch (entry.bound) {
@@ -156,6 +171,8 @@ export function explainRequest(answer, rid, status, groups = null) {
       out.push(html`<span class="why-key">Waiting:</span> examined, ${rejectedWords(wait, limits)}${
         d.waiting_stop && d.waiting_stop.request === rid ? " The scan of the waiting queue stopped here." : " The scan went on past it."}`);
     }
+    const drop = (d.dropped_hit_blocks || {})[rid];
+    if (drop && wait.admitted) out.push(droppedHitWords(drop, rid, d, wait));
   } else if ((status === "waiting" || status === "preempted") && !d.preemptions.some((p) => p.victim === rid)) {
     const stop = d.waiting_stop;
     out.push(stop ? html`<span class="why-key">Waiting, not examined:</span> ${stopWords(stop, limits, answer)}.`

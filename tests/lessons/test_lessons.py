@@ -34,7 +34,7 @@ def test_the_lessons_of_the_issues_exist():
     async scheduling (issue 14), mixtures of experts with sliding windows (issue 25) each have a lesson."""
     assert set(LESSONS_BY_NAME) == {"paged-vs-contiguous", "static-vs-continuous", "chunked-prefill", "memory-pressure",
                                     "prefix-caching", "admission-thrash", "priority", "capacity", "speculative-decoding",
-                                    "async-scheduling", "moe-sliding-window"}
+                                    "async-scheduling", "everything-on", "moe-sliding-window"}
 
 
 def test_capacity_lesson_shows_the_startup_numbers_vllm_would_print(results):

@@ -99,6 +99,9 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
       const filled = Math.max(0, Math.min(bs, r.computed - logical * bs)), ref = store.blocks ? store.blocks.ref[block] : 1;
       return html`<div class="vrow"><span>${logical}</span><span>${block}</span><span>${filled}/${bs}</span><span>${ref > 1 ? `${ref} shared` : ref}</span></div>`;
     };
+    // The step's hit lost its last block to a drafter: the block allocated fresh in its place.
+    const cut = answer && (answer.decisions.dropped_hit_blocks || {})[r.id];
+    const freshAt = cut ? table.indexOf((answer.decisions.allocated[r.id] || [])[0]) : -1;
     const tableList = virtualList(el.querySelector(".vlist.table"), {
       rowHeight,
       header: html`<div class="vrow vhead"><span>logical</span><span>physical</span><span>slots</span><span>ref</span></div>`,
@@ -107,6 +110,7 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
         const block = table[i];
         const filled = Math.max(0, Math.min(bs, r.computed - i * bs));
         const ref = store.blocks ? store.blocks.ref[block] : 1;
+        if (i === freshAt) return html`<div class="vrow dropped-hit" title="cached block ${cut.block} matched here; the drafter's rule (${cut.rule}) dropped it from the hit"><span>${i}</span><span>${block}</span><span>${filled}/${bs}</span><span>new, not ${cut.block}</span></div>`;
         return html`<div class="vrow"><span>${i}</span><span>${block}</span><span>${filled}/${bs}</span><span>${ref > 1 ? `${ref} shared` : ref}</span></div>`;
       },
     });

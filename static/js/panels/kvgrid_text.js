@@ -53,8 +53,15 @@ export function mountText(store, { legendEl, summaryEl, subEl, gaugeEl }) {
     const reserving = store.session.scenario.engine.kv_allocator === "contiguous";
     const drafting = !reserving && drafts();
     const unused = slots - tokens - (drafting ? lookahead * bs : 0);
-    return html`${reserving ? "reserved but unused slots" : "unused slots in last blocks"}: <b>${slots ? ((unused / slots) * 100).toFixed(1) : "0.0"}%</b>${drafting ? ` · lookahead blocks ${fmtInt(lookahead)}` : ""} · shared blocks ${fmtInt(shared)} · evictable cached ${fmtInt(cached)}${
+    return html`${reserving ? "reserved but unused slots" : "unused slots in last blocks"}: <b>${slots ? ((unused / slots) * 100).toFixed(1) : "0.0"}%</b>${drafting ? ` · lookahead blocks ${fmtInt(lookahead)}` : ""} · shared blocks ${fmtInt(shared)} · evictable cached ${fmtInt(cached)}${hitRate()}${
       store.kvGroups ? html` · <span title="table slots pointing at the null block: blocks the sliding windows gave back to the pool while their requests ran">null slots <b>${fmtInt(nulls)}</b></span>` : ""}`;
+  }
+
+  // The run's prefix-cache hit rate so far (vLLM's PrefixCacheStats), while prefix caching is on.
+  function hitRate() {
+    const report = store.metrics && store.metrics.report;
+    if (!report || !store.session.scenario.engine.enable_prefix_caching) return "";
+    return html` · <span class="hit-rate" title="prompt tokens served from the prefix cache, of all prompt tokens looked up so far">prefix hits <b>${(100 * report.prefix_cache_hit_rate).toFixed(1)}%</b></span>`;
   }
 
   function blockTable(mode) {

@@ -87,10 +87,21 @@ export function mount(el, store, { sessionId, onSelect }) {
       row("allocated", "allocated", diff.allocated.length, html`<ul>${perRequest(d.allocated)}</ul>`),
       row("freed", "freed", diff.freed.length, html`<ul>${frees}${windows}</ul>`),
       row("evicted", "evicted from the prefix cache", diff.evicted.length, html`<p class="ids">${list(diff.evicted)}</p>`),
+      ...dropRows(d, row),
       row("shared", "newly shared or hit in the prefix cache", diff.shared.length, html`${
         Object.keys(d.newly_shared).length ? html`<p>shared with requests that hold them:</p><ul>${perRequest(d.newly_shared)}</ul>` : ""}${
         Object.keys(d.revived).length ? html`<p>cached prefixes taken back off the free queue:</p><ul>${perRequest(d.revived)}</ul>` : ""}`)]}</section>`;
   }
 
   return { update };
+}
+
+// Hits an EAGLE/MTP drafter cut by their last block: the cached block left out, and the block
+// allocated fresh in its place (the first of the request's new blocks).
+function dropRows(d, row) {
+  const drops = Object.entries(d.dropped_hit_blocks || {});
+  if (!drops.length) return [];
+  return [row("allocated", "dropped from a prefix-cache hit, allocated fresh", drops.length, html`<ul>${drops.map(([r, drop]) =>
+    html`<li><button type="button" class="rid" data-id="${r}">${r}</button>: cached block ${drop.block} left out (${drop.rule}); ${
+      (d.allocated[r] || []).length ? `new block ${d.allocated[r][0]} in its place` : "not admitted this step"}</li>`)}</ul>`)];
 }
