@@ -82,6 +82,9 @@ class Row:
     scenario: dict
     assumptions: str
     unit: str = field(default="ms")
+    # The cost-model parameter this figure set, if any: such a figure is calibration, not a check, so the
+    # table marks it and leaves it out of its error summary. Empty for every row today.
+    informed: str = field(default="")
 
     @property
     def release_scenario(self) -> dict:
@@ -152,9 +155,15 @@ def fp8_kv_under_load(kv_cache_dtype: str) -> dict:
 
 def fp8_kv_single_request(prompt_len: int, kv_cache_dtype: str) -> dict:
     """One request at a time on one H100, `prompt_len` tokens in and 128 out: a point of the post's sweep."""
+    return single_request_on("h100-sxm", "llama-3.1-8b", prompt_len, kv_cache_dtype)
+
+
+def single_request_on(gpu: str, model: str, prompt_len: int, kv_cache_dtype: str) -> dict:
+    """`vllm serve MODEL [--kv-cache-dtype fp8]` on one GPU, then one request at a time, `prompt_len` tokens
+    in and 128 out: a point of the FP8 KV-cache post's concurrency-1 sweeps (Figures 2, 3, 5 and 6)."""
     return {
-        "model": "llama-3.1-8b", "gpu": "h100-sxm", "gpu_memory_utilization": 0.9, "kv_cache_dtype": kv_cache_dtype,
-        "engine": {**served_on("h100-sxm", 131072), "async_scheduling": True},
+        "model": model, "gpu": gpu, "gpu_memory_utilization": 0.9, "kv_cache_dtype": kv_cache_dtype,
+        "engine": {**served_on(gpu, 131072), "async_scheduling": True},
         "workload": {"num_requests": 3, "concurrency": 1, "lengths": "fixed", "prompt_len": prompt_len,
                      "output_len": 128, "seed": 0},
     }
@@ -191,6 +200,33 @@ LAMBDA_ASSUMPTIONS = ("the section names no GPU: H100 80GB SXM inferred from its
                       "ShareGPT sample with the Llama 3 tokenizer (202 in / 179 out); servescope models neither V0's "
                       "per-step CPU time, which that post names as the bottleneck, nor multi-step scheduling, so the "
                       "1-step and 10-step rows run the same simulation")
+
+VLLM_FP8_KV_FIT_B200 = ("vLLM blog, 'The State of FP8 KV-Cache and Attention Quantization in vLLM' (2026-04-22), "
+                        "vllm.ai/blog/fp8-kvcache, section 'Performance with FlashInfer on Blackwell (B200) GPUs', "
+                        "Figure 5 and its text: Llama-3.1-8B on one B200 with FlashInfer, vllm bench serve at concurrency "
+                        "1, 128 output tokens, inputs 256 to 125k; fitted ITL = 1.80e-05 ms/token x input + 3.93 ms (bf16 "
+                        "KV), 9.72e-06 ms/token x input + 3.96 ms (fp8 KV)")
+FP8_KV_FIT_B200_ASSUMPTIONS = ("the B200 section names no release: 0.19.1, the post's 'after' version (its Table 3); "
+                               "server flags beyond --kv-cache-dtype are not given, so vLLM's defaults: max_model_len "
+                               "131072, vLLM 0.19.1's B200 batch limits, async scheduling on, utilization 0.9 assumed; "
+                               "the published figure is the post's fitted line at that input length (inside its measured "
+                               "256-125k range), not a single measured point; ITL is servescope's median")
+LAMBDA_V060_8B = ("Lambda, 'LLMs inference benchmarks, using vLLM, on Lambda Cloud', github.com/LambdaLabsML/vllm-benchmark"
+                  "/blob/main/benchmark_v0.md, section 'vLLM v0.5.4 v.s. v0.6.0', table 'Llama 3.1 8B: tp=1, rps=inf, "
+                  "num-prompt=5000, max-num-seq=256, max-seq-len=2048' (benchmark_serving.py on ShareGPT; rows v0.6.0, "
+                  "chunked prefill False, scheduler steps 1 and 10)")
+LAMBDA_8B_ASSUMPTIONS = ("as rows 21-24 (the same report and table layout, one GPU): H100 80GB SXM inferred, 'Llama 3.1 "
+                         "8B' read as bf16 (the table marks only the 405B as FP8), V0 prefill-first scheduling "
+                         "(servescope's vllm-v0 policy), 2048-token budget, no prefix caching, ShareGPT as lognormal "
+                         "(sigma 1.0, 202 in / 179 out), utilization 0.95 (the report's benchmark.py); V0's per-step "
+                         "CPU time and multi-step scheduling are not modelled, so the 1-step and 10-step rows run the "
+                         "same simulation")
+
+
+def lambda_v060_8b() -> dict:
+    """Lambda's v0.6.0 run of Llama 3.1 8B on one GPU: the 70B run's flags (`lambda_v060_70b_tp4`) without TP."""
+    return {**lambda_v060_70b_tp4(), "model": "llama-3.1-8b", "tensor_parallel_size": 1}
+
 
 ROWS = [
     Row("70B TP4 A100-PCIe, 1 req/s: output tok/s", NIGHTLY_A100, "n/a", "output_tokens_per_s", 198.508,
@@ -244,6 +280,44 @@ ROWS = [
         lambda_v060_70b_tp4(), LAMBDA_ASSUMPTIONS, unit="tok/s"),
     Row("70B TP4 H100, ShareGPT burst, V0 10-step: median TPOT", LAMBDA_V060, "0.6.0", "tpot_s.p50", 61.10,
         lambda_v060_70b_tp4(), LAMBDA_ASSUMPTIONS),
+    # Issue 27, item 6: more figures, on more GPUs. Rows 25-32 read the rest of rows 8-11's table
+    # (its throughput and TTFT columns, and its 64-client point).
+    Row("8B H100, 1 client: output tok/s", INFERENCEBENCH, "0.21.0", "output_tokens_per_s", 122.2, inferencebench(1),
+        INFERENCEBENCH_ASSUMPTIONS, unit="tok/s"),
+    Row("8B H100, 1 client: median TTFT", INFERENCEBENCH, "0.21.0", "ttft_s.p50", 13.98, inferencebench(1),
+        INFERENCEBENCH_ASSUMPTIONS),
+    Row("8B H100, 4 clients: output tok/s", INFERENCEBENCH, "0.21.0", "output_tokens_per_s", 580.3, inferencebench(4),
+        INFERENCEBENCH_ASSUMPTIONS, unit="tok/s"),
+    Row("8B H100, 4 clients: median TTFT", INFERENCEBENCH, "0.21.0", "ttft_s.p50", 22.75, inferencebench(4),
+        INFERENCEBENCH_ASSUMPTIONS),
+    Row("8B H100, 16 clients: median TTFT", INFERENCEBENCH, "0.21.0", "ttft_s.p50", 41.69, inferencebench(16),
+        INFERENCEBENCH_ASSUMPTIONS),
+    Row("8B H100, 64 clients: output tok/s", INFERENCEBENCH, "0.21.0", "output_tokens_per_s", 1312.3, inferencebench(64),
+        INFERENCEBENCH_ASSUMPTIONS, unit="tok/s"),
+    Row("8B H100, 64 clients: median TTFT", INFERENCEBENCH, "0.21.0", "ttft_s.p50", 86.92, inferencebench(64),
+        INFERENCEBENCH_ASSUMPTIONS),
+    Row("8B H100, 64 clients: median TPOT", INFERENCEBENCH, "0.21.0", "tpot_s.p50", 46.91, inferencebench(64),
+        INFERENCEBENCH_ASSUMPTIONS),
+    # The H100 fit's fp8 line at the short end: 6.58 + 2.37e-05 x 256 ms.
+    Row("8B H100, 1 client, 256 in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT, "0.19.1", "itl_s.p50",
+        6.58 + 2.37e-05 * 256, fp8_kv_single_request(256, "fp8"), FP8_KV_FIT_ASSUMPTIONS),
+    # The B200 fit at the ends of the measured range.
+    Row("8B B200, 1 client, 256 in: ITL (published fit)", VLLM_FP8_KV_FIT_B200, "0.19.1", "itl_s.p50",
+        3.93 + 1.80e-05 * 256, single_request_on("b200", "llama-3.1-8b", 256, "auto"), FP8_KV_FIT_B200_ASSUMPTIONS),
+    Row("8B B200, 1 client, 125k in: ITL (published fit)", VLLM_FP8_KV_FIT_B200, "0.19.1", "itl_s.p50",
+        3.93 + 1.80e-05 * 125_000, single_request_on("b200", "llama-3.1-8b", 125_000, "auto"), FP8_KV_FIT_B200_ASSUMPTIONS),
+    Row("8B B200, 1 client, 256 in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT_B200, "0.19.1", "itl_s.p50",
+        3.96 + 9.72e-06 * 256, single_request_on("b200", "llama-3.1-8b", 256, "fp8"), FP8_KV_FIT_B200_ASSUMPTIONS),
+    Row("8B B200, 1 client, 125k in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT_B200, "0.19.1", "itl_s.p50",
+        3.96 + 9.72e-06 * 125_000, single_request_on("b200", "llama-3.1-8b", 125_000, "fp8"), FP8_KV_FIT_B200_ASSUMPTIONS),
+    Row("8B H100, ShareGPT burst, V0: output tok/s", LAMBDA_V060_8B, "0.6.0", "output_tokens_per_s", 3958.40,
+        lambda_v060_8b(), LAMBDA_8B_ASSUMPTIONS, unit="tok/s"),
+    Row("8B H100, ShareGPT burst, V0: median TPOT", LAMBDA_V060_8B, "0.6.0", "tpot_s.p50", 196.24,
+        lambda_v060_8b(), LAMBDA_8B_ASSUMPTIONS),
+    Row("8B H100, ShareGPT burst, V0 10-step: output tok/s", LAMBDA_V060_8B, "0.6.0", "output_tokens_per_s", 8088.35,
+        lambda_v060_8b(), LAMBDA_8B_ASSUMPTIONS, unit="tok/s"),
+    Row("8B H100, ShareGPT burst, V0 10-step: median TPOT", LAMBDA_V060_8B, "0.6.0", "tpot_s.p50", 25.57,
+        lambda_v060_8b(), LAMBDA_8B_ASSUMPTIONS),
 ]
 
 
@@ -373,6 +447,32 @@ MIXTRAL_ASSUMPTIONS = ("the published figure is the totals' quotient (103,017 to
                        "21-24); Mixtral-8x7B-v0.1 has the Instruct preset's shape; ShareGPT as lognormal (sigma 1.0) "
                        "with the totals' means (113,447 in / 103,017 out over 500 requests); Poisson arrivals")
 
+VLLM_FP8_KV_LOAD_OSS = ("vLLM blog, 'The State of FP8 KV-Cache and Attention Quantization in vLLM' (2026-04-22), "
+                        "vllm.ai/blog/fp8-kvcache, Table 5: gpt-oss-20b on one H100, vllm bench serve, 150 requests at "
+                        "concurrency 8, ~20k input and ~2k output tokens (+-15%), bf16 and fp8 KV cache (its 'FP8 "
+                        "skip-SW' row needs a KV dtype per layer group, which servescope does not have)")
+VLLM_FP8_KV_FIT_OSS = ("vLLM blog, 'The State of FP8 KV-Cache and Attention Quantization in vLLM' (2026-04-22), "
+                       "vllm.ai/blog/fp8-kvcache, Figures 3 (H100, FlashAttention 3) and 6 (B200, FlashInfer) and their "
+                       "text: gpt-oss-20b at concurrency 1, 128 output tokens, inputs 256 to 125k; fitted ITL slopes "
+                       "8.94e-06 (bf16 KV) and 7.14e-06 (fp8 KV) ms/token on the H100, intercepts 'between 4.03 and "
+                       "4.07 ms'; 3.56e-06 + 3.15 ms (bf16) and 2.06e-06 + 3.17 ms (fp8) on the B200")
+OSS_20B_FP8_KV_ASSUMPTIONS = (FP8_KV_COMMON + "; Table 5 does not restate the version; '+-15%' read as vllm bench "
+                              "serve's --random-range-ratio 0.15, as rows 12-17; the model's KV cache groups (sliding "
+                              "window 128 on half its layers) as servescope wires them; fp8 KV on every layer")
+OSS_20B_FIT_ASSUMPTIONS = ("0.19.1, the post's 'after' version (its Table 3), for both GPUs; vLLM's defaults otherwise "
+                           "(max_model_len 131072, that release's batch limits for the GPU, async scheduling on, "
+                           "utilization 0.9 assumed); H100 read as SXM; the H100 intercepts are given only as a range: "
+                           "4.05 ms, its middle, for both dtypes (+-0.02 ms, under 0.5% of any figure here); the published "
+                           "figure is the fitted line at that input length, not a measured point; ITL is servescope's "
+                           "median")
+OSS_20B_FIT_H100_MS = 4.05
+
+
+def oss_20b_under_load(kv_cache_dtype: str) -> dict:
+    """Table 5's run: rows 12-17's workload on `vllm serve openai/gpt-oss-20b [--kv-cache-dtype fp8]`."""
+    return {**fp8_kv_under_load(kv_cache_dtype), "model": "gpt-oss-20b"}
+
+
 MOE_ROWS = [
     Row("MoE gpt-oss-120b H100, 4 clients: median TPOT", GPUSTACK_OSS_120B_H100, "0.10.2", "tpot_s.p50", 8.24,
         OSS_120B_C4, OSS_120B_ASSUMPTIONS),
@@ -414,6 +514,35 @@ MOE_ROWS = [
         816.39, R1_TP8_C32, R1_EP_ASSUMPTIONS),
     Row("MoE DeepSeek-R1 TP8 + expert parallel H200, 32 clients, 1600 in / 600 out: mean TTFT", VLLM_ISSUE_28887, "0.11.1",
         "ttft_s.mean", 1051.92, R1_TEP8_C32, R1_EP_ASSUMPTIONS),
+    # Issue 27, item 6: the FP8 KV-cache post's gpt-oss-20b figures, under load and at one client.
+    Row("MoE gpt-oss-20b H100, 8 clients, 20k in / 2k out: output tok/s", VLLM_FP8_KV_LOAD_OSS, "0.19.1",
+        "output_tokens_per_s", 831.6, oss_20b_under_load("auto"), OSS_20B_FP8_KV_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE gpt-oss-20b H100, 8 clients, 20k in / 2k out: median TTFT", VLLM_FP8_KV_LOAD_OSS, "0.19.1", "ttft_s.p50",
+        468.9, oss_20b_under_load("auto"), OSS_20B_FP8_KV_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b H100, 8 clients, 20k in / 2k out: median ITL", VLLM_FP8_KV_LOAD_OSS, "0.19.1", "itl_s.p50",
+        8.09, oss_20b_under_load("auto"), OSS_20B_FP8_KV_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b H100, 8 clients, 20k in / 2k out, fp8 KV: output tok/s", VLLM_FP8_KV_LOAD_OSS, "0.19.1",
+        "output_tokens_per_s", 853.0, oss_20b_under_load("fp8"), OSS_20B_FP8_KV_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE gpt-oss-20b H100, 8 clients, 20k in / 2k out, fp8 KV: median TTFT", VLLM_FP8_KV_LOAD_OSS, "0.19.1",
+        "ttft_s.p50", 451.7, oss_20b_under_load("fp8"), OSS_20B_FP8_KV_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b H100, 8 clients, 20k in / 2k out, fp8 KV: median ITL", VLLM_FP8_KV_LOAD_OSS, "0.19.1",
+        "itl_s.p50", 7.90, oss_20b_under_load("fp8"), OSS_20B_FP8_KV_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b H100, 1 client, 256 in: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1", "itl_s.p50",
+        OSS_20B_FIT_H100_MS + 8.94e-06 * 256, single_request_on("h100-sxm", "gpt-oss-20b", 256, "auto"),
+        OSS_20B_FIT_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b H100, 1 client, 125k in: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1", "itl_s.p50",
+        OSS_20B_FIT_H100_MS + 8.94e-06 * 125_000, single_request_on("h100-sxm", "gpt-oss-20b", 125_000, "auto"),
+        OSS_20B_FIT_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b H100, 1 client, 125k in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1",
+        "itl_s.p50", OSS_20B_FIT_H100_MS + 7.14e-06 * 125_000,
+        single_request_on("h100-sxm", "gpt-oss-20b", 125_000, "fp8"), OSS_20B_FIT_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b B200, 1 client, 256 in: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1", "itl_s.p50",
+        3.15 + 3.56e-06 * 256, single_request_on("b200", "gpt-oss-20b", 256, "auto"), OSS_20B_FIT_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b B200, 1 client, 125k in: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1", "itl_s.p50",
+        3.15 + 3.56e-06 * 125_000, single_request_on("b200", "gpt-oss-20b", 125_000, "auto"), OSS_20B_FIT_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b B200, 1 client, 125k in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1",
+        "itl_s.p50", 3.17 + 2.06e-06 * 125_000, single_request_on("b200", "gpt-oss-20b", 125_000, "fp8"),
+        OSS_20B_FIT_ASSUMPTIONS),
 ]
 
 
@@ -423,11 +552,17 @@ def table(results: list[tuple[Row, float]], first: int = 1) -> str:
              "| --- | --- | --- | --- | --- | --- |"]
     for i, (row, predicted) in enumerate(results, first):
         error = predicted / row.published - 1
-        lines.append(f"| {i} | {row.label} | {row.vllm_version} | {row.published:,.1f} {row.unit} | "
+        label = f"{row.label} (calibration: set {row.informed})" if row.informed else row.label
+        lines.append(f"| {i} | {label} | {row.vllm_version} | {row.published:,.1f} {row.unit} | "
                      f"{predicted:,.1f} {row.unit} | {error:+.0%} |")
-    errors = sorted(abs(p / r.published - 1) for r, p in results)
+    errors = sorted(abs(p / r.published - 1) for r, p in results if not r.informed)
     lines.append("")
     lines.append(f"Median absolute error {errors[len(errors) // 2]:.0%}, worst {errors[-1]:.0%} over {len(errors)} figures.")
+    calibration = [str(i) for i, (r, _) in enumerate(results, first) if r.informed]
+    lines.append("Rows " + ", ".join(calibration) + " informed a parameter (marked): calibration, not counted above."
+                 if calibration else
+                 "No figure in this table informed any parameter: every row is a check. The cost model is fitted to "
+                 "H200 step times that no row reuses (calibration, above).")
     lines.append("")
     sources = []
     for row, _ in results:
