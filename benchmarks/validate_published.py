@@ -333,6 +333,11 @@ GPUSTACK_OSS_20B_H100 = ("GPUStack performance lab, 'Optimizing GPT-OSS-20B Thro
                          "github.com/gpustack/gpustack/blob/main/docs/performance-lab/gpt-oss-20b/h100.md (vLLM v0.11.0, "
                          "baseline `vllm serve openai/gpt-oss-20b` on one H100: 1000 ShareGPT prompts sent at once, and "
                          "'random 32K input', 100 prompts of 32,000 tokens sent at once)")
+GPUSTACK_OSS_20B_A100 = ("GPUStack performance lab, 'Optimizing GPT-OSS-20B Throughput on NVIDIA A100 GPUs', "
+                         "github.com/gpustack/gpustack/blob/main/docs/performance-lab/gpt-oss-20b/a100.md (vLLM v0.11.0, "
+                         "baseline `vllm serve openai/gpt-oss-20b` on one A100 SXM 80GB: 1000 ShareGPT prompts sent at "
+                         "once, 'random 32K input' (100 prompts of 32,000 tokens) and 'random 4K input' (500 prompts of "
+                         "4,000 tokens, 200 output tokens asked) sent at once)")
 GPUSTACK_R1_H200 = ("GPUStack performance lab, 'Optimizing DeepSeek-R1 Throughput on NVIDIA H200 GPUs', "
                     "github.com/gpustack/gpustack/blob/main/docs/performance-lab/deepseek-r1/h200.md (vLLM v0.11.0, "
                     "baseline `vllm serve deepseek-ai/DeepSeek-R1-0528 -tp 8` on 8 x H200; 'ShareGPT batch size 4' and "
@@ -381,15 +386,26 @@ def long_prompt_burst(output_len: int) -> dict:
             "output_len": output_len, "seed": 0}
 
 
+def random_burst(num_requests: int, prompt_len: int, output_len: int) -> dict:
+    """A random set sent at once ('random 4K input': 500 prompts of ~4,000 tokens), lengths the totals' means."""
+    return {"num_requests": num_requests, "arrival_rate": math.inf, "lengths": "fixed", "prompt_len": prompt_len,
+            "output_len": output_len, "seed": 0}
+
+
 OSS_120B_C4 = moe_scenario("gpt-oss-120b", "h100-sxm", 1, 32768, sharegpt_at(4, 100, 229, 217))
 OSS_120B_TP2_C4 = moe_scenario("gpt-oss-120b", "h100-sxm", 2, 131072, sharegpt_at(4, 100, 229, 217), async_scheduling=True)
 OSS_120B_32K = moe_scenario("gpt-oss-120b", "h100-sxm", 1, 32768, long_prompt_burst(99))
+OSS_120B_TP2_32K = moe_scenario("gpt-oss-120b", "h100-sxm", 2, 131072, long_prompt_burst(100), async_scheduling=True)
+OSS_120B_TP2_4K = moe_scenario("gpt-oss-120b", "h100-sxm", 2, 131072, random_burst(500, 3998, 136), async_scheduling=True)
 OSS_20B_BURST = moe_scenario("gpt-oss-20b", "h100-sxm", 1, 131072, sharegpt_burst(1000, 215, 194))
 OSS_20B_32K = moe_scenario("gpt-oss-20b", "h100-sxm", 1, 131072, long_prompt_burst(94))
 # vLLM's pool here (1.45 million blocks) is over servescope's bound on one pool; the run never holds
 # more than a few tens of thousands, so the bound's pool behaves the same.
 OSS_120B_B200 = moe_scenario("gpt-oss-120b", "b200", 8, 32768, sharegpt_burst(1000, 215, 197), max_num_batched_tokens=8192,
                              num_gpu_blocks=1 << 20)
+OSS_20B_A100_BURST = moe_scenario("gpt-oss-20b", "a100-80g", 1, 131072, sharegpt_burst(1000, 215, 194))
+OSS_20B_A100_32K = moe_scenario("gpt-oss-20b", "a100-80g", 1, 131072, long_prompt_burst(95))
+OSS_20B_A100_4K = moe_scenario("gpt-oss-20b", "a100-80g", 1, 131072, random_burst(500, 3998, 107))
 R1_C4 = moe_scenario("deepseek-r1", "h200", 8, 163840, sharegpt_at(4, 100, 228, 213))
 R1_32K = moe_scenario("deepseek-r1", "h200", 8, 163840, long_prompt_burst(100))
 Q235_BURST = moe_scenario("qwen3-235b-a22b-fp8", "h100-sxm", 4, 262144, sharegpt_burst(984, 216, 198))
@@ -419,6 +435,13 @@ H100_SXM = "; H100 read as SXM (80 GB HBM3, as the dense rows)"
 OSS_120B_ASSUMPTIONS = (GPUSTACK_COMMON + H100_SXM + "; the MXFP4 experts on vLLM 0.33's Hopper kernel (Triton) and its padding; "
                         "ShareGPT batch size 4: 22,946 in / 21,691 out over 100 requests (229 / 217 a request)")
 OSS_20B_ASSUMPTIONS = GPUSTACK_COMMON + H100_SXM + "; ShareGPT: 215,312 in / 193,979 out over 1000 requests"
+OSS_20B_A100_ASSUMPTIONS = (GPUSTACK_COMMON + "; the MXFP4 experts on an A100, which has no FP4 tensor cores: "
+                            "weight-only (Marlin) at the bf16 rate; ShareGPT: 215,312 in / 194,171 out over 1000 "
+                            "requests; random 32K: 9,533 outputs over 100 requests (95 each); random 4K: 1,999,249 in / "
+                            "53,530 out over 500 requests (3,998 / 107 each)")
+OSS_120B_TP2_ASSUMPTIONS = (OSS_120B_ASSUMPTIONS + "; the optimized command (`--async-scheduling -tp 2`) sets no "
+                            "--max-model-len: the model's 131,072; random 32K: 9,955 outputs over 100 requests (100 "
+                            "each); random 4K: 1,999,249 in / 68,046 out over 500 requests (3,998 / 136 each)")
 R1_ASSUMPTIONS = (GPUSTACK_COMMON + "; DeepSeek-R1-0528 has DeepSeek-R1's shape (the preset); TP 8 without expert "
                   "parallelism, as the command; the experts' block-wise FP8 at the GPU's fp8 rate; no MTP drafting "
                   "(the command asks for none); ShareGPT batch size 4: 22,836 in / 21,338 out over 100 requests")
@@ -514,7 +537,22 @@ MOE_ROWS = [
         816.39, R1_TP8_C32, R1_EP_ASSUMPTIONS),
     Row("MoE DeepSeek-R1 TP8 + expert parallel H200, 32 clients, 1600 in / 600 out: mean TTFT", VLLM_ISSUE_28887, "0.11.1",
         "ttft_s.mean", 1051.92, R1_TEP8_C32, R1_EP_ASSUMPTIONS),
-    # Issue 27, item 6: the FP8 KV-cache post's gpt-oss-20b figures, under load and at one client.
+    # Issue 27, item 6: more of the GPUStack pages (the TP2 run's other cases, gpt-oss-20b on an A100), and
+    # the FP8 KV-cache post's gpt-oss-20b figures, under load and at one client.
+    Row("MoE gpt-oss-120b TP2 H100, 4 clients, async: output tok/s", GPUSTACK_OSS_120B_H100, "0.10.2",
+        "output_tokens_per_s", 645.55, OSS_120B_TP2_C4, OSS_120B_TP2_ASSUMPTIONS, unit="tok/s"),
+    # 3,200,000 prompt tokens in 98.86 s; 1,999,249 in 59.94 s.
+    Row("MoE gpt-oss-120b TP2 H100, async, 100 x 32k prompts at once: input tok/s", GPUSTACK_OSS_120B_H100, "0.10.2",
+        "input_tokens_per_s", 3_200_000 / 98.86, OSS_120B_TP2_32K, OSS_120B_TP2_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE gpt-oss-120b TP2 H100, async, 500 x 4k prompts at once: input tok/s", GPUSTACK_OSS_120B_H100, "0.10.2",
+        "input_tokens_per_s", 1_999_249 / 59.94, OSS_120B_TP2_4K, OSS_120B_TP2_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE gpt-oss-20b A100, ShareGPT burst: output tok/s", GPUSTACK_OSS_20B_A100, "0.11.0", "output_tokens_per_s",
+        4620.12, OSS_20B_A100_BURST, OSS_20B_A100_ASSUMPTIONS, unit="tok/s"),
+    # 3,200,000 prompt tokens in 440.85 s; 1,999,249 in 128.79 s.
+    Row("MoE gpt-oss-20b A100, 100 x 32k prompts at once: input tok/s", GPUSTACK_OSS_20B_A100, "0.11.0",
+        "input_tokens_per_s", 3_200_000 / 440.85, OSS_20B_A100_32K, OSS_20B_A100_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE gpt-oss-20b A100, 500 x 4k prompts at once: input tok/s", GPUSTACK_OSS_20B_A100, "0.11.0",
+        "input_tokens_per_s", 1_999_249 / 128.79, OSS_20B_A100_4K, OSS_20B_A100_ASSUMPTIONS, unit="tok/s"),
     Row("MoE gpt-oss-20b H100, 8 clients, 20k in / 2k out: output tok/s", VLLM_FP8_KV_LOAD_OSS, "0.19.1",
         "output_tokens_per_s", 831.6, oss_20b_under_load("auto"), OSS_20B_FP8_KV_ASSUMPTIONS, unit="tok/s"),
     Row("MoE gpt-oss-20b H100, 8 clients, 20k in / 2k out: median TTFT", VLLM_FP8_KV_LOAD_OSS, "0.19.1", "ttft_s.p50",
