@@ -407,6 +407,8 @@ OSS_20B_A100_BURST = moe_scenario("gpt-oss-20b", "a100-80g", 1, 131072, sharegpt
 OSS_20B_A100_32K = moe_scenario("gpt-oss-20b", "a100-80g", 1, 131072, long_prompt_burst(95))
 OSS_20B_A100_4K = moe_scenario("gpt-oss-20b", "a100-80g", 1, 131072, random_burst(500, 3998, 107))
 R1_C4 = moe_scenario("deepseek-r1", "h200", 8, 163840, sharegpt_at(4, 100, 228, 213))
+R1_BURST = moe_scenario("deepseek-r1", "h200", 8, 163840, sharegpt_burst(1000, 219, 201))
+R1_4K = moe_scenario("deepseek-r1", "h200", 8, 163840, random_burst(500, 3995, 200))
 R1_32K = moe_scenario("deepseek-r1", "h200", 8, 163840, long_prompt_burst(100))
 Q235_BURST = moe_scenario("qwen3-235b-a22b-fp8", "h100-sxm", 4, 262144, sharegpt_burst(984, 216, 198))
 Q235_32K = moe_scenario("qwen3-235b-a22b-fp8", "h100-sxm", 4, 262144, long_prompt_burst(82), max_num_batched_tokens=16384)
@@ -442,9 +444,12 @@ OSS_20B_A100_ASSUMPTIONS = (GPUSTACK_COMMON + "; the MXFP4 experts on an A100, w
 OSS_120B_TP2_ASSUMPTIONS = (OSS_120B_ASSUMPTIONS + "; the optimized command (`--async-scheduling -tp 2`) sets no "
                             "--max-model-len: the model's 131,072; random 32K: 9,955 outputs over 100 requests (100 "
                             "each); random 4K: 1,999,249 in / 68,046 out over 500 requests (3,998 / 136 each)")
-R1_ASSUMPTIONS = (GPUSTACK_COMMON + "; DeepSeek-R1-0528 has DeepSeek-R1's shape (the preset); TP 8 without expert "
-                  "parallelism, as the command; the experts' block-wise FP8 at the GPU's fp8 rate; no MTP drafting "
-                  "(the command asks for none); ShareGPT batch size 4: 22,836 in / 21,338 out over 100 requests")
+R1_COMMON = (GPUSTACK_COMMON + "; DeepSeek-R1-0528 has DeepSeek-R1's shape (the preset); TP 8 without expert "
+             "parallelism, as the command; the experts' block-wise FP8 at the GPU's fp8 rate; no MTP drafting "
+             "(the command asks for none)")
+R1_ASSUMPTIONS = R1_COMMON + "; ShareGPT batch size 4: 22,836 in / 21,338 out over 100 requests"
+R1_MORE_ASSUMPTIONS = (R1_COMMON + "; ShareGPT at once: 219,171 in / 200,752 out over 1000 requests; random 4K: "
+                       "1,997,530 in / 100,000 out over 500 requests (3,995 / 200 each)")
 Q235_ASSUMPTIONS = (GPUSTACK_COMMON + H100_SXM + "; max_model_len 262,144 (the 2507 model's); ShareGPT: 984 of 1000 prompts "
                     "served (212,992 in / 194,446 out), simulated as 984")
 Q30B_ASSUMPTIONS = ("vLLM version not stated: 0.10.1, the release of the PR's week (2025-08-18); async scheduling off; "
@@ -546,6 +551,11 @@ MOE_ROWS = [
         "input_tokens_per_s", 3_200_000 / 98.86, OSS_120B_TP2_32K, OSS_120B_TP2_ASSUMPTIONS, unit="tok/s"),
     Row("MoE gpt-oss-120b TP2 H100, async, 500 x 4k prompts at once: input tok/s", GPUSTACK_OSS_120B_H100, "0.10.2",
         "input_tokens_per_s", 1_999_249 / 59.94, OSS_120B_TP2_4K, OSS_120B_TP2_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE DeepSeek-R1 TP8 H200, ShareGPT burst: output tok/s", GPUSTACK_R1_H200, "0.11.0", "output_tokens_per_s",
+        2621.05, R1_BURST, R1_MORE_ASSUMPTIONS, unit="tok/s"),
+    # 1,997,530 prompt tokens in 132.68 s.
+    Row("MoE DeepSeek-R1 TP8 H200, 500 x 4k prompts at once: input tok/s", GPUSTACK_R1_H200, "0.11.0",
+        "input_tokens_per_s", 1_997_530 / 132.68, R1_4K, R1_MORE_ASSUMPTIONS, unit="tok/s"),
     Row("MoE gpt-oss-20b A100, ShareGPT burst: output tok/s", GPUSTACK_OSS_20B_A100, "0.11.0", "output_tokens_per_s",
         4620.12, OSS_20B_A100_BURST, OSS_20B_A100_ASSUMPTIONS, unit="tok/s"),
     # 3,200,000 prompt tokens in 440.85 s; 1,999,249 in 128.79 s.
