@@ -352,6 +352,11 @@ VLLM_PR_23151 = ("vLLM PR #23151, 'Add tuned fused_moe configs for Qwen3-30B-A3B
 VLLM_PR_23696 = ("vLLM PR #23696, '[Kernel][B200] mxfp4 fused cutlass moe', github.com/vllm-project/vllm/pull/23696 "
                  "(2025-08-26; its 'FlashInfer' baseline: `vllm serve gpt-oss-120b --max-model-len 32768 -tp 8` on "
                  "B200, `vllm bench serve` on ShareGPT: 1000 prompts sent at once)")
+VLLM_PR_43232 = ("vLLM PR #43232, 'Xqa decode kernels', github.com/vllm-project/vllm/pull/43232 (DanBlanaru's comment "
+                 "of 2026-06-03, 'ran on b200 again': `vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507-FP8 "
+                 "--tensor-parallel-size 4 --kv-cache-dtype fp8 --max-model-len 32768 --gpu-memory-utilization 0.85 "
+                 "--enable-prefix-caching`, `vllm bench serve --backend vllm --dataset-name random --random-input-len "
+                 "30000 --random-output-len 1000 --num-prompts 128 --max-concurrency 64 --ignore-eos`)")
 LMDEPLOY_2019 = ("LMDeploy issue #2019, '[Benchmark] PyTorch Engine Mixtral 8x7B performance issue', "
                  "github.com/InternLM/lmdeploy/issues/2019 (vLLM 0.5.1, `--model Mixtral-8x7B-v0.1 "
                  "--tensor-parallel-size 2` on 2 x A800-SXM4-80GB, benchmark_serving.py: 500 ShareGPT prompts at 2 "
@@ -418,6 +423,14 @@ Q30B_C10 = moe_scenario("qwen3-30b-a3b", "h100-sxm", 1, 40960,
 R1_RANDOM_C32 = {"num_requests": 1000, "concurrency": 32, "lengths": "fixed", "prompt_len": 1600, "output_len": 600, "seed": 0}
 R1_TP8_C32 = moe_scenario("deepseek-r1", "h200", 8, 163840, R1_RANDOM_C32)
 R1_TEP8_C32 = {**moe_scenario("deepseek-r1", "h200", 8, 163840, R1_RANDOM_C32), "enable_expert_parallel": True}
+# `vllm serve ... --tensor-parallel-size 4 --kv-cache-dtype fp8 --max-model-len 32768 --gpu-memory-utilization 0.85
+# --enable-prefix-caching`; the release's defaults fill in the rest (`Row.release_scenario`).
+Q235_B200_30K = {
+    "model": "qwen3-235b-a22b-fp8", "gpu": "b200", "tensor_parallel_size": 4, "gpu_memory_utilization": 0.85,
+    "kv_cache_dtype": "fp8", "engine": {"max_model_len": 32768, "enable_prefix_caching": True},
+    "workload": {"num_requests": 128, "concurrency": 64, "lengths": "fixed", "prompt_len": 30000, "output_len": 1000,
+                 "seed": 0},
+}
 MIXTRAL_2RPS = {
     "model": "mixtral-8x7b", "gpu": "a100-80g", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.9,
     # vLLM 0.5.1's V0 engine: prefill-first, chunked prefill and prefix caching off by default, so the
@@ -468,6 +481,13 @@ R1_EP_ASSUMPTIONS = ("main of 2025-11-17 (5a84b76) taken as 0.11.1, the release 
                      "fused-MoE kernels' speed not modelled apart; with DP 1 expert parallelism moves no tokens, and "
                      "under balanced routing EP and TP read and multiply the same (moe.py), so servescope predicts the "
                      "same for both rows: vLLM's 29% gap between them is its kernels' and its routing's imbalance")
+Q235_B200_ASSUMPTIONS = ("vLLM main of 2026-06-03 taken as 0.22.0, the release before it (2026-05-30; 0.22.1, a "
+                         "patch release, came on 2026-06-05: aws/deep-learning-containers PRs #6177 and #6207), with "
+                         "its B200 defaults (batch limits, async scheduling on); the PR branch's own XQA kernels are "
+                         "Hopper's ('make sure we don't break sm100'), so this is the B200's stock path; random prompts "
+                         "share no prefix, so prefix caching finds nothing; lengths fixed at 30,000 in / 1,000 out, "
+                         "as --ignore-eos and the totals (3,840,000 / 128,000) say; the fp8 KV cache as servescope "
+                         "costs it (half the bytes)")
 MIXTRAL_ASSUMPTIONS = ("the published figure is the totals' quotient (103,017 tokens / 275.60 s), not a printed line; "
                        "A800-SXM4 simulated as an A100-80GB SXM (same memory and compute; the A800's NVLink is 400 GB/s "
                        "against the A100's 600); vLLM 0.5.1's V0 engine as servescope's vllm-v0 policy (prefill-first, "
@@ -542,6 +562,12 @@ MOE_ROWS = [
         816.39, R1_TP8_C32, R1_EP_ASSUMPTIONS),
     Row("MoE DeepSeek-R1 TP8 + expert parallel H200, 32 clients, 1600 in / 600 out: mean TTFT", VLLM_ISSUE_28887, "0.11.1",
         "ttft_s.mean", 1051.92, R1_TEP8_C32, R1_EP_ASSUMPTIONS),
+    Row("MoE Qwen3-235B-A22B-FP8 TP4 B200, fp8 KV, 64 clients, 30k in / 1k out: output tok/s", VLLM_PR_43232, "0.22.0",
+        "output_tokens_per_s", 847.07, Q235_B200_30K, Q235_B200_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE Qwen3-235B-A22B-FP8 TP4 B200, fp8 KV, 64 clients, 30k in / 1k out: mean TTFT", VLLM_PR_43232, "0.22.0",
+        "ttft_s.mean", 15725.91, Q235_B200_30K, Q235_B200_ASSUMPTIONS),
+    Row("MoE Qwen3-235B-A22B-FP8 TP4 B200, fp8 KV, 64 clients, 30k in / 1k out: median TTFT", VLLM_PR_43232, "0.22.0",
+        "ttft_s.p50", 4194.53, Q235_B200_30K, Q235_B200_ASSUMPTIONS),
     # Issue 27, item 6: more of the GPUStack pages (the TP2 run's other cases, gpt-oss-20b on an A100), and
     # the FP8 KV-cache post's gpt-oss-20b figures, under load and at one client.
     Row("MoE gpt-oss-120b TP2 H100, 4 clients, async: output tok/s", GPUSTACK_OSS_120B_H100, "0.10.2",
