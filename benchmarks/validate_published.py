@@ -562,12 +562,6 @@ MOE_ROWS = [
         816.39, R1_TP8_C32, R1_EP_ASSUMPTIONS),
     Row("MoE DeepSeek-R1 TP8 + expert parallel H200, 32 clients, 1600 in / 600 out: mean TTFT", VLLM_ISSUE_28887, "0.11.1",
         "ttft_s.mean", 1051.92, R1_TEP8_C32, R1_EP_ASSUMPTIONS),
-    Row("MoE Qwen3-235B-A22B-FP8 TP4 B200, fp8 KV, 64 clients, 30k in / 1k out: output tok/s", VLLM_PR_43232, "0.22.0",
-        "output_tokens_per_s", 847.07, Q235_B200_30K, Q235_B200_ASSUMPTIONS, unit="tok/s"),
-    Row("MoE Qwen3-235B-A22B-FP8 TP4 B200, fp8 KV, 64 clients, 30k in / 1k out: mean TTFT", VLLM_PR_43232, "0.22.0",
-        "ttft_s.mean", 15725.91, Q235_B200_30K, Q235_B200_ASSUMPTIONS),
-    Row("MoE Qwen3-235B-A22B-FP8 TP4 B200, fp8 KV, 64 clients, 30k in / 1k out: median TTFT", VLLM_PR_43232, "0.22.0",
-        "ttft_s.p50", 4194.53, Q235_B200_30K, Q235_B200_ASSUMPTIONS),
     # Issue 27, item 6: more of the GPUStack pages (the TP2 run's other cases, gpt-oss-20b on an A100), and
     # the FP8 KV-cache post's gpt-oss-20b figures, under load and at one client.
     Row("MoE gpt-oss-120b TP2 H100, 4 clients, async: output tok/s", GPUSTACK_OSS_120B_H100, "0.10.2",
@@ -617,6 +611,13 @@ MOE_ROWS = [
     Row("MoE gpt-oss-20b B200, 1 client, 125k in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1",
         "itl_s.p50", 3.17 + 2.06e-06 * 125_000, single_request_on("b200", "gpt-oss-20b", 125_000, "fp8"),
         OSS_20B_FIT_ASSUMPTIONS),
+    # vLLM PR #43232's B200 check run.
+    Row("MoE Qwen3-235B-A22B-FP8 TP4 B200, fp8 KV, 64 clients, 30k in / 1k out: output tok/s", VLLM_PR_43232, "0.22.0",
+        "output_tokens_per_s", 847.07, Q235_B200_30K, Q235_B200_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE Qwen3-235B-A22B-FP8 TP4 B200, fp8 KV, 64 clients, 30k in / 1k out: mean TTFT", VLLM_PR_43232, "0.22.0",
+        "ttft_s.mean", 15725.91, Q235_B200_30K, Q235_B200_ASSUMPTIONS),
+    Row("MoE Qwen3-235B-A22B-FP8 TP4 B200, fp8 KV, 64 clients, 30k in / 1k out: median TTFT", VLLM_PR_43232, "0.22.0",
+        "ttft_s.p50", 4194.53, Q235_B200_30K, Q235_B200_ASSUMPTIONS),
 ]
 
 
