@@ -82,6 +82,9 @@ class Row:
     scenario: dict
     assumptions: str
     unit: str = field(default="ms")
+    # The cost-model parameter this figure set, if any: such a figure is calibration, not a check, so the
+    # table marks it and leaves it out of its error summary. Empty for every row today.
+    informed: str = field(default="")
 
     @property
     def release_scenario(self) -> dict:
@@ -152,9 +155,15 @@ def fp8_kv_under_load(kv_cache_dtype: str) -> dict:
 
 def fp8_kv_single_request(prompt_len: int, kv_cache_dtype: str) -> dict:
     """One request at a time on one H100, `prompt_len` tokens in and 128 out: a point of the post's sweep."""
+    return single_request_on("h100-sxm", "llama-3.1-8b", prompt_len, kv_cache_dtype)
+
+
+def single_request_on(gpu: str, model: str, prompt_len: int, kv_cache_dtype: str) -> dict:
+    """`vllm serve MODEL [--kv-cache-dtype fp8]` on one GPU, then one request at a time, `prompt_len` tokens
+    in and 128 out: a point of the FP8 KV-cache post's concurrency-1 sweeps (Figures 2, 3, 5 and 6)."""
     return {
-        "model": "llama-3.1-8b", "gpu": "h100-sxm", "gpu_memory_utilization": 0.9, "kv_cache_dtype": kv_cache_dtype,
-        "engine": {**served_on("h100-sxm", 131072), "async_scheduling": True},
+        "model": model, "gpu": gpu, "gpu_memory_utilization": 0.9, "kv_cache_dtype": kv_cache_dtype,
+        "engine": {**served_on(gpu, 131072), "async_scheduling": True},
         "workload": {"num_requests": 3, "concurrency": 1, "lengths": "fixed", "prompt_len": prompt_len,
                      "output_len": 128, "seed": 0},
     }
@@ -191,6 +200,33 @@ LAMBDA_ASSUMPTIONS = ("the section names no GPU: H100 80GB SXM inferred from its
                       "ShareGPT sample with the Llama 3 tokenizer (202 in / 179 out); servescope models neither V0's "
                       "per-step CPU time, which that post names as the bottleneck, nor multi-step scheduling, so the "
                       "1-step and 10-step rows run the same simulation")
+
+VLLM_FP8_KV_FIT_B200 = ("vLLM blog, 'The State of FP8 KV-Cache and Attention Quantization in vLLM' (2026-04-22), "
+                        "vllm.ai/blog/fp8-kvcache, section 'Performance with FlashInfer on Blackwell (B200) GPUs', "
+                        "Figure 5 and its text: Llama-3.1-8B on one B200 with FlashInfer, vllm bench serve at concurrency "
+                        "1, 128 output tokens, inputs 256 to 125k; fitted ITL = 1.80e-05 ms/token x input + 3.93 ms (bf16 "
+                        "KV), 9.72e-06 ms/token x input + 3.96 ms (fp8 KV)")
+FP8_KV_FIT_B200_ASSUMPTIONS = ("the B200 section names no release: 0.19.1, the post's 'after' version (its Table 3); "
+                               "server flags beyond --kv-cache-dtype are not given, so vLLM's defaults: max_model_len "
+                               "131072, vLLM 0.19.1's B200 batch limits, async scheduling on, utilization 0.9 assumed; "
+                               "the published figure is the post's fitted line at that input length (inside its measured "
+                               "256-125k range), not a single measured point; ITL is servescope's median")
+LAMBDA_V060_8B = ("Lambda, 'LLMs inference benchmarks, using vLLM, on Lambda Cloud', github.com/LambdaLabsML/vllm-benchmark"
+                  "/blob/main/benchmark_v0.md, section 'vLLM v0.5.4 v.s. v0.6.0', table 'Llama 3.1 8B: tp=1, rps=inf, "
+                  "num-prompt=5000, max-num-seq=256, max-seq-len=2048' (benchmark_serving.py on ShareGPT; rows v0.6.0, "
+                  "chunked prefill False, scheduler steps 1 and 10)")
+LAMBDA_8B_ASSUMPTIONS = ("as rows 21-24 (the same report and table layout, one GPU): H100 80GB SXM inferred, 'Llama 3.1 "
+                         "8B' read as bf16 (the table marks only the 405B as FP8), V0 prefill-first scheduling "
+                         "(servescope's vllm-v0 policy), 2048-token budget, no prefix caching, ShareGPT as lognormal "
+                         "(sigma 1.0, 202 in / 179 out), utilization 0.95 (the report's benchmark.py); V0's per-step "
+                         "CPU time and multi-step scheduling are not modelled, so the 1-step and 10-step rows run the "
+                         "same simulation")
+
+
+def lambda_v060_8b() -> dict:
+    """Lambda's v0.6.0 run of Llama 3.1 8B on one GPU: the 70B run's flags (`lambda_v060_70b_tp4`) without TP."""
+    return {**lambda_v060_70b_tp4(), "model": "llama-3.1-8b", "tensor_parallel_size": 1}
+
 
 ROWS = [
     Row("70B TP4 A100-PCIe, 1 req/s: output tok/s", NIGHTLY_A100, "n/a", "output_tokens_per_s", 198.508,
@@ -244,6 +280,44 @@ ROWS = [
         lambda_v060_70b_tp4(), LAMBDA_ASSUMPTIONS, unit="tok/s"),
     Row("70B TP4 H100, ShareGPT burst, V0 10-step: median TPOT", LAMBDA_V060, "0.6.0", "tpot_s.p50", 61.10,
         lambda_v060_70b_tp4(), LAMBDA_ASSUMPTIONS),
+    # Issue 27, item 6: more figures, on more GPUs. Rows 25-32 read the rest of rows 8-11's table
+    # (its throughput and TTFT columns, and its 64-client point).
+    Row("8B H100, 1 client: output tok/s", INFERENCEBENCH, "0.21.0", "output_tokens_per_s", 122.2, inferencebench(1),
+        INFERENCEBENCH_ASSUMPTIONS, unit="tok/s"),
+    Row("8B H100, 1 client: median TTFT", INFERENCEBENCH, "0.21.0", "ttft_s.p50", 13.98, inferencebench(1),
+        INFERENCEBENCH_ASSUMPTIONS),
+    Row("8B H100, 4 clients: output tok/s", INFERENCEBENCH, "0.21.0", "output_tokens_per_s", 580.3, inferencebench(4),
+        INFERENCEBENCH_ASSUMPTIONS, unit="tok/s"),
+    Row("8B H100, 4 clients: median TTFT", INFERENCEBENCH, "0.21.0", "ttft_s.p50", 22.75, inferencebench(4),
+        INFERENCEBENCH_ASSUMPTIONS),
+    Row("8B H100, 16 clients: median TTFT", INFERENCEBENCH, "0.21.0", "ttft_s.p50", 41.69, inferencebench(16),
+        INFERENCEBENCH_ASSUMPTIONS),
+    Row("8B H100, 64 clients: output tok/s", INFERENCEBENCH, "0.21.0", "output_tokens_per_s", 1312.3, inferencebench(64),
+        INFERENCEBENCH_ASSUMPTIONS, unit="tok/s"),
+    Row("8B H100, 64 clients: median TTFT", INFERENCEBENCH, "0.21.0", "ttft_s.p50", 86.92, inferencebench(64),
+        INFERENCEBENCH_ASSUMPTIONS),
+    Row("8B H100, 64 clients: median TPOT", INFERENCEBENCH, "0.21.0", "tpot_s.p50", 46.91, inferencebench(64),
+        INFERENCEBENCH_ASSUMPTIONS),
+    # The H100 fit's fp8 line at the short end: 6.58 + 2.37e-05 x 256 ms.
+    Row("8B H100, 1 client, 256 in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT, "0.19.1", "itl_s.p50",
+        6.58 + 2.37e-05 * 256, fp8_kv_single_request(256, "fp8"), FP8_KV_FIT_ASSUMPTIONS),
+    # The B200 fit at the ends of the measured range.
+    Row("8B B200, 1 client, 256 in: ITL (published fit)", VLLM_FP8_KV_FIT_B200, "0.19.1", "itl_s.p50",
+        3.93 + 1.80e-05 * 256, single_request_on("b200", "llama-3.1-8b", 256, "auto"), FP8_KV_FIT_B200_ASSUMPTIONS),
+    Row("8B B200, 1 client, 125k in: ITL (published fit)", VLLM_FP8_KV_FIT_B200, "0.19.1", "itl_s.p50",
+        3.93 + 1.80e-05 * 125_000, single_request_on("b200", "llama-3.1-8b", 125_000, "auto"), FP8_KV_FIT_B200_ASSUMPTIONS),
+    Row("8B B200, 1 client, 256 in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT_B200, "0.19.1", "itl_s.p50",
+        3.96 + 9.72e-06 * 256, single_request_on("b200", "llama-3.1-8b", 256, "fp8"), FP8_KV_FIT_B200_ASSUMPTIONS),
+    Row("8B B200, 1 client, 125k in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT_B200, "0.19.1", "itl_s.p50",
+        3.96 + 9.72e-06 * 125_000, single_request_on("b200", "llama-3.1-8b", 125_000, "fp8"), FP8_KV_FIT_B200_ASSUMPTIONS),
+    Row("8B H100, ShareGPT burst, V0: output tok/s", LAMBDA_V060_8B, "0.6.0", "output_tokens_per_s", 3958.40,
+        lambda_v060_8b(), LAMBDA_8B_ASSUMPTIONS, unit="tok/s"),
+    Row("8B H100, ShareGPT burst, V0: median TPOT", LAMBDA_V060_8B, "0.6.0", "tpot_s.p50", 196.24,
+        lambda_v060_8b(), LAMBDA_8B_ASSUMPTIONS),
+    Row("8B H100, ShareGPT burst, V0 10-step: output tok/s", LAMBDA_V060_8B, "0.6.0", "output_tokens_per_s", 8088.35,
+        lambda_v060_8b(), LAMBDA_8B_ASSUMPTIONS, unit="tok/s"),
+    Row("8B H100, ShareGPT burst, V0 10-step: median TPOT", LAMBDA_V060_8B, "0.6.0", "tpot_s.p50", 25.57,
+        lambda_v060_8b(), LAMBDA_8B_ASSUMPTIONS),
 ]
 
 
@@ -259,6 +333,11 @@ GPUSTACK_OSS_20B_H100 = ("GPUStack performance lab, 'Optimizing GPT-OSS-20B Thro
                          "github.com/gpustack/gpustack/blob/main/docs/performance-lab/gpt-oss-20b/h100.md (vLLM v0.11.0, "
                          "baseline `vllm serve openai/gpt-oss-20b` on one H100: 1000 ShareGPT prompts sent at once, and "
                          "'random 32K input', 100 prompts of 32,000 tokens sent at once)")
+GPUSTACK_OSS_20B_A100 = ("GPUStack performance lab, 'Optimizing GPT-OSS-20B Throughput on NVIDIA A100 GPUs', "
+                         "github.com/gpustack/gpustack/blob/main/docs/performance-lab/gpt-oss-20b/a100.md (vLLM v0.11.0, "
+                         "baseline `vllm serve openai/gpt-oss-20b` on one A100 SXM 80GB: 1000 ShareGPT prompts sent at "
+                         "once, 'random 32K input' (100 prompts of 32,000 tokens) and 'random 4K input' (500 prompts of "
+                         "4,000 tokens, 200 output tokens asked) sent at once)")
 GPUSTACK_R1_H200 = ("GPUStack performance lab, 'Optimizing DeepSeek-R1 Throughput on NVIDIA H200 GPUs', "
                     "github.com/gpustack/gpustack/blob/main/docs/performance-lab/deepseek-r1/h200.md (vLLM v0.11.0, "
                     "baseline `vllm serve deepseek-ai/DeepSeek-R1-0528 -tp 8` on 8 x H200; 'ShareGPT batch size 4' and "
@@ -273,6 +352,11 @@ VLLM_PR_23151 = ("vLLM PR #23151, 'Add tuned fused_moe configs for Qwen3-30B-A3B
 VLLM_PR_23696 = ("vLLM PR #23696, '[Kernel][B200] mxfp4 fused cutlass moe', github.com/vllm-project/vllm/pull/23696 "
                  "(2025-08-26; its 'FlashInfer' baseline: `vllm serve gpt-oss-120b --max-model-len 32768 -tp 8` on "
                  "B200, `vllm bench serve` on ShareGPT: 1000 prompts sent at once)")
+VLLM_PR_43232 = ("vLLM PR #43232, 'Xqa decode kernels', github.com/vllm-project/vllm/pull/43232 (DanBlanaru's comment "
+                 "of 2026-06-03, 'ran on b200 again': `vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507-FP8 "
+                 "--tensor-parallel-size 4 --kv-cache-dtype fp8 --max-model-len 32768 --gpu-memory-utilization 0.85 "
+                 "--enable-prefix-caching`, `vllm bench serve --backend vllm --dataset-name random --random-input-len "
+                 "30000 --random-output-len 1000 --num-prompts 128 --max-concurrency 64 --ignore-eos`)")
 LMDEPLOY_2019 = ("LMDeploy issue #2019, '[Benchmark] PyTorch Engine Mixtral 8x7B performance issue', "
                  "github.com/InternLM/lmdeploy/issues/2019 (vLLM 0.5.1, `--model Mixtral-8x7B-v0.1 "
                  "--tensor-parallel-size 2` on 2 x A800-SXM4-80GB, benchmark_serving.py: 500 ShareGPT prompts at 2 "
@@ -307,16 +391,29 @@ def long_prompt_burst(output_len: int) -> dict:
             "output_len": output_len, "seed": 0}
 
 
+def random_burst(num_requests: int, prompt_len: int, output_len: int) -> dict:
+    """A random set sent at once ('random 4K input': 500 prompts of ~4,000 tokens), lengths the totals' means."""
+    return {"num_requests": num_requests, "arrival_rate": math.inf, "lengths": "fixed", "prompt_len": prompt_len,
+            "output_len": output_len, "seed": 0}
+
+
 OSS_120B_C4 = moe_scenario("gpt-oss-120b", "h100-sxm", 1, 32768, sharegpt_at(4, 100, 229, 217))
 OSS_120B_TP2_C4 = moe_scenario("gpt-oss-120b", "h100-sxm", 2, 131072, sharegpt_at(4, 100, 229, 217), async_scheduling=True)
 OSS_120B_32K = moe_scenario("gpt-oss-120b", "h100-sxm", 1, 32768, long_prompt_burst(99))
+OSS_120B_TP2_32K = moe_scenario("gpt-oss-120b", "h100-sxm", 2, 131072, long_prompt_burst(100), async_scheduling=True)
+OSS_120B_TP2_4K = moe_scenario("gpt-oss-120b", "h100-sxm", 2, 131072, random_burst(500, 3998, 136), async_scheduling=True)
 OSS_20B_BURST = moe_scenario("gpt-oss-20b", "h100-sxm", 1, 131072, sharegpt_burst(1000, 215, 194))
 OSS_20B_32K = moe_scenario("gpt-oss-20b", "h100-sxm", 1, 131072, long_prompt_burst(94))
 # vLLM's pool here (1.45 million blocks) is over servescope's bound on one pool; the run never holds
 # more than a few tens of thousands, so the bound's pool behaves the same.
 OSS_120B_B200 = moe_scenario("gpt-oss-120b", "b200", 8, 32768, sharegpt_burst(1000, 215, 197), max_num_batched_tokens=8192,
                              num_gpu_blocks=1 << 20)
+OSS_20B_A100_BURST = moe_scenario("gpt-oss-20b", "a100-80g", 1, 131072, sharegpt_burst(1000, 215, 194))
+OSS_20B_A100_32K = moe_scenario("gpt-oss-20b", "a100-80g", 1, 131072, long_prompt_burst(95))
+OSS_20B_A100_4K = moe_scenario("gpt-oss-20b", "a100-80g", 1, 131072, random_burst(500, 3998, 107))
 R1_C4 = moe_scenario("deepseek-r1", "h200", 8, 163840, sharegpt_at(4, 100, 228, 213))
+R1_BURST = moe_scenario("deepseek-r1", "h200", 8, 163840, sharegpt_burst(1000, 219, 201))
+R1_4K = moe_scenario("deepseek-r1", "h200", 8, 163840, random_burst(500, 3995, 200))
 R1_32K = moe_scenario("deepseek-r1", "h200", 8, 163840, long_prompt_burst(100))
 Q235_BURST = moe_scenario("qwen3-235b-a22b-fp8", "h100-sxm", 4, 262144, sharegpt_burst(984, 216, 198))
 Q235_32K = moe_scenario("qwen3-235b-a22b-fp8", "h100-sxm", 4, 262144, long_prompt_burst(82), max_num_batched_tokens=16384)
@@ -326,6 +423,14 @@ Q30B_C10 = moe_scenario("qwen3-30b-a3b", "h100-sxm", 1, 40960,
 R1_RANDOM_C32 = {"num_requests": 1000, "concurrency": 32, "lengths": "fixed", "prompt_len": 1600, "output_len": 600, "seed": 0}
 R1_TP8_C32 = moe_scenario("deepseek-r1", "h200", 8, 163840, R1_RANDOM_C32)
 R1_TEP8_C32 = {**moe_scenario("deepseek-r1", "h200", 8, 163840, R1_RANDOM_C32), "enable_expert_parallel": True}
+# `vllm serve ... --tensor-parallel-size 4 --kv-cache-dtype fp8 --max-model-len 32768 --gpu-memory-utilization 0.85
+# --enable-prefix-caching`; the release's defaults fill in the rest (`Row.release_scenario`).
+Q235_B200_30K = {
+    "model": "qwen3-235b-a22b-fp8", "gpu": "b200", "tensor_parallel_size": 4, "gpu_memory_utilization": 0.85,
+    "kv_cache_dtype": "fp8", "engine": {"max_model_len": 32768, "enable_prefix_caching": True},
+    "workload": {"num_requests": 128, "concurrency": 64, "lengths": "fixed", "prompt_len": 30000, "output_len": 1000,
+                 "seed": 0},
+}
 MIXTRAL_2RPS = {
     "model": "mixtral-8x7b", "gpu": "a100-80g", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.9,
     # vLLM 0.5.1's V0 engine: prefill-first, chunked prefill and prefix caching off by default, so the
@@ -345,9 +450,19 @@ H100_SXM = "; H100 read as SXM (80 GB HBM3, as the dense rows)"
 OSS_120B_ASSUMPTIONS = (GPUSTACK_COMMON + H100_SXM + "; the MXFP4 experts on vLLM 0.33's Hopper kernel (Triton) and its padding; "
                         "ShareGPT batch size 4: 22,946 in / 21,691 out over 100 requests (229 / 217 a request)")
 OSS_20B_ASSUMPTIONS = GPUSTACK_COMMON + H100_SXM + "; ShareGPT: 215,312 in / 193,979 out over 1000 requests"
-R1_ASSUMPTIONS = (GPUSTACK_COMMON + "; DeepSeek-R1-0528 has DeepSeek-R1's shape (the preset); TP 8 without expert "
-                  "parallelism, as the command; the experts' block-wise FP8 at the GPU's fp8 rate; no MTP drafting "
-                  "(the command asks for none); ShareGPT batch size 4: 22,836 in / 21,338 out over 100 requests")
+OSS_20B_A100_ASSUMPTIONS = (GPUSTACK_COMMON + "; the MXFP4 experts on an A100, which has no FP4 tensor cores: "
+                            "weight-only (Marlin) at the bf16 rate; ShareGPT: 215,312 in / 194,171 out over 1000 "
+                            "requests; random 32K: 9,533 outputs over 100 requests (95 each); random 4K: 1,999,249 in / "
+                            "53,530 out over 500 requests (3,998 / 107 each)")
+OSS_120B_TP2_ASSUMPTIONS = (OSS_120B_ASSUMPTIONS + "; the optimized command (`--async-scheduling -tp 2`) sets no "
+                            "--max-model-len: the model's 131,072; random 32K: 9,955 outputs over 100 requests (100 "
+                            "each); random 4K: 1,999,249 in / 68,046 out over 500 requests (3,998 / 136 each)")
+R1_COMMON = (GPUSTACK_COMMON + "; DeepSeek-R1-0528 has DeepSeek-R1's shape (the preset); TP 8 without expert "
+             "parallelism, as the command; the experts' block-wise FP8 at the GPU's fp8 rate; no MTP drafting "
+             "(the command asks for none)")
+R1_ASSUMPTIONS = R1_COMMON + "; ShareGPT batch size 4: 22,836 in / 21,338 out over 100 requests"
+R1_MORE_ASSUMPTIONS = (R1_COMMON + "; ShareGPT at once: 219,171 in / 200,752 out over 1000 requests; random 4K: "
+                       "1,997,530 in / 100,000 out over 500 requests (3,995 / 200 each)")
 Q235_ASSUMPTIONS = (GPUSTACK_COMMON + H100_SXM + "; max_model_len 262,144 (the 2507 model's); ShareGPT: 984 of 1000 prompts "
                     "served (212,992 in / 194,446 out), simulated as 984")
 Q30B_ASSUMPTIONS = ("vLLM version not stated: 0.10.1, the release of the PR's week (2025-08-18); async scheduling off; "
@@ -366,12 +481,45 @@ R1_EP_ASSUMPTIONS = ("main of 2025-11-17 (5a84b76) taken as 0.11.1, the release 
                      "fused-MoE kernels' speed not modelled apart; with DP 1 expert parallelism moves no tokens, and "
                      "under balanced routing EP and TP read and multiply the same (moe.py), so servescope predicts the "
                      "same for both rows: vLLM's 29% gap between them is its kernels' and its routing's imbalance")
+Q235_B200_ASSUMPTIONS = ("vLLM main of 2026-06-03 taken as 0.22.0, the release before it (2026-05-30; 0.22.1, a "
+                         "patch release, came on 2026-06-05: aws/deep-learning-containers PRs #6177 and #6207), with "
+                         "its B200 defaults (batch limits, async scheduling on); the PR branch's own XQA kernels are "
+                         "Hopper's ('make sure we don't break sm100'), so this is the B200's stock path; random prompts "
+                         "share no prefix, so prefix caching finds nothing; lengths fixed at 30,000 in / 1,000 out, "
+                         "as --ignore-eos and the totals (3,840,000 / 128,000) say; the fp8 KV cache as servescope "
+                         "costs it (half the bytes)")
 MIXTRAL_ASSUMPTIONS = ("the published figure is the totals' quotient (103,017 tokens / 275.60 s), not a printed line; "
                        "A800-SXM4 simulated as an A100-80GB SXM (same memory and compute; the A800's NVLink is 400 GB/s "
                        "against the A100's 600); vLLM 0.5.1's V0 engine as servescope's vllm-v0 policy (prefill-first, "
                        "whole prompts, 32,768-token budget, 256 seqs), whose per-step CPU time is not modelled (see rows "
                        "21-24); Mixtral-8x7B-v0.1 has the Instruct preset's shape; ShareGPT as lognormal (sigma 1.0) "
                        "with the totals' means (113,447 in / 103,017 out over 500 requests); Poisson arrivals")
+
+VLLM_FP8_KV_LOAD_OSS = ("vLLM blog, 'The State of FP8 KV-Cache and Attention Quantization in vLLM' (2026-04-22), "
+                        "vllm.ai/blog/fp8-kvcache, Table 5: gpt-oss-20b on one H100, vllm bench serve, 150 requests at "
+                        "concurrency 8, ~20k input and ~2k output tokens (+-15%), bf16 and fp8 KV cache (its 'FP8 "
+                        "skip-SW' row needs a KV dtype per layer group, which servescope does not have)")
+VLLM_FP8_KV_FIT_OSS = ("vLLM blog, 'The State of FP8 KV-Cache and Attention Quantization in vLLM' (2026-04-22), "
+                       "vllm.ai/blog/fp8-kvcache, Figures 3 (H100, FlashAttention 3) and 6 (B200, FlashInfer) and their "
+                       "text: gpt-oss-20b at concurrency 1, 128 output tokens, inputs 256 to 125k; fitted ITL slopes "
+                       "8.94e-06 (bf16 KV) and 7.14e-06 (fp8 KV) ms/token on the H100, intercepts 'between 4.03 and "
+                       "4.07 ms'; 3.56e-06 + 3.15 ms (bf16) and 2.06e-06 + 3.17 ms (fp8) on the B200")
+OSS_20B_FP8_KV_ASSUMPTIONS = (FP8_KV_COMMON + "; Table 5 does not restate the version; '+-15%' read as vllm bench "
+                              "serve's --random-range-ratio 0.15, as rows 12-17; the model's KV cache groups (sliding "
+                              "window 128 on half its layers) as servescope wires them; fp8 KV on every layer")
+OSS_20B_FIT_ASSUMPTIONS = ("0.19.1, the post's 'after' version (its Table 3), for both GPUs; vLLM's defaults otherwise "
+                           "(max_model_len 131072, that release's batch limits for the GPU, async scheduling on, "
+                           "utilization 0.9 assumed); H100 read as SXM; the H100 intercepts are given only as a range: "
+                           "4.05 ms, its middle, for both dtypes (+-0.02 ms, under 0.5% of any figure here); the published "
+                           "figure is the fitted line at that input length, not a measured point; ITL is servescope's "
+                           "median")
+OSS_20B_FIT_H100_MS = 4.05
+
+
+def oss_20b_under_load(kv_cache_dtype: str) -> dict:
+    """Table 5's run: rows 12-17's workload on `vllm serve openai/gpt-oss-20b [--kv-cache-dtype fp8]`."""
+    return {**fp8_kv_under_load(kv_cache_dtype), "model": "gpt-oss-20b"}
+
 
 MOE_ROWS = [
     Row("MoE gpt-oss-120b H100, 4 clients: median TPOT", GPUSTACK_OSS_120B_H100, "0.10.2", "tpot_s.p50", 8.24,
@@ -414,6 +562,62 @@ MOE_ROWS = [
         816.39, R1_TP8_C32, R1_EP_ASSUMPTIONS),
     Row("MoE DeepSeek-R1 TP8 + expert parallel H200, 32 clients, 1600 in / 600 out: mean TTFT", VLLM_ISSUE_28887, "0.11.1",
         "ttft_s.mean", 1051.92, R1_TEP8_C32, R1_EP_ASSUMPTIONS),
+    # Issue 27, item 6: more of the GPUStack pages (the TP2 run's other cases, gpt-oss-20b on an A100), and
+    # the FP8 KV-cache post's gpt-oss-20b figures, under load and at one client.
+    Row("MoE gpt-oss-120b TP2 H100, 4 clients, async: output tok/s", GPUSTACK_OSS_120B_H100, "0.10.2",
+        "output_tokens_per_s", 645.55, OSS_120B_TP2_C4, OSS_120B_TP2_ASSUMPTIONS, unit="tok/s"),
+    # 3,200,000 prompt tokens in 98.86 s; 1,999,249 in 59.94 s.
+    Row("MoE gpt-oss-120b TP2 H100, async, 100 x 32k prompts at once: input tok/s", GPUSTACK_OSS_120B_H100, "0.10.2",
+        "input_tokens_per_s", 3_200_000 / 98.86, OSS_120B_TP2_32K, OSS_120B_TP2_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE gpt-oss-120b TP2 H100, async, 500 x 4k prompts at once: input tok/s", GPUSTACK_OSS_120B_H100, "0.10.2",
+        "input_tokens_per_s", 1_999_249 / 59.94, OSS_120B_TP2_4K, OSS_120B_TP2_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE DeepSeek-R1 TP8 H200, ShareGPT burst: output tok/s", GPUSTACK_R1_H200, "0.11.0", "output_tokens_per_s",
+        2621.05, R1_BURST, R1_MORE_ASSUMPTIONS, unit="tok/s"),
+    # 1,997,530 prompt tokens in 132.68 s.
+    Row("MoE DeepSeek-R1 TP8 H200, 500 x 4k prompts at once: input tok/s", GPUSTACK_R1_H200, "0.11.0",
+        "input_tokens_per_s", 1_997_530 / 132.68, R1_4K, R1_MORE_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE gpt-oss-20b A100, ShareGPT burst: output tok/s", GPUSTACK_OSS_20B_A100, "0.11.0", "output_tokens_per_s",
+        4620.12, OSS_20B_A100_BURST, OSS_20B_A100_ASSUMPTIONS, unit="tok/s"),
+    # 3,200,000 prompt tokens in 440.85 s; 1,999,249 in 128.79 s.
+    Row("MoE gpt-oss-20b A100, 100 x 32k prompts at once: input tok/s", GPUSTACK_OSS_20B_A100, "0.11.0",
+        "input_tokens_per_s", 3_200_000 / 440.85, OSS_20B_A100_32K, OSS_20B_A100_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE gpt-oss-20b A100, 500 x 4k prompts at once: input tok/s", GPUSTACK_OSS_20B_A100, "0.11.0",
+        "input_tokens_per_s", 1_999_249 / 128.79, OSS_20B_A100_4K, OSS_20B_A100_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE gpt-oss-20b H100, 8 clients, 20k in / 2k out: output tok/s", VLLM_FP8_KV_LOAD_OSS, "0.19.1",
+        "output_tokens_per_s", 831.6, oss_20b_under_load("auto"), OSS_20B_FP8_KV_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE gpt-oss-20b H100, 8 clients, 20k in / 2k out: median TTFT", VLLM_FP8_KV_LOAD_OSS, "0.19.1", "ttft_s.p50",
+        468.9, oss_20b_under_load("auto"), OSS_20B_FP8_KV_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b H100, 8 clients, 20k in / 2k out: median ITL", VLLM_FP8_KV_LOAD_OSS, "0.19.1", "itl_s.p50",
+        8.09, oss_20b_under_load("auto"), OSS_20B_FP8_KV_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b H100, 8 clients, 20k in / 2k out, fp8 KV: output tok/s", VLLM_FP8_KV_LOAD_OSS, "0.19.1",
+        "output_tokens_per_s", 853.0, oss_20b_under_load("fp8"), OSS_20B_FP8_KV_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE gpt-oss-20b H100, 8 clients, 20k in / 2k out, fp8 KV: median TTFT", VLLM_FP8_KV_LOAD_OSS, "0.19.1",
+        "ttft_s.p50", 451.7, oss_20b_under_load("fp8"), OSS_20B_FP8_KV_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b H100, 8 clients, 20k in / 2k out, fp8 KV: median ITL", VLLM_FP8_KV_LOAD_OSS, "0.19.1",
+        "itl_s.p50", 7.90, oss_20b_under_load("fp8"), OSS_20B_FP8_KV_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b H100, 1 client, 256 in: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1", "itl_s.p50",
+        OSS_20B_FIT_H100_MS + 8.94e-06 * 256, single_request_on("h100-sxm", "gpt-oss-20b", 256, "auto"),
+        OSS_20B_FIT_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b H100, 1 client, 125k in: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1", "itl_s.p50",
+        OSS_20B_FIT_H100_MS + 8.94e-06 * 125_000, single_request_on("h100-sxm", "gpt-oss-20b", 125_000, "auto"),
+        OSS_20B_FIT_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b H100, 1 client, 125k in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1",
+        "itl_s.p50", OSS_20B_FIT_H100_MS + 7.14e-06 * 125_000,
+        single_request_on("h100-sxm", "gpt-oss-20b", 125_000, "fp8"), OSS_20B_FIT_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b B200, 1 client, 256 in: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1", "itl_s.p50",
+        3.15 + 3.56e-06 * 256, single_request_on("b200", "gpt-oss-20b", 256, "auto"), OSS_20B_FIT_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b B200, 1 client, 125k in: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1", "itl_s.p50",
+        3.15 + 3.56e-06 * 125_000, single_request_on("b200", "gpt-oss-20b", 125_000, "auto"), OSS_20B_FIT_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b B200, 1 client, 125k in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1",
+        "itl_s.p50", 3.17 + 2.06e-06 * 125_000, single_request_on("b200", "gpt-oss-20b", 125_000, "fp8"),
+        OSS_20B_FIT_ASSUMPTIONS),
+    # vLLM PR #43232's B200 check run.
+    Row("MoE Qwen3-235B-A22B-FP8 TP4 B200, fp8 KV, 64 clients, 30k in / 1k out: output tok/s", VLLM_PR_43232, "0.22.0",
+        "output_tokens_per_s", 847.07, Q235_B200_30K, Q235_B200_ASSUMPTIONS, unit="tok/s"),
+    Row("MoE Qwen3-235B-A22B-FP8 TP4 B200, fp8 KV, 64 clients, 30k in / 1k out: mean TTFT", VLLM_PR_43232, "0.22.0",
+        "ttft_s.mean", 15725.91, Q235_B200_30K, Q235_B200_ASSUMPTIONS),
+    Row("MoE Qwen3-235B-A22B-FP8 TP4 B200, fp8 KV, 64 clients, 30k in / 1k out: median TTFT", VLLM_PR_43232, "0.22.0",
+        "ttft_s.p50", 4194.53, Q235_B200_30K, Q235_B200_ASSUMPTIONS),
 ]
 
 
@@ -423,11 +627,17 @@ def table(results: list[tuple[Row, float]], first: int = 1) -> str:
              "| --- | --- | --- | --- | --- | --- |"]
     for i, (row, predicted) in enumerate(results, first):
         error = predicted / row.published - 1
-        lines.append(f"| {i} | {row.label} | {row.vllm_version} | {row.published:,.1f} {row.unit} | "
+        label = f"{row.label} (calibration: set {row.informed})" if row.informed else row.label
+        lines.append(f"| {i} | {label} | {row.vllm_version} | {row.published:,.1f} {row.unit} | "
                      f"{predicted:,.1f} {row.unit} | {error:+.0%} |")
-    errors = sorted(abs(p / r.published - 1) for r, p in results)
+    errors = sorted(abs(p / r.published - 1) for r, p in results if not r.informed)
     lines.append("")
     lines.append(f"Median absolute error {errors[len(errors) // 2]:.0%}, worst {errors[-1]:.0%} over {len(errors)} figures.")
+    calibration = [str(i) for i, (r, _) in enumerate(results, first) if r.informed]
+    lines.append("Rows " + ", ".join(calibration) + " informed a parameter (marked): calibration, not counted above."
+                 if calibration else
+                 "No figure in this table informed any parameter: every row is a check. The cost model is fitted to "
+                 "H200 step times that no row reuses (calibration, above).")
     lines.append("")
     sources = []
     for row, _ in results:

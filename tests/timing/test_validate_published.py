@@ -2,6 +2,7 @@
 figure was published and which vLLM ran it, reads a metric the simulation reports, and describes a
 scenario the simulation accepts. Nothing here simulates; the script itself does that."""
 
+import dataclasses
 import importlib.util
 import re
 import sys
@@ -63,3 +64,28 @@ def test_the_moe_table_has_eight_figures_or_more_all_of_mixtures_of_experts():
     for row in moe_rows:
         model = Scenario.from_dict(row.scenario).model_spec()
         assert model.arch is not None and model.arch.moe is not None, row.label
+
+
+def test_the_dense_table_has_forty_figures_or_more_across_a100_h100_and_b200():
+    """Issue 27, item 6: more rows, on more GPUs (the H200's own figures are the calibration, not rows)."""
+    dense_rows = validate_published.ROWS
+    assert len(dense_rows) >= 40
+    gpus = {Scenario.from_dict(row.scenario).gpu for row in dense_rows}
+    assert {"a100-80g-pcie", "a100-40g", "h100-sxm", "b200"} <= gpus
+
+
+def test_a_figure_that_informed_a_parameter_is_marked_and_left_out_of_the_summary():
+    """Calibration and checks apart: a row naming the parameter it set is shown as calibration, and the
+    error summary counts only the checks."""
+    check = validate_published.ROWS[0]
+    fitted = dataclasses.replace(check, label="fitted", informed="kv_read")
+    text = validate_published.table([(check, check.published * 1.1), (fitted, fitted.published * 3)])
+    assert "| 2 | fitted (calibration: set kv_read) |" in text
+    assert "worst 10% over 1 figures." in text
+    assert "Rows 2 informed a parameter" in text
+
+
+def test_no_row_today_informed_a_parameter():
+    assert not [row.label for row in ROWS if row.informed]
+    text = validate_published.table([(ROWS[0], ROWS[0].published)])
+    assert "No figure in this table informed any parameter" in text
