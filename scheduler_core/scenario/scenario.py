@@ -99,7 +99,7 @@ class Scenario:
     tensor_parallel_size: int = setting(1, "GPUs of the tensor-parallel group", bound=Bound(1, 64),
                                         flag="--tensor-parallel-size", aliases=("-tp", "--tp"), field_aliases=("tp",))
     # vLLM's data parallelism: as many engine cores, each with its own scheduler and KV cache, run
-    # as a fleet of ranks (cluster/data_parallel.py); a lone engine is refused one (`build`).
+    # as a fleet of ranks (cluster/scenario.py: dp_balancer.py, lockstep.py); a lone engine is refused one (`build`).
     data_parallel_size: int = setting(1, "data-parallel ranks of the deployment: engine cores with their own scheduler "
                                          "and KV cache, balanced by vLLM's DP coordinator; MoE layers span TP x DP GPUs",
                                       bound=Bound(1, 64), flag="--data-parallel-size", aliases=("-dp",))
