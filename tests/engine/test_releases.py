@@ -125,6 +125,14 @@ def test_v0_swap_preemption_is_refused_from_011():
     assert error.value.field == "engine.preemption_mode"
 
 
+def test_a_scenario_naming_no_release_keeps_v0_swap_when_written_and_read_back():
+    # What a Why? replay or an export does with a live session's scenario (the memory-pressure lesson's swap arm).
+    scenario = scenario_of("--preemption-mode", "swap", "--num-cpu-blocks", "64", "--swap-space", "1")
+    data = scenario.to_dict()
+    assert "vllm_version" not in data
+    assert Scenario.from_dict(data) == scenario
+
+
 def test_an_opt_in_flag_is_refused_by_name_where_the_release_has_it_and_as_unknown_where_not():
     with pytest.raises(ConfigError) as error:
         scenario_of("--vllm", "vllm serve llama-3.1-8b --watermark 0.1", "--vllm-version", "0.24.0")
