@@ -21,7 +21,7 @@ from .kv_cache_groups import (
     spell_kv_cache_groups,
 )
 from .releases import LATEST, VLLM_PROFILES, VllmCompat, VllmRelease
-from .spec_decode import SpeculativeConfig
+from .spec_decode import EAGLE_METHODS, SpeculativeConfig
 
 __all__ = ["VLLM_PROFILES", "VllmCompat", "VllmRelease"]  # re-exported: where callers have always found them
 
@@ -256,6 +256,6 @@ def vllm_default_async_scheduling(engine: dict, release: VllmRelease | None = No
     if engine.get("policy", "vllm-v1") != "vllm-v1" or not release.has("async_scheduling_by_default"):
         return False
     spec = engine.get("speculative_config")
-    if spec is not None and (spec.get("method") if isinstance(spec, dict) else spec.method) == "ngram":
-        return release.has("ngram_async_under_model_runner_v2")
+    if spec is not None and (spec.get("method") if isinstance(spec, dict) else spec.method) not in EAGLE_METHODS:
+        return release.has("ngram_async_under_model_runner_v2")  # n-gram, or a draft model
     return True

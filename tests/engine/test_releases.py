@@ -104,6 +104,15 @@ def test_async_scheduling_is_on_by_default_from_014():
     assert scenario_of("--vllm-version", "0.14.0").engine.async_scheduling is True
 
 
+@pytest.mark.parametrize("method", ["ngram", "draft_model"])
+def test_drafters_other_than_eagle_turn_default_async_scheduling_off_until_033(method):
+    spec = f'{{"method": "{method}", "num_speculative_tokens": 2}}'
+    assert scenario_of("--vllm-version", "0.32.0", "--speculative-config", spec).engine.async_scheduling is False
+    assert scenario_of("--vllm-version", "0.33.0", "--speculative-config", spec).engine.async_scheduling is True
+    eagle = '{"method": "eagle", "num_speculative_tokens": 2}'
+    assert scenario_of("--vllm-version", "0.32.0", "--speculative-config", eagle).engine.async_scheduling is True
+
+
 def test_16k_batch_defaults_on_a_160_gib_gpu_from_028():
     assert vllm_default_batch_limits({}, "B200", 180 * GIB, VllmRelease("0.27.1")) == {
         "max_num_batched_tokens": 8192, "max_num_seqs": 1024}
