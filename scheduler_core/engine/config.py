@@ -143,6 +143,12 @@ class EngineConfig:
         return parse_kv_cache_groups(self.kv_cache_groups, self.enable_prefix_caching)
 
     @property
+    def num_lookahead_tokens(self) -> int:
+        """Slots past a request's new tokens that its drafter writes KV into, asked for by every
+        allocation (vLLM's `VllmConfig.num_lookahead_tokens`; 0 without a drafter that has them)."""
+        return self.speculative_config.num_lookahead_tokens if self.speculative_config else 0
+
+    @property
     def is_hybrid(self) -> bool:
         """Whether the KV cache is anything but the one full-attention group."""
         return self.kv_cache_groups != FULL_ATTENTION_ONLY
