@@ -21,7 +21,7 @@ from .kv_cache_groups import (
     spell_kv_cache_groups,
 )
 from .releases import LATEST, VLLM_PROFILES, VllmCompat, VllmRelease
-from .spec_decode import SpeculativeConfig
+from .spec_decode import EAGLE_METHODS, SpeculativeConfig
 
 __all__ = ["VLLM_PROFILES", "VllmCompat", "VllmRelease"]  # re-exported: where callers have always found them
 
@@ -143,6 +143,12 @@ class EngineConfig:
         return parse_kv_cache_groups(self.kv_cache_groups, self.enable_prefix_caching)
 
     @property
+    def num_lookahead_tokens(self) -> int:
+        """Slots past a request's new tokens that its drafter writes KV into, asked for by every
+        allocation (vLLM's `VllmConfig.num_lookahead_tokens`; 0 without a drafter that has them)."""
+        return self.speculative_config.num_lookahead_tokens if self.speculative_config else 0
+
+    @property
     def is_hybrid(self) -> bool:
         """Whether the KV cache is anything but the one full-attention group."""
         return self.kv_cache_groups != FULL_ATTENTION_ONLY
@@ -256,6 +262,6 @@ def vllm_default_async_scheduling(engine: dict, release: VllmRelease | None = No
     if engine.get("policy", "vllm-v1") != "vllm-v1" or not release.has("async_scheduling_by_default"):
         return False
     spec = engine.get("speculative_config")
-    if spec is not None and (spec.get("method") if isinstance(spec, dict) else spec.method) == "ngram":
-        return release.has("ngram_async_under_model_runner_v2")
+    if spec is not None and (spec.get("method") if isinstance(spec, dict) else spec.method) not in EAGLE_METHODS:
+        return release.has("ngram_async_under_model_runner_v2")  # n-gram, or a draft model
     return True

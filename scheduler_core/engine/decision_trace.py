@@ -278,7 +278,7 @@ class DecisionTrace:
                             config.chunks_prompts, config.compat.full_prompt_admission, config.policy)
         self._step = StepDecisions(limits, self._kv.num_free_blocks)
         # Slots past the new tokens that a drafter writes KV into: every allocation asks for them too.
-        self._lookahead = config.speculative_config.num_lookahead_tokens if config.speculative_config else 0
+        self._lookahead = config.num_lookahead_tokens
 
     def end_step(self, preempted: list[str], kv_events: Iterable[KVEvent] = ()) -> dict:
         """After the model step and its finishes, given the step's KV events: the complete record

@@ -5,8 +5,8 @@ and the token after it. A cached block's last position was written with the toke
 in the request that computed it, which a new request may not share, and a hit hands out no hidden
 states at all. vLLM has answered this three ways:
 
-- the drop (0.10.1.1 to 0.29, the v0.18.0 gotcha of vLLM issue #38182): the last matched block of
-  every hit is recomputed, so a hit of n blocks gives n - 1;
+- the drop (every release before 0.33 by default, the v0.18.0 gotcha of vLLM issue #38182): the
+  last matched block of every hit is recomputed, so a hit of n blocks gives n - 1;
 - `disable_eagle_block_drop` (0.30+): the user may opt out and keep the whole hit;
 - lookahead hashes (0.33, `VllmConfig.num_hash_lookahead_tokens`): a block's hash also covers the
   token after it, so a hit proves the boundary token and needs no drop (a block whose next token is

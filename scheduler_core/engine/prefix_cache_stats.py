@@ -1,7 +1,7 @@
 """The prefix-cache hit rate as vLLM counts it (`PrefixCacheStats`, `vllm:prefix_cache_queries` and
 `vllm:prefix_cache_hits`): the tokens of each request looked up, and how many of them hit.
 
-Two rules changed between releases (`VllmCompat`): since 0.12 a request that was preempted and comes
+Two rules changed between releases (`VllmCompat`): since 0.11.1 a request that was preempted and comes
 back is counted apart (its own KV, freed and found again, is no reuse between requests); since 0.27
 each admission counts once, where before every lookup did, also those of a request that then did not
 fit and was looked up again in the next step.

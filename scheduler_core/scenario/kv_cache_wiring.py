@@ -23,14 +23,13 @@ from __future__ import annotations
 
 from ..engine.config import EngineConfig
 from ..engine.kv_cache_groups import FULL_ATTENTION_ONLY, MAMBA, parse_kv_cache_groups, spell_kv_cache_groups
+from ..engine.spec_decode import EAGLE_METHODS
 from ..errors import ConfigError
 from ..timing.attention_specs import CHUNKED_LOCAL
 from ..timing.cost_model import ModelSpec
 from ..timing.kv_groups import KvLayout
 from ..timing.memory import layer_groups, model_kv_layout
 
-# vLLM's `SpeculativeConfig.use_eagle()` methods that servescope knows.
-EAGLE_METHODS = ("eagle", "eagle3", "mtp")
 # Settings under which the hybrid manager does not run, with the value that keeps it.
 HYBRID_MANAGER_NEEDS = {"policy": "vllm-v1", "kv_allocator": "paged", "preemption_mode": "recompute"}
 ALIGN_MODE_NOTE = ("servescope: prefix caching off for this Mamba hybrid; vLLM 0.33 would cache its states in "

@@ -99,7 +99,7 @@ class Scenario:
     tensor_parallel_size: int = setting(1, "GPUs of the tensor-parallel group", bound=Bound(1, 64),
                                         flag="--tensor-parallel-size", aliases=("-tp", "--tp"), field_aliases=("tp",))
     # vLLM's data parallelism: as many engine cores, each with its own scheduler and KV cache, run
-    # as a fleet of ranks (cluster/data_parallel.py); a lone engine is refused one (`build`).
+    # as a fleet of ranks (cluster/scenario.py: dp_balancer.py, lockstep.py); a lone engine is refused one (`build`).
     data_parallel_size: int = setting(1, "data-parallel ranks of the deployment: engine cores with their own scheduler "
                                          "and KV cache, balanced by vLLM's DP coordinator; MoE layers span TP x DP GPUs",
                                       bound=Bound(1, 64), flag="--data-parallel-size", aliases=("-dp",))
@@ -206,6 +206,10 @@ class Scenario:
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)
         data["engine"] = self.engine.to_dict()
+        if v0_swap_refusal(VllmRelease(self.vllm_version), data, data["engine"]):
+            # Its release would refuse its swap settings, so it named none (`apply_release`): left
+            # unnamed, it reads back (a Why? replay, an export) instead of being refused.
+            del data["vllm_version"]
         return data
 
     def model_spec(self) -> ModelSpec:
@@ -343,6 +347,16 @@ def named_release(data: dict) -> VllmRelease | None:
     return VllmRelease.for_version(data["vllm_version"]) if data.get("vllm_version") is not None else None
 
 
+def v0_swap_refusal(release: VllmRelease, data: dict, engine: dict) -> tuple[str, str] | None:
+    """(field, reason) when this release's `vllm serve` refuses the scenario's V0 swap settings, or None."""
+    given = {"swap_space": ("--swap-space", bool(data.get("swap_space"))),
+             "engine.preemption_mode": ("--preemption-mode", engine.get("preemption_mode") == "swap")}
+    for field_name, (flag, used) in given.items():
+        if used and (reason := release.flag_refusal(flag)):
+            return field_name, reason
+    return None
+
+
 def apply_release(data: dict, engine: dict) -> VllmRelease:
     """Write the named release's rule switches under `engine`'s own (those given win) and refuse what
     that release's `vllm serve` would not take; returns the release that applies. A scenario naming no
@@ -352,11 +366,8 @@ def apply_release(data: dict, engine: dict) -> VllmRelease:
         compat = engine.get("compat", {})
         if isinstance(compat, dict):
             engine["compat"] = {**release.compat.__dict__, **compat}
-        refusals = {"swap_space": ("--swap-space", bool(data.get("swap_space"))),
-                    "engine.preemption_mode": ("--preemption-mode", engine.get("preemption_mode") == "swap")}
-        for field_name, (flag, given) in refusals.items():
-            if given and (reason := release.flag_refusal(flag)):
-                raise ConfigError(field_name, reason)
+        if refusal := v0_swap_refusal(release, data, engine):
+            raise ConfigError(*refusal)
     release = release or implied_release(engine)
     spec = engine.get("speculative_config")
     if isinstance(spec, dict) and "num_speculative_tokens_per_batch_size" in spec:

@@ -21,7 +21,7 @@ from ..workload.workload import Workload
 class KVCapacity:
     clients: int  # requests the engine holds at once: the closed loop's clients, up to max_num_seqs (0: open loop)
     mean_context: float  # a request's prompt and output at the mean lengths, up to max_model_len
-    kv_cache_tokens: int  # what the cache holds, over every engine core
+    kv_cache_tokens: int  # what the engine's KV cache holds (vLLM's "GPU KV cache size")
 
     @classmethod
     def of(cls, workload: Workload, engine: EngineConfig, kv_cache_tokens: int) -> "KVCapacity":

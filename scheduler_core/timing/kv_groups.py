@@ -24,15 +24,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine.kv_cache_groups import MAX_KV_CACHE_GROUPS
+from ..engine import kv_cache_groups as engine_groups
+from ..engine.kv_cache_groups import FULL_ATTENTION_ONLY, MAX_KV_CACHE_GROUPS
 from ..errors import ConfigError
 from ..utils import cdiv
 from .attention_specs import CHUNKED_LOCAL, FULL, MAMBA, MLA, SLIDING_WINDOW, LayerGroup
 
 KERNEL_BLOCK_ALIGNMENT = 16
 # The engine's name for each layer kind's group (engine/kv_cache_groups.py); MLA's spec is a full-attention one.
-ENGINE_GROUP_KIND = {FULL: "full_attention", MLA: "full_attention", SLIDING_WINDOW: "sliding_window",
-                     CHUNKED_LOCAL: "chunked_local", MAMBA: "mamba"}
+ENGINE_GROUP_KIND = {FULL: engine_groups.FULL_ATTENTION, MLA: engine_groups.FULL_ATTENTION,
+                     SLIDING_WINDOW: engine_groups.SLIDING_WINDOW, CHUNKED_LOCAL: engine_groups.CHUNKED_LOCAL,
+                     MAMBA: engine_groups.MAMBA}
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class KvLayout:
     num_groups: int
     descriptions: tuple[str, ...]
     # The engine's `kv_cache_groups`: one entry per vLLM KV cache group, in vLLM's group order.
-    kv_cache_groups: str = "full_attention"
+    kv_cache_groups: str = FULL_ATTENTION_ONLY
     max_memory_usage_bytes: int = 0  # one max_model_len request, summed over layers (not padding slots)
     # What vLLM logs of it: the Mamba block-size raise (its tokens, else 0) and, per bucket that does
     # not fill its groups, (padding layers, the bucket's layers).

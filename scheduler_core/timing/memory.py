@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from ..engine.kv_cache_groups import FULL_ATTENTION_ONLY
 from ..errors import ConfigError
 from ..utils import cdiv
 from .architecture import WeightInventory
@@ -138,7 +139,7 @@ class MemoryPlan:
     num_gpu_blocks: int  # what the engine uses (num_gpu_blocks_override, when given, wins)
     # vLLM's KV cache groups (kv_groups.py), as the engine spells them (one entry per group, in
     # vLLM's order), and the blocks one request of max_model_len takes over all of them.
-    kv_cache_groups: str = "full_attention"
+    kv_cache_groups: str = FULL_ATTENTION_ONLY
     blocks_per_request: int = 1
     kv_groups: tuple[str, ...] = ()  # each layer group's bytes, in words
     needed_bytes: int = 0  # the KV one request of max_model_len needs, every layer's (vLLM's max_memory_usage_bytes)

@@ -21,7 +21,7 @@ const RULES = {
 
 // Why a prefix-cache hit lost its last block (scheduler_core/engine/eagle_hit_rule.py).
 const DROP_RULES = {
-  eagle_block_drop: "the EAGLE/MTP drafter needs the target model's hidden states at the hit's last block, which a cache hit does not keep, so vLLM (before 0.33.0) drops that block from every hit; disable_eagle_block_drop opts out from 0.30.0",
+  eagle_block_drop: "the EAGLE/MTP drafter needs the target model's hidden states at the hit's last block, which a cache hit does not keep, so vLLM drops that block from every hit (before 0.33.0, or on 0.33.0 with disable_lookahead_block_hashes); disable_eagle_block_drop opts out from 0.30.0",
   eagle_block_drop_kv_connector: "with a KV connector configured, vLLM 0.33.0 keeps the block hashes of old, without the token after each block, and so the drop: the EAGLE/MTP drafter needs the hidden states of the hit's last block, which a cache hit does not keep",
 };
 

@@ -104,6 +104,15 @@ def test_async_scheduling_is_on_by_default_from_014():
     assert scenario_of("--vllm-version", "0.14.0").engine.async_scheduling is True
 
 
+@pytest.mark.parametrize("method", ["ngram", "draft_model"])
+def test_drafters_other_than_eagle_turn_default_async_scheduling_off_until_033(method):
+    spec = f'{{"method": "{method}", "num_speculative_tokens": 2}}'
+    assert scenario_of("--vllm-version", "0.32.0", "--speculative-config", spec).engine.async_scheduling is False
+    assert scenario_of("--vllm-version", "0.33.0", "--speculative-config", spec).engine.async_scheduling is True
+    eagle = '{"method": "eagle", "num_speculative_tokens": 2}'
+    assert scenario_of("--vllm-version", "0.32.0", "--speculative-config", eagle).engine.async_scheduling is True
+
+
 def test_16k_batch_defaults_on_a_160_gib_gpu_from_028():
     assert vllm_default_batch_limits({}, "B200", 180 * GIB, VllmRelease("0.27.1")) == {
         "max_num_batched_tokens": 8192, "max_num_seqs": 1024}
@@ -123,6 +132,14 @@ def test_v0_swap_preemption_is_refused_from_011():
     with pytest.raises(ConfigError) as error:
         scenario_of("--vllm-version", "0.11.0", "--preemption-mode", "swap", "--num-cpu-blocks", "64")
     assert error.value.field == "engine.preemption_mode"
+
+
+def test_a_scenario_naming_no_release_keeps_v0_swap_when_written_and_read_back():
+    # What a Why? replay or an export does with a live session's scenario (the memory-pressure lesson's swap arm).
+    scenario = scenario_of("--preemption-mode", "swap", "--num-cpu-blocks", "64", "--swap-space", "1")
+    data = scenario.to_dict()
+    assert "vllm_version" not in data
+    assert Scenario.from_dict(data) == scenario
 
 
 def test_an_opt_in_flag_is_refused_by_name_where_the_release_has_it_and_as_unknown_where_not():

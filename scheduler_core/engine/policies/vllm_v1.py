@@ -37,8 +37,7 @@ class VllmV1Scheduler(Scheduler):
         # flight to make room for new prompts (the stall that chunked prefill removes).
         running = self.running
         req_index = 0
-        spec = config.speculative_config
-        lookahead = spec.num_lookahead_tokens if spec else 0
+        lookahead = config.num_lookahead_tokens
         max_num_new_tokens = config.max_model_len - 1  # the last position never needs computing
         room = kv.req_to_room
         # Padded admission (0.25) looks at whether a running request continued its prefill this step.
@@ -229,7 +228,7 @@ class VllmV1Scheduler(Scheduler):
                 num_cached_tokens,
                 computed_blocks,
                 full_sequence_must_fit=compat.full_prompt_admission,
-                num_lookahead_tokens=config.speculative_config.num_lookahead_tokens if config.speculative_config else 0,
+                num_lookahead_tokens=config.num_lookahead_tokens,
             )
             if new_blocks is None:
                 # Head-of-line blocking: vLLM does not look past a request that does not fit.
@@ -261,9 +260,8 @@ class VllmV1Scheduler(Scheduler):
     def _why_no_blocks(self, request: Request, num_new_tokens: int, num_cached_tokens: int, computed_blocks) -> str:
         """Whether this step's chunk itself did not fit, or only the whole context (0.33's gate)."""
         kv = self.kv_cache_manager
-        spec = self.config.speculative_config
-        lookahead = spec.num_lookahead_tokens if spec else 0
-        num_tokens = min(request.num_computed_tokens + num_cached_tokens + num_new_tokens + lookahead, kv.max_model_len)
+        num_tokens = min(request.num_computed_tokens + num_cached_tokens + num_new_tokens + self.config.num_lookahead_tokens,
+                         kv.max_model_len)
         if kv.num_blocks_to_allocate(request.request_id, num_tokens, computed_blocks) > kv.num_free_blocks:
             return why.WAIT_BLOCKS
         return why.WAIT_BLOCKS_FULL_CONTEXT

@@ -32,7 +32,7 @@ export function tableHolding(store, owner, block) {
 
 // The group in vLLM's words, "sliding window 128", numbered where several groups read the same
 // (Gemma 3: one full-attention group and six of sliding window 1024).
-export function groupLabel(store, group) {
+function groupLabel(store, group) {
   const { label } = store.kvGroups[group];
   return store.kvGroups.some((other, g) => g !== group && other.label === label) ? `${label} (group ${group})` : label;
 }
@@ -42,12 +42,12 @@ export function groupName(store, group) {
   return `group ${group}, ${store.kvGroups[group].label}`;
 }
 
-export function bandColours() {
+function bandColours() {
   return Array.from({ length: GROUP_COLOURS }, (_, g) => cssVar(`--group-${g}`));
 }
 
 // The band along a cell's top: thick enough to tell at 10 px cells from the back of a hall.
-export const bandHeight = (size) => Math.max(2, Math.round(size * 0.3));
+const bandHeight = (size) => Math.max(2, Math.round(size * 0.3));
 
 // The bands of every held cell in the window drawn (blocks `first` to `last` - 1), one fill style
 // per group. `at(block)` gives a cell's corner.
