@@ -32,8 +32,9 @@ from ..timing.memory import layer_groups, model_kv_layout
 
 # Settings under which the hybrid manager does not run, with the value that keeps it.
 HYBRID_MANAGER_NEEDS = {"policy": "vllm-v1", "kv_allocator": "paged", "preemption_mode": "recompute"}
-ALIGN_MODE_NOTE = ("servescope: prefix caching off for this Mamba hybrid; vLLM 0.33 would cache its states in "
-                   "mamba_cache_mode='align', which is not modelled (--no-enable-prefix-caching runs as here)")
+# True whether the user turned caching off or left it to servescope: only vLLM's default differs.
+ALIGN_MODE_NOTE = ("servescope: prefix caching off for this Mamba hybrid, as with --no-enable-prefix-caching; "
+                   "vLLM 0.33's default caches its states in mamba_cache_mode='align', which is not modelled")
 
 
 def hybrid_manager_off_by(model: ModelSpec, engine: dict) -> str:

@@ -225,7 +225,8 @@ class Scenario:
         plan = plan_memory(
             self.model_spec(), resolve_gpu(self.gpu), self.tensor_parallel_size, self.gpu_memory_utilization,
             engine.block_size, engine.max_num_batched_tokens, engine.max_num_seqs, engine.max_model_len,
-            self.enforce_eager, data_parallel_size=self.data_parallel_size,
+            # The naive loop runs without CUDA graphs, so it reserves no graph memory either.
+            self.enforce_eager or engine.policy == "naive", data_parallel_size=self.data_parallel_size,
             enable_expert_parallel=self.enable_expert_parallel,
             max_concurrent_batches=2 if engine.async_scheduling else 1, hybrid_kv_cache_manager=engine.is_hybrid,
         )
