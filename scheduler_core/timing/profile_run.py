@@ -18,17 +18,21 @@ the bytes alive per logit at the warm-up's peak, which depends on the code the r
   value buffers (4 + 8). 38 bytes. The PyTorch part is read from its algorithm
   (aten/src/ATen/native/cuda/SortStable.cu), not measured here; nothing is fitted to llm-d's table,
   which tests/timing/test_llmd_memory.py checks it against.
-- Model Runner V2, 0.29.0-0.32.0 (vllm/v1/worker/gpu/model_runner.py, `_dummy_sampler_run`):
+- Model Runner V2, 0.29.0-0.32.0 (vllm/v1/worker/gpu/model_runner.py, `_dummy_sampler_run`, whose
+  NOTE says the profiling "may skip top_k, top_p, and logprobs"):
   one pass over the model-dtype logits with no per-request processing: no fp32 copy, no top-k/top-p,
   and the Gumbel sampler keeps only per-block maxima. The logits alone: 2 bytes.
-- Model Runner V2, 0.33.0 (same function, its "Warmup-param pass"): a second pass with
+- Model Runner V2, 0.33.0 (same function, line 993 of the 0.33.0 wheel, its "Warmup-param pass"):
+  a second pass with
   `SamplingParams.for_sampler_warmup()` registered for every row. `Sampler.apply_sampling_params`
-  copies the logits to fp32 (vllm/v1/worker/gpu/sample/sampler.py, `torch.empty_like(...,
+  copies the logits to fp32 (vllm/v1/worker/gpu/sample/sampler.py:242, `torch.empty_like(...,
   dtype=torch.float32).copy_(logits)`), penalties, temperature and min_p work in place, and with
-  both top-k and top-p set `flashinfer_sample` calls FlashInfer's
-  `top_k_top_p_sampling_from_logits`, which masks the top-k into a new fp32 tensor and softmaxes it
-  into another (its default top_k_first order); the logprobs kernel keeps only top-5 columns.
-  2 + 4 + 4 + 4 = 14 bytes.
+  both top-k and top-p set `flashinfer_sample` (vllm/v1/sample/ops/topk_topp_sampler.py:631) calls
+  FlashInfer's `top_k_top_p_sampling_from_logits`, which masks the top-k into a new fp32 tensor and
+  softmaxes it into another (its default top_k_first order; FlashInfer's source is not in the vLLM
+  wheel, so this step is as FlashInfer's Python API documents it, not read here); the logprobs
+  kernel keeps only top-5 columns (`compute_token_logprobs` never builds the [rows, vocab]
+  logprobs). 2 + 4 + 4 + 4 = 14 bytes.
 """
 
 from __future__ import annotations
