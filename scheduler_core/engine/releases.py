@@ -27,12 +27,14 @@ LATEST = "0.33.0"
 
 # What a row is: a scheduler rule (a `VllmCompat` switch), a default `vllm serve` fills in, a flag the
 # release no longer takes, an opt-in flag servescope does not model (refused by name where the release
-# has it), or a behaviour no switch models yet.
+# has it), a change in what vLLM's startup profiling counts (timing/profile_run.py), or a behaviour no
+# switch models yet.
 SWITCH = "switch"
 DEFAULT = "default"
 REMOVED = "removed flag"
 NOT_MODELLED_FLAG = "flag not modelled"
 NOT_MODELLED = "not modelled"
+MEMORY_PROFILE = "memory profile"
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,23 @@ RELEASE_CHANGES = (
                   "vllm/config/speculative.py: SpeculativeConfig.num_speculative_tokens_per_batch_size",
                   "dynamic K: the number of draft tokens chosen by batch size (a speculative_config key)",
                   NOT_MODELLED_FLAG),
+    # -- what the startup memory profile counts (timing/profile_run.py) ----------------------------
+    ReleaseChange("cudagraph_memory_in_kv_budget", "0.20.0",
+                  "vllm/envs.py: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (default 1 from 0.20.0); "
+                  "vllm/v1/worker/gpu_worker.py: Worker.determine_available_memory",
+                  "the profiled CUDA-graph estimate is taken out of the KV cache's memory; before, graphs were "
+                  "captured after the KV cache was sized, outside the gpu_memory_utilization budget", MEMORY_PROFILE),
+    ReleaseChange("sampler_warmup_model_runner_v2", "0.29.0",
+                  "vllm/v1/worker/gpu/model_runner.py: GPUModelRunner._dummy_sampler_run",
+                  "Model Runner V2 (the default) profiles one sampling of the model-dtype logits without top-k/top-p "
+                  "(about 2 bytes per logit); the V1 runner's warm-up sorted fp32 logits for top_k = vocab - 1 and "
+                  "top_p 0.9 (about 38)", MEMORY_PROFILE),
+    ReleaseChange("sampler_warmup_params_profiled", "0.33.0",
+                  "vllm/v1/worker/gpu/model_runner.py: GPUModelRunner._dummy_sampler_run; vllm/sampling_params.py: "
+                  "SamplingParams.for_sampler_warmup",
+                  "a second profiled pass with the warm-up's sampling params (top-k, top-p, penalties, logprobs): an "
+                  "fp32 copy of the logits and FlashInfer's top-k-masked logits and probabilities (about 14 bytes per "
+                  "logit)", MEMORY_PROFILE),
     # -- behaviours no switch models yet ------------------------------------------------------------
     ReleaseChange("cache_salt", "0.10.0", "vllm/v1/core/kv_cache_utils.py: generate_block_hash_extra_keys",
                   "a request's cache_salt (OpenAI API field) enters its first block's hash, so only requests with "

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..engine.releases import (
     DEFAULT,
+    MEMORY_PROFILE,
     NOT_MODELLED,
     NOT_MODELLED_FLAG,
     RELEASE_CHANGES,
@@ -46,6 +47,8 @@ KIND_HEADINGS = {
     NOT_MODELLED_FLAG: ("Opt-in flags servescope does not model", "Refused by name in a `--vllm` line (or a "
                                                                  "`speculative_config`) for a release that has them; "
                                                                  "as unknown for one that does not."),
+    MEMORY_PROFILE: ("What the startup memory profile counts", "The bytes vLLM's profile run measures and takes out "
+                                                               "of the KV cache's memory (`timing/profile_run.py`)."),
     NOT_MODELLED: ("Behaviours no switch models yet", "Listed with the release their source shows; those of "
                                                       "speculative decoding meeting prefix caching are issue 26, item 1."),
 }

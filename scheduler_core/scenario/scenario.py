@@ -229,6 +229,7 @@ class Scenario:
             self.enforce_eager or engine.policy == "naive", data_parallel_size=self.data_parallel_size,
             enable_expert_parallel=self.enable_expert_parallel,
             max_concurrent_batches=2 if engine.async_scheduling else 1, hybrid_kv_cache_manager=engine.is_hybrid,
+            vllm_version=self.vllm_version,
         )
         return dataclasses.replace(plan, num_gpu_blocks=engine.num_gpu_blocks, notes=startup_notes(engine))
 

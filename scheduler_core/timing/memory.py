@@ -7,6 +7,9 @@ vLLM 0.33.0 (`Worker.determine_available_memory`, `request_memory`, `kv_cache_pl
 activation peak, profiles CUDA-graph capture, and gives the KV cache the rest:
 
     available = ceil(total x utilization) - weights - activation peak - non-torch memory - CUDA graphs
+
+The sampler's share of the peak and whether the graphs are subtracted (not before 0.20.0) follow
+the release (profile_run.py).
     num_gpu_blocks = available // (block_size x layers x 2 x KV heads on this GPU x head_dim x dtype bytes)
 
 (for a model whose layers differ, the bytes of a block id across the widest of vLLM's KV cache
@@ -23,6 +26,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from ..engine.kv_cache_groups import FULL_ATTENTION_ONLY
+from ..engine.releases import LATEST, VllmRelease
 from ..errors import ConfigError
 from ..utils import cdiv
 from .architecture import WeightInventory
@@ -30,6 +34,7 @@ from .attention_specs import FULL, LayerGroup
 from .cost_model import DTYPE_BYTES, GpuSpec, ModelSpec
 from .kv_groups import KvLayout, kv_layout
 from .moe import ExpertPlacement
+from .profile_run import cuda_graphs_in_kv_budget, sampler_peak_bytes
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -38,9 +43,6 @@ MIB = 1 << 20
 PER_GRAPH_BYTES = 2 * MIB
 # cuBLAS/cuDNN workspaces and, under tensor parallelism, NCCL and custom all-reduce buffers.
 NON_TORCH_BYTES = {False: 0.15 * GIB, True: 0.6 * GIB}
-# The sampler's dummy pass over max_num_seqs rows: FlashInfer's top-k/top-p sampling (vLLM's default
-# on CUDA, no vocabulary sort) holds fp32 logits and probabilities, 8 bytes per (row, vocabulary entry).
-SAMPLER_BYTES_PER_LOGIT = 8
 
 
 def kv_heads_per_gpu(model: ModelSpec, tp: int) -> int:
@@ -130,7 +132,7 @@ class MemoryPlan:
     weights_bytes: int
     activation_peak_bytes: int
     non_torch_bytes: int
-    cuda_graph_bytes: int
+    cuda_graph_bytes: int  # the graph estimate taken out of the KV cache's memory (none before 0.20.0)
     kv_cache_bytes: int  # what is left for the KV cache; <= 0 when the model does not fit
     block_bytes: int  # one KV block id on this GPU: a page in every layer of the widest group
     block_size: int  # tokens per block (vLLM raises it for Mamba hybrids)
@@ -201,17 +203,21 @@ def plan_memory(
     block_size: int = 16, max_num_batched_tokens: int = 2048, max_num_seqs: int = 256, max_model_len: int = 4096,
     enforce_eager: bool = False, num_gpu_blocks_override: int | None = None, data_parallel_size: int = 1,
     enable_expert_parallel: bool = False, max_concurrent_batches: int = 2, hybrid_kv_cache_manager: bool = True,
+    vllm_version: str = LATEST,
 ) -> MemoryPlan:
     """How vLLM would divide one GPU's memory for this model and engine configuration: the KV cache
     in vLLM's groups (kv_groups.py; one full-attention group for a dense model), `num_gpu_blocks` its
-    `num_blocks`. `max_concurrent_batches`: 2 under async scheduling (vLLM 0.33's default), else 1."""
+    `num_blocks`. `max_concurrent_batches`: 2 under async scheduling (vLLM 0.33's default), else 1.
+    `vllm_version` decides what the profile run counts (profile_run.py)."""
     tp = tensor_parallel_size
+    release = VllmRelease.for_version(vllm_version)
     requested = math.ceil(gpu.mem_bytes * gpu_memory_utilization)
     weights = weight_bytes_per_gpu(model, tp, gpu, ExpertPlacement(tp, data_parallel_size, enable_expert_parallel))
-    sampler = min(max_num_seqs, max_num_batched_tokens) * model.vocab * SAMPLER_BYTES_PER_LOGIT
+    sampler = sampler_peak_bytes(release, model.vocab, max_num_seqs, max_num_batched_tokens)
     activation = max(forward_activation_bytes(model, tp, max_num_batched_tokens), sampler)
     non_torch = int(NON_TORCH_BYTES[tp > 1])
-    graphs = 0 if enforce_eager else cuda_graph_bytes(model, tp, max_num_seqs, max_num_batched_tokens)
+    graphs = 0 if enforce_eager or not cuda_graphs_in_kv_budget(release) else cuda_graph_bytes(
+        model, tp, max_num_seqs, max_num_batched_tokens)
     available = requested - weights - activation - non_torch - graphs
     in_flight = max_concurrent_batches * max_num_batched_tokens
 

@@ -6,8 +6,8 @@ import re
 
 from .clients import app_client
 
-# gpt-oss-120b over two H200s at half their memory: 133,185 blocks, past the default bound of 131,072.
-OVER = {"model": "gpt-oss-120b", "gpu": "h200", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.5}
+# gpt-oss-120b over two H200s at 51% of their memory: past the default bound of 131,072 blocks.
+OVER = {"model": "gpt-oss-120b", "gpu": "h200", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.51}
 
 
 def refusal(response) -> tuple[list[str], str]:
@@ -20,9 +20,9 @@ def test_a_pool_from_memory_past_the_bound_says_what_the_plan_gave_and_what_to_c
     with app_client() as client:
         field, message = refusal(client.post("/api/sessions", json={"scenario": OVER}))
     assert field == ["engine", "num_gpu_blocks"]
-    assert message.startswith("at most 131,072 per session; num_gpu_blocks was left unset, and the memory plan gives 133,185 ")
-    assert "gpt-oss-120b on 2 x h200 at gpu_memory_utilization 0.5" in message
-    assert "lower gpu_memory_utilization (at most 0.49 here) or set num_gpu_blocks (at most 131,072)" in message
+    assert message.startswith("at most 131,072 per session; num_gpu_blocks was left unset, and the memory plan gives 134,093 ")
+    assert "gpt-oss-120b on 2 x h200 at gpu_memory_utilization 0.51" in message
+    assert "lower gpu_memory_utilization (at most 0.5 here) or set num_gpu_blocks (at most 131,072)" in message
 
 
 def test_the_utilization_the_refusal_names_fits_the_bound():
