@@ -1,7 +1,8 @@
 """How long a step takes: a roofline over the step's batch, fitted to measured H200 steps.
 
 A step reads every weight once and does 2 FLOPs per weight per token (the linear layers); each
-request then reads its cached K and V and does attention over them. Each of the two parts takes
+request then reads its cached K and V and does attention over them (only what each layer sees where
+layers have sliding windows, local chunks or a recurrent state: attention_cost.py). Each of the two parts takes
 a smooth maximum of its compute time and its memory time (`(a^p + b^p)^(1/p)`: near a roofline's
 corner both limits cost something). Activation traffic, a fixed per-step and per-layer latency,
 and with tensor parallelism two all-reduces per layer complete the step (on GPUs joined only by
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from .all_reduce import PcieAllReduce
+from .attention_cost import GroupedAttention, smooth_max
+from .attention_specs import CHUNKED_LOCAL, MAMBA, SLIDING_WINDOW
 from .moe import ExpertPlacement, MoeDispatch, dispatch_bandwidth
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
@@ -138,10 +141,6 @@ class Efficiency:
         ]
 
 
-def smooth_max(a: float, b: float, p: float) -> float:
-    return (a**p + b**p) ** (1.0 / p)
-
-
 class CostModel:
     """Step time of a batch for one model on `tp` GPUs of one kind; with `placement`, one data-parallel
     rank of a deployment whose MoE layers span TP x DP GPUs (moe.py)."""
@@ -170,6 +169,7 @@ class CostModel:
         self._activation_s_per_token = activation_bytes_per_token * eff.activation_traffic / bandwidth
         self._fixed_s = eff.step_overhead_s + eff.layer_overhead_s * m.layers
         self._moe = None
+        self._grouped_attention = None  # layers that see less than every cached token (attention_cost.py)
         if m.arch is not None:
             self._use_inventory(gpu, tp, eff)
         # Two all-reduces of the hidden state per layer (after attention and after the MLP).
@@ -192,6 +192,8 @@ class CostModel:
         parallelism `moe_num_tokens` is what the MoE layers see: the tokens of every DP rank's batch."""
         num_tokens = attention_pairs = kv_tokens_read = decode_context = 0
         has_prompt_chunk = False
+        if self._grouped_attention is not None:
+            chunks = list(chunks)  # read twice: here and per layer group
         for num_new, num_cached in chunks:
             num_tokens += num_new
             # Causal attention: new token i sees the cached tokens and the new ones up to itself.
@@ -217,7 +219,10 @@ class CostModel:
             linear_compute_s += (moe_tokens - num_tokens) * self._expert_s_per_token
             dispatch_s = moe.num_moe_layers * self._dispatch.seconds(moe_tokens)
         linear_s = smooth_max(weight_s, linear_compute_s, p)
-        attention_s = smooth_max(kv_tokens_read * self._kv_s_per_token, attention_pairs * self._attention_s_per_pair, p)
+        if self._grouped_attention is None:
+            attention_s = smooth_max(kv_tokens_read * self._kv_s_per_token, attention_pairs * self._attention_s_per_pair, p)
+        else:
+            attention_s = self._grouped_attention.seconds(chunks, has_prompt_chunk, p)
         other_s = self._fixed_s + num_tokens * (self._activation_s_per_token + self._allreduce_s_per_token)
         other_s += self._pcie_all_reduces_s(num_tokens) + dispatch_s
         breakdown = {"linear": linear_s, "attention": attention_s, "other": other_s}
@@ -239,6 +244,12 @@ class CostModel:
         # KV read per token from the layer groups' pages (an MLA latent, not 128 heads of K and V).
         kv_bytes = sum(g.num_layers * g.bytes_per_token(tp, DTYPE_BYTES[self.model.kv_dtype]) for g in self.model.arch.groups)
         self._kv_s_per_token = kv_bytes / (gpu.mem_bandwidth * eff.kv_read)
+        groups = self.model.arch.groups
+        if any(g.kind in (SLIDING_WINDOW, CHUNKED_LOCAL, MAMBA) for g in groups):
+            # Full-attention and MLA layers alone keep the formula above (every layer sees every token).
+            self._grouped_attention = GroupedAttention(
+                groups, self.model.heads / tp, self.model.head_dim, tp, DTYPE_BYTES[self.model.kv_dtype],
+                gpu.mem_bandwidth * eff.kv_read, gpu.bf16_flops * eff.attention_compute, eff.mixed_decode_query_rows)
         rate = matmul_flops(gpu, inventory.fmt) * eff.linear_compute
         self._linear_s_per_token = 2 * inventory.active_params_per_token() / rate
         self._expert_s_per_token = 2 * inventory.routed_expert_params_per_token() / rate
