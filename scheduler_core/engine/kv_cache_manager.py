@@ -191,11 +191,12 @@ class KVCacheManager(BlockPoolGauges):
         num_full = num_tokens // self.block_size
         if num_cached >= num_full:
             return
-        block_hashes = request.update_block_hashes(self.block_size, num_tokens, self.num_hash_lookahead_tokens)
-        # Lookahead hashes: a block whose next token is not known yet has no hash, and waits.
-        num_full = min(num_full, len(block_hashes))
-        if num_cached >= num_full:
-            return
+        lookahead = self.num_hash_lookahead_tokens
+        block_hashes = request.update_block_hashes(self.block_size, num_tokens, lookahead)
+        if lookahead:  # a block whose next tokens are not known yet has no hash, and waits
+            num_full = min(num_full, len(block_hashes))
+            if num_cached >= num_full:
+                return
         self.block_pool.cache_full_blocks(self.req_to_blocks[request_id][num_cached:num_full], block_hashes[num_cached:num_full])
         self.num_cached_block[request_id] = num_full
 
