@@ -228,8 +228,8 @@ MECHANISM_LESSONS = [
         arms={"recompute": arm(PRESSURE_ENGINE, PRESSURE),
               "swap": arm({**PRESSURE_ENGINE, "preemption_mode": "swap", "num_cpu_blocks": 4096}, PRESSURE)},
         claims=[
-            Claim("Both engines run out of blocks: {recompute:preemptions} preemptions with recompute, "
-                  "{swap:preemptions} with swap.",
+            Claim("Both engines run out of blocks: {recompute:preemptions:,} preemptions with recompute, "
+                  "{swap:preemptions:,} with swap.",
                   lambda r: r["recompute"].preemptions > 0 and r["swap"].preemptions > 0),
             Claim("Recompute pays in compute: {recompute:recomputed_tokens:,} tokens computed again.",
                   lambda r: r["recompute"].recomputed_tokens > 0),
@@ -254,8 +254,8 @@ MECHANISM_LESSONS = [
                  "prefill (orange in the batch).", ("queues", "batch"), arms=("recompute",)),
             Beat("queue_drained", "Drained", "Step {step}: nobody waits any more; {running} requests run to the end.",
                  ("queues", "kv")),
-            Beat("end", "Result", "Recompute: {recompute:preemptions} preemptions, {recompute:recomputed_tokens:,} tokens "
-                 "computed again. Swap: {swap:preemptions} preemptions, nothing computed twice, {swap:swapped_blocks:,} blocks "
+            Beat("end", "Result", "Recompute: {recompute:preemptions:,} preemptions, {recompute:recomputed_tokens:,} tokens "
+                 "computed again. Swap: {swap:preemptions:,} preemptions, nothing computed twice, {swap:swapped_blocks:,} blocks "
                  "moved over PCIe ({swap:swap_s:.3f} s).", ("queues", "charts")),
         ],
         columns=[("preemptions", "preemptions", "d"), ("recomputed tokens", "recomputed_tokens", ",d"),
@@ -312,13 +312,13 @@ MECHANISM_LESSONS = [
               "0.10+full-prompt": recorded_arm("trace_b_tight_preempt.json.gz", "0.10.1.1", full_prompt_admission=True),
               "vllm-0.33": recorded_arm("trace_b_tight_preempt.json.gz", "0.33.0")},
         claims=[
-            Claim("Under vLLM 0.10's rule: {vllm-0.10:preemptions} preemptions, one request preempted "
+            Claim("Under vLLM 0.10's rule: {vllm-0.10:preemptions:,} preemptions, one request preempted "
                   "{vllm-0.10:max_preemptions_of_one_request} times (vLLM's own recording: 210 and 57).",
                   lambda r: r["vllm-0.10"].preemptions == 210 and r["vllm-0.10"].max_preemptions_of_one_request == 57),
             Claim("The thrash computes {vllm-0.10:work_ratio:.1f}x the tokens the requests need.",
                   lambda r: r["vllm-0.10"].work_ratio > 7),
-            Claim("vLLM 0.33 preempts {vllm-0.33:preemptions} time(s); turning on only full_prompt_admission in 0.10 "
-                  "gives {0.10+full-prompt:preemptions}.",
+            Claim("vLLM 0.33 preempts {vllm-0.33:preemptions:,} time(s); turning on only full_prompt_admission in 0.10 "
+                  "gives {0.10+full-prompt:preemptions:,}.",
                   lambda r: r["vllm-0.33"].preemptions == 1 and r["0.10+full-prompt"].preemptions <= 2),
         ],
         beats=[
@@ -330,9 +330,9 @@ MECHANISM_LESSONS = [
                  "request, is preempted and restarts from token 0.", ("queues", "side")),
             Beat("repeat_preemption", "Again", "Step {step}: {request} is preempted a second time; each time its work is thrown "
                  "away.", ("queues", "side")),
-            Beat("end", "Result", "vLLM 0.10: {vllm-0.10:preemptions} preemptions, one request "
+            Beat("end", "Result", "vLLM 0.10: {vllm-0.10:preemptions:,} preemptions, one request "
                  "{vllm-0.10:max_preemptions_of_one_request} times, {vllm-0.10:work_ratio:.1f}x the tokens needed. "
-                 "vLLM 0.33: {vllm-0.33:preemptions}.", ("queues", "side")),
+                 "vLLM 0.33: {vllm-0.33:preemptions:,}.", ("queues", "side")),
         ],
         columns=[("preemptions", "preemptions", "d"), ("most preemptions of one request", "max_preemptions_of_one_request", "d"),
                  ("tokens computed / needed", "work_ratio", ".1f"), ("steps", "num_steps", ",d")],
@@ -345,7 +345,7 @@ MECHANISM_LESSONS = [
         arms={"priority": arm({**PRIORITY_ENGINE, "scheduling_order": "priority"}, PRIORITY),
               "fcfs": arm(PRIORITY_ENGINE, PRIORITY)},
         claims=[
-            Claim("Under priority scheduling {priority:victim_priorities.1} of {priority:preemptions} preemptions hit "
+            Claim("Under priority scheduling {priority:victim_priorities.1} of {priority:preemptions:,} preemptions hit "
                   "low-priority requests; a high-priority one was the victim only when no low-priority request was running.",
                   lambda r: r["priority"].victim_priorities[1] > r["priority"].victim_priorities[0]
                   and r["priority"].victims_were_lowest_priority),
@@ -374,7 +374,7 @@ MECHANISM_LESSONS = [
             Beat("first_preemption", "The newest goes", "Step {step}: blocks ran out; {request} (priority {priority}), the "
                  "newest running request, is preempted whatever its priority.", ("queues", "side"), arms=("fcfs",)),
             Beat("end", "Result", "Priority scheduling: urgent requests' median TTFT {priority:ttft_by_priority.0:.3f} s against "
-                 "{priority:ttft_by_priority.1:.3f} s for the rest; {priority:victim_priorities.1} of {priority:preemptions} "
+                 "{priority:ttft_by_priority.1:.3f} s for the rest; {priority:victim_priorities.1} of {priority:preemptions:,} "
                  "victims low-priority. FCFS: urgent median TTFT {fcfs:ttft_by_priority.0:.3f} s.", ("queues", "charts")),
         ],
         columns=[("preemptions", "preemptions", "d"), *TABLE_LATENCY[:3]],

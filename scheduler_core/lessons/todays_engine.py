@@ -139,7 +139,7 @@ TODAYS_ENGINE_LESSONS = [
                   "{h100-defaults:memory.kv_cache_size_tokens:,} tokens: room for {h100-defaults:memory.max_concurrency:.2f} "
                   "requests of 2,048 tokens, so at most {h100-defaults:peak_running} of the 128 clients run at once.",
                   lambda r: r["h100-defaults"].peak_running < 64),
-            Claim("The rest is preemption: {h100-defaults:preemptions} of them, {h100-defaults:recomputed_tokens:,} tokens "
+            Claim("The rest is preemption: {h100-defaults:preemptions:,} of them, {h100-defaults:recomputed_tokens:,} tokens "
                   "computed again, and {h100-defaults:report.output_tokens_per_s:,.0f} output tokens/s.",
                   lambda r: r["h100-defaults"].preemptions > 100
                   and r["h100-defaults"].report["output_tokens_per_s"] < 500),
@@ -170,13 +170,13 @@ TODAYS_ENGINE_LESSONS = [
             Claim("The half of the claim that holds: with short chat requests (Alpaca's lengths, a mean of "
                   "{h100-fp8-kv-alpaca:capacity.mean_context:,.0f} tokens) the 128 conversations need "
                   "{h100-fp8-kv-alpaca:capacity.demand_tokens:,} tokens, nothing is preempted "
-                  "({h100-fp8-kv-alpaca:preemptions}) and the same H100 serves "
+                  "({h100-fp8-kv-alpaca:preemptions:,}) and the same H100 serves "
                   "{h100-fp8-kv-alpaca:report.output_tokens_per_s:,.0f} tokens/s: at the band's lower edge.",
                   lambda r: not r["h100-fp8-kv-alpaca"].capacity["exceeded"] and r["h100-fp8-kv-alpaca"].preemptions == 0
                   and 0.97 * 2200 < r["h100-fp8-kv-alpaca"].report["output_tokens_per_s"] < 2400),
             Claim("It is the fit that matters, not the lengths: an H200 at vLLM's defaults holds "
                   "{h200-defaults:memory.kv_cache_size_tokens:,} tokens, room for the ShareGPT conversations' "
-                  "{h200-defaults:capacity.demand_tokens:,}; nothing is preempted ({h200-defaults:preemptions}) and it "
+                  "{h200-defaults:capacity.demand_tokens:,}; nothing is preempted ({h200-defaults:preemptions:,}) and it "
                   "serves {h200-defaults:report.output_tokens_per_s:,.0f} tokens/s, at the band's top, with each "
                   "request waiting {h200-defaults:report.tpot_s.p50:.3f} s per token (median).",
                   lambda r: not r["h200-defaults"].capacity["exceeded"] and r["h200-defaults"].preemptions == 0
@@ -207,8 +207,8 @@ TODAYS_ENGINE_LESSONS = [
             Beat("peak_running", "How many run", "Step {step}: {running} requests run at once, the most in this run; {waiting} "
                  "wait.", ("queues", "kv")),
             Beat("end", "Result", "H100 at defaults: {h100-defaults:report.output_tokens_per_s:,.0f} tokens/s, "
-                 "{h100-defaults:preemptions} preemptions. fp8 KV at 0.95: {h100-fp8-kv:report.output_tokens_per_s:,.0f} "
-                 "tokens/s, {h100-fp8-kv:preemptions} preemptions. Alpaca's short requests on it: "
+                 "{h100-defaults:preemptions:,} preemptions. fp8 KV at 0.95: {h100-fp8-kv:report.output_tokens_per_s:,.0f} "
+                 "tokens/s, {h100-fp8-kv:preemptions:,} preemptions. Alpaca's short requests on it: "
                  "{h100-fp8-kv-alpaca:report.output_tokens_per_s:,.0f} tokens/s, none. H200: "
                  "{h200-defaults:report.output_tokens_per_s:,.0f} tokens/s, none.", ("queues", "charts")),
         ],

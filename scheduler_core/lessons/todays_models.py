@@ -105,8 +105,8 @@ MOE_LESSONS = [
                   lambda r: r[GPT_OSS].memory["max_concurrency"] > r["dense-8b"].memory["max_concurrency"]
                   > r["dense-70b-fp8"].memory["max_concurrency"]),
             Claim("All {gpt-oss-120b:peak_running} clients run at once on gpt-oss-120b, with "
-                  "{gpt-oss-120b:preemptions} preemptions; on the dense 70B at most {dense-70b-fp8:peak_running} run "
-                  "at once, with {dense-70b-fp8:preemptions} preemptions.",
+                  "{gpt-oss-120b:preemptions:,} preemptions; on the dense 70B at most {dense-70b-fp8:peak_running} run "
+                  "at once, with {dense-70b-fp8:preemptions:,} preemptions.",
                   lambda r: r[GPT_OSS].peak_running == 128 and r[GPT_OSS].preemptions == 0
                   and r["dense-70b-fp8"].peak_running < 64 and r["dense-70b-fp8"].preemptions > 0),
             Claim("Output: {gpt-oss-120b:report.output_tokens_per_s:,.0f} tokens/s on gpt-oss-120b against "
