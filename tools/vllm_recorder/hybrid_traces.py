@@ -11,7 +11,7 @@ import gzip
 import json
 import random
 
-from trace_files import FIXTURES, write_gzip
+from trace_files import FIXTURES, write_trace
 
 OUT = FIXTURES / "vllm_oracle_hybrid"
 FULL = {"kind": "full_attention"}
@@ -68,23 +68,17 @@ GROWTH_TRACES = {
 }
 
 
-def write(name: str, trace: dict) -> None:
-    path = OUT / f"trace_{name}.json.gz"
-    write_gzip(path, json.dumps(trace))
-    print(f"wrote {path.relative_to(FIXTURES.parent.parent)}")
-
-
 def main() -> None:
     OUT.mkdir(exist_ok=True)
     for name, (seed, prefix_caching, groups, _) in GROWTH_TRACES.items():
         trace = decode_growth_trace(seed, prefix_caching)
         trace["config"]["kv_cache_groups"] = groups
-        write(name, trace)
+        write_trace(OUT, name, trace)
     for name, (source, groups, _) in HYBRID_TRACES.items():
         with gzip.open(FIXTURES / f"{source}.json.gz", "rt") as f:
             trace = json.load(f)
         trace["config"]["kv_cache_groups"] = groups
-        write(name, trace)
+        write_trace(OUT, name, trace)
 
 
 if __name__ == "__main__":

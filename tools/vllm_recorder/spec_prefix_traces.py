@@ -8,10 +8,9 @@ Standard library only; run from the repository root with any Python:
 
 from __future__ import annotations
 
-import json
 import random
 
-from trace_files import FIXTURES, write_gzip
+from trace_files import FIXTURES, write_trace
 
 OUT = FIXTURES / "vllm_oracle_spec_prefix"
 CONFIG = {"block_size": 16, "max_num_seqs": 16, "max_model_len": 2048, "enable_chunked_prefill": True,
@@ -67,16 +66,10 @@ TRACES = {
 }
 
 
-def write(name: str, trace: dict) -> None:
-    path = OUT / f"trace_{name}.json.gz"
-    write_gzip(path, json.dumps(trace))
-    print(f"wrote {path.relative_to(FIXTURES.parent.parent)}")
-
-
 def main() -> None:
     OUT.mkdir(exist_ok=True)
     for name, make in TRACES.items():
-        write(name, make())
+        write_trace(OUT, name, make())
 
 
 if __name__ == "__main__":
