@@ -3,7 +3,6 @@ at time 0 in arrival order; a bad row is an error naming its file, line and colu
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -14,10 +13,7 @@ from scheduler_core.workload.traces import load_trace_workload
 from tests.paths import REPO
 
 AZURE_HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens"
-AZURE_CODE_TRACE_CANDIDATES = (
-    Path("/work/shared/data/azure_llm_2023_code.csv"),
-    REPO.parent / "shared" / "data" / "azure_llm_2023_code.csv",
-)
+AZURE_CODE_TRACE_CANDIDATES = (REPO.parent / "shared" / "data" / "azure_llm_2023_code.csv",)
 
 
 def write(tmp_path, name, lines):
