@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..engine.kv_cache_groups import KVCacheGroupSpec
+from ..engine.single_type_kv_cache_manager import max_admission_blocks_per_request
 from ..utils import cdiv
 
 FULL, SLIDING_WINDOW, CHUNKED_LOCAL, MLA, MAMBA = "full_attention", "sliding_window", "chunked_local", "mla", "mamba"
@@ -58,10 +60,10 @@ class LayerGroup:
         sliding windows, a chunk plus those tokens for chunked local attention, one state for Mamba."""
         if self.kind in (FULL, MLA):
             return cdiv(max_model_len, block_size)
-        if self.kind == SLIDING_WINDOW:
-            return cdiv(min(self.window - 1 + max_in_flight_tokens, max_model_len), block_size) + 1
-        if self.kind == CHUNKED_LOCAL:
-            return cdiv(min(self.window + max_in_flight_tokens, max_model_len), block_size)
+        if self.kind in (SLIDING_WINDOW, CHUNKED_LOCAL):
+            # The same bound the engine's managers hold a request to.
+            return max_admission_blocks_per_request(KVCacheGroupSpec(self.kind, self.window), block_size,
+                                                    max_in_flight_tokens, max_model_len)
         return 1
 
     def describe(self, tp: int, dtype_bytes: int) -> str:
