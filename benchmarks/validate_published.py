@@ -57,6 +57,8 @@ LAMBDA_V060 = ("Lambda, 'LLMs inference benchmarks, using vLLM, on Lambda Cloud'
 
 
 _REPORTS: dict[str, dict] = {}
+# The fp8 rows whose published slope (fp8 over bf16) is the fp8 read cost in timing/kernel_rates.py.
+FP8_SLOPE_INFORMED = "the fp8 KV read cost, kernel_rates.py"
 
 
 def simulated_report(scenario: dict) -> dict:
@@ -83,7 +85,7 @@ class Row:
     assumptions: str
     unit: str = field(default="ms")
     # The cost-model parameter this figure set, if any: such a figure is calibration, not a check, so the
-    # table marks it and leaves it out of its error summary. Empty for every row today.
+    # table marks it and leaves it out of its error summary (the fp8 slope rows: FP8_SLOPE_INFORMED).
     informed: str = field(default="")
 
     @property
@@ -271,7 +273,8 @@ ROWS = [
     Row("8B H100, 1 client, 125k in: ITL (published fit)", VLLM_FP8_KV_FIT, "0.19.1", "itl_s.p50",
         6.44 + 4.37e-05 * 125_000, fp8_kv_single_request(125_000, "auto"), FP8_KV_FIT_ASSUMPTIONS),
     Row("8B H100, 1 client, 125k in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT, "0.19.1", "itl_s.p50",
-        6.58 + 2.37e-05 * 125_000, fp8_kv_single_request(125_000, "fp8"), FP8_KV_FIT_ASSUMPTIONS),
+        6.58 + 2.37e-05 * 125_000, fp8_kv_single_request(125_000, "fp8"), FP8_KV_FIT_ASSUMPTIONS,
+        informed=FP8_SLOPE_INFORMED),
     Row("70B TP4 H100, ShareGPT burst, V0: output tok/s", LAMBDA_V060, "0.6.0", "output_tokens_per_s", 2291.0,
         lambda_v060_70b_tp4(), LAMBDA_ASSUMPTIONS, unit="tok/s"),
     Row("70B TP4 H100, ShareGPT burst, V0: median TPOT", LAMBDA_V060, "0.6.0", "tpot_s.p50", 102.99,
@@ -309,7 +312,8 @@ ROWS = [
     Row("8B B200, 1 client, 256 in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT_B200, "0.19.1", "itl_s.p50",
         3.96 + 9.72e-06 * 256, single_request_on("b200", "llama-3.1-8b", 256, "fp8"), FP8_KV_FIT_B200_ASSUMPTIONS),
     Row("8B B200, 1 client, 125k in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT_B200, "0.19.1", "itl_s.p50",
-        3.96 + 9.72e-06 * 125_000, single_request_on("b200", "llama-3.1-8b", 125_000, "fp8"), FP8_KV_FIT_B200_ASSUMPTIONS),
+        3.96 + 9.72e-06 * 125_000, single_request_on("b200", "llama-3.1-8b", 125_000, "fp8"), FP8_KV_FIT_B200_ASSUMPTIONS,
+        informed=FP8_SLOPE_INFORMED),
     Row("8B H100, ShareGPT burst, V0: output tok/s", LAMBDA_V060_8B, "0.6.0", "output_tokens_per_s", 3958.40,
         lambda_v060_8b(), LAMBDA_8B_ASSUMPTIONS, unit="tok/s"),
     Row("8B H100, ShareGPT burst, V0: median TPOT", LAMBDA_V060_8B, "0.6.0", "tpot_s.p50", 196.24,
@@ -608,14 +612,14 @@ MOE_ROWS = [
         OSS_20B_FIT_ASSUMPTIONS),
     Row("MoE gpt-oss-20b H100, 1 client, 125k in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1",
         "itl_s.p50", OSS_20B_FIT_H100_MS + 7.14e-06 * 125_000,
-        single_request_on("h100-sxm", "gpt-oss-20b", 125_000, "fp8"), OSS_20B_FIT_ASSUMPTIONS),
+        single_request_on("h100-sxm", "gpt-oss-20b", 125_000, "fp8"), OSS_20B_FIT_ASSUMPTIONS, informed=FP8_SLOPE_INFORMED),
     Row("MoE gpt-oss-20b B200, 1 client, 256 in: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1", "itl_s.p50",
         3.15 + 3.56e-06 * 256, single_request_on("b200", "gpt-oss-20b", 256, "auto"), OSS_20B_FIT_ASSUMPTIONS),
     Row("MoE gpt-oss-20b B200, 1 client, 125k in: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1", "itl_s.p50",
         3.15 + 3.56e-06 * 125_000, single_request_on("b200", "gpt-oss-20b", 125_000, "auto"), OSS_20B_FIT_ASSUMPTIONS),
     Row("MoE gpt-oss-20b B200, 1 client, 125k in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1",
         "itl_s.p50", 3.17 + 2.06e-06 * 125_000, single_request_on("b200", "gpt-oss-20b", 125_000, "fp8"),
-        OSS_20B_FIT_ASSUMPTIONS),
+        OSS_20B_FIT_ASSUMPTIONS, informed=FP8_SLOPE_INFORMED),
     # vLLM PR #43232's B200 check run.
     Row("MoE Qwen3-235B-A22B-FP8 TP4 B200, fp8 KV, 64 clients, 30k in / 1k out: output tok/s", VLLM_PR_43232, "0.22.0",
         "output_tokens_per_s", 847.07, Q235_B200_30K, Q235_B200_ASSUMPTIONS, unit="tok/s"),

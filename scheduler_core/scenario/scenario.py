@@ -237,7 +237,8 @@ class Scenario:
         """One engine core's step time (one DP rank's, its MoE layers spread over TP x DP GPUs)."""
         tp = self.tensor_parallel_size
         return CostModel(self.model_spec(), resolve_gpu(self.gpu), tp,
-                         placement=ExpertPlacement(tp, self.data_parallel_size, self.enable_expert_parallel))
+                         placement=ExpertPlacement(tp, self.data_parallel_size, self.enable_expert_parallel),
+                         vllm_version=self.vllm_version)
 
     def build_workload(self) -> Workload:
         if self.trace.endswith((".json", ".json.gz")):

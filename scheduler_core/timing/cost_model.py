@@ -9,7 +9,8 @@ and with tensor parallelism two all-reduces per layer complete the step (on GPUs
 PCIe, at the cost of the all-reduce vLLM picks there: scheduler_core/timing/all_reduce.py).
 
 The rates are the GPU's *achievable* ceilings (for the H200, measured by the calibration run;
-for other GPUs, their datasheet peaks scaled by what the H200 achieves of its own datasheet), and
+for other GPUs, the H200's scaled by published kernel benchmarks where they exist, kernel_rates.py,
+else their datasheet peaks scaled by what the H200 achieves of its own datasheet), and
 `Efficiency` holds the fitted fractions of them. `benchmarks/bench_cost_model.py` refits them
 and reports the error on measured steps held out of the fit.
 """
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 from .all_reduce import PcieAllReduce
 from .attention_cost import GroupedAttention, smooth_max
-from .attention_specs import CHUNKED_LOCAL, MAMBA, SLIDING_WINDOW
+from .attention_specs import CHUNKED_LOCAL, MAMBA, MLA, SLIDING_WINDOW
+from .kernel_rates import CALIBRATION_KERNELS, AttentionKernels, attention_compute_speed, kv_read_speed
 from .moe import ExpertPlacement, MoeDispatch, dispatch_bandwidth
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
@@ -94,6 +96,8 @@ class GpuSpec:
     fp4_flops: float = 0.0  # 0: no FP4 tensor cores (before Blackwell)
     int8_flops: float = 0.0  # 0: INT8 runs at the fp8 rate (Hopper, Ada)
     generation: str = "hopper"  # picks vLLM's kernels: ampere, ada, hopper, blackwell, cdna3
+    # vLLM's attention backend there: its prefill rate and fp8 KV path (kernel_rates.py).
+    attention: AttentionKernels = CALIBRATION_KERNELS
 
     def matmul_flops(self, wdtype: str) -> float:
         return self.fp8_flops if wdtype == "fp8" else self.bf16_flops
@@ -146,7 +150,7 @@ class CostModel:
     rank of a deployment whose MoE layers span TP x DP GPUs (moe.py)."""
 
     def __init__(self, model: ModelSpec, gpu: GpuSpec, tp: int = 1, efficiency: Efficiency = Efficiency(),
-                 placement: ExpertPlacement | None = None):
+                 placement: ExpertPlacement | None = None, vllm_version: str | None = None):
         if not isinstance(tp, int) or tp < 1:
             raise ConfigError("tp", f"must be a positive integer, got {tp!r}")
         self.placement = placement or ExpertPlacement(tp)
@@ -162,9 +166,10 @@ class CostModel:
         linear_rate = gpu.matmul_flops(m.wdtype) * eff.linear_compute
         self._linear_s_per_token = 2 * m.layers * m.params_per_layer / tp / linear_rate
         self._lm_head_s_per_seq = 2 * m.hidden * m.vocab / tp / linear_rate
-        self._kv_s_per_token = m.kv_bytes_per_token / tp / (bandwidth * eff.kv_read)
+        self._set_attention_rates(vllm_version)
+        self._kv_s_per_token = m.kv_bytes_per_token / tp / self._kv_read_bandwidth
         # Q.K^T and A.V: 2 matmuls x 2 FLOPs per (query token, key token, head dim, head).
-        self._attention_s_per_pair = 4 * m.layers * m.heads * m.head_dim / tp / (gpu.bf16_flops * eff.attention_compute)
+        self._attention_s_per_pair = 4 * m.layers * m.heads * m.head_dim / tp / self._attention_flops
         activation_bytes_per_token = m.layers * (4 * m.hidden + 3 * m.inter) * 2 / tp
         self._activation_s_per_token = activation_bytes_per_token * eff.activation_traffic / bandwidth
         self._fixed_s = eff.step_overhead_s + eff.layer_overhead_s * m.layers
@@ -228,6 +233,19 @@ class CostModel:
         breakdown = {"linear": linear_s, "attention": attention_s, "other": other_s}
         return linear_s + attention_s + other_s, breakdown
 
+    def _set_attention_rates(self, vllm_version: str | None) -> None:
+        """The KV read's bandwidth and the attention FLOP/s: the calibration's fractions of the backend's
+        ceilings on this GPU, for the cache's dtype (kernel_rates.py). An MLA model's FP8 path (FlashMLA)
+        has no published figure: its fp8 cache only halves the bytes."""
+        m, eff, kernels = self.model, self.efficiency, self.gpu.attention
+        kv_dtype = m.kv_dtype
+        if m.arch is not None and any(g.kind == MLA for g in m.arch.groups):
+            kv_dtype = "bf16"  # the rates' dtype only: the bytes stay fp8's
+        read_speed = kv_read_speed(kernels, kv_dtype, m.head_dim, vllm_version)
+        ceiling = kernels.prefill_ceiling(m.head_dim, Efficiency.attention_compute) or self.gpu.bf16_flops
+        self._kv_read_bandwidth = self.gpu.mem_bandwidth * eff.kv_read * read_speed
+        self._attention_flops = ceiling * attention_compute_speed(kernels, kv_dtype, m.head_dim) * eff.attention_compute
+
     def _use_inventory(self, gpu: "GpuSpec", tp: int, eff: "Efficiency") -> None:
         """Experts, MLA or other formats (architecture.py): every step reads the always-read weights
         and the experts its tokens touch, and computes on the active parameters only."""
@@ -243,13 +261,13 @@ class CostModel:
             self._moe = (self.model.arch.moe, share * inventory.expert_bytes_each / bandwidth)
         # KV read per token from the layer groups' pages (an MLA latent, not 128 heads of K and V).
         kv_bytes = sum(g.num_layers * g.bytes_per_token(tp, DTYPE_BYTES[self.model.kv_dtype]) for g in self.model.arch.groups)
-        self._kv_s_per_token = kv_bytes / (gpu.mem_bandwidth * eff.kv_read)
+        self._kv_s_per_token = kv_bytes / self._kv_read_bandwidth
         groups = self.model.arch.groups
         if any(g.kind in (SLIDING_WINDOW, CHUNKED_LOCAL, MAMBA) for g in groups):
             # Full-attention and MLA layers alone keep the formula above (every layer sees every token).
             self._grouped_attention = GroupedAttention(
                 groups, self.model.heads / tp, self.model.head_dim, tp, DTYPE_BYTES[self.model.kv_dtype],
-                gpu.mem_bandwidth * eff.kv_read, gpu.bf16_flops * eff.attention_compute, eff.mixed_decode_query_rows)
+                self._kv_read_bandwidth, self._attention_flops, eff.mixed_decode_query_rows)
         rate = matmul_flops(gpu, inventory.fmt) * eff.linear_compute
         self._linear_s_per_token = 2 * inventory.active_params_per_token() / rate
         self._expert_s_per_token = 2 * inventory.routed_expert_params_per_token() / rate

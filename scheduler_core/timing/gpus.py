@@ -1,4 +1,5 @@
-"""The GPUs of 2025-2026 from their datasheets, scaled as presets.py scales the H100, A100 and L40S.
+"""The GPUs of 2025-2026 from their datasheets, scaled as presets.py scales the H100, A100 and L40S
+(the H200 calibration's fractions, and kernel_rates.py's measured ratios where a GPU has them).
 
 Peaks are dense (no sparsity); memory is what the driver reports (what vLLM multiplies by
 gpu_memory_utilization), about 1% under the nominal size as for the H100; interconnect is bytes/s

@@ -1,8 +1,9 @@
 """Named GPUs and models, and how many KV blocks fit in a GPU's memory.
 
 GPU figures are datasheet peaks (dense, no sparsity), turned into achievable ceilings with the
-ratios the H200 calibration run measured against its own datasheet: what one Hopper achieved is
-the best available guide to what the others achieve.
+ratios the H200 calibration run measured against its own datasheet, corrected by what published
+kernel benchmarks measured on each GPU against the H200 (kernel_rates.py: the GEMM ratio, the
+attention backend vLLM runs there); a GPU without such a figure keeps the H200's ratios.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .config_fields import MAX_SHAPE_VALUE
 from .cost_model import DTYPE_BYTES, GpuSpec, ModelSpec
 from .gpus import modern_gpus
 from .hf_config import is_hf_config, model_from_hf_config, packaged_configs, read_json
+from .kernel_rates import attention_kernels, gemm_ratio
 
 GIB = 1024**3
 
@@ -44,9 +46,11 @@ def gpu_from_datasheet(
 ) -> GpuSpec:
     """A GPU from its datasheet. Without fp8 tensor cores, fp8 weights run at the bf16 rate
     (weight-only quantisation still halves the bytes read). FP4 and INT8 peaks take the fraction
-    the H200 achieves of its fp8 peak (low-precision tensor cores alike)."""
-    bf16 = bf16_tflops * 1e12 * ACHIEVED_FRACTION["bf16"]
-    fp8 = fp8_tflops * 1e12 * ACHIEVED_FRACTION["fp8"] if fp8_tflops else bf16
+    the H200 achieves of its fp8 peak (low-precision tensor cores alike). Every tensor-core rate is
+    then scaled by the GPU's measured GEMM ratio to the H200 (kernel_rates.gemm_ratio)."""
+    gemm = gemm_ratio(name)
+    bf16 = bf16_tflops * 1e12 * ACHIEVED_FRACTION["bf16"] * gemm
+    fp8 = fp8_tflops * 1e12 * ACHIEVED_FRACTION["fp8"] * gemm if fp8_tflops else bf16
     if not generation:
         generation = "blackwell" if fp4_tflops else "ampere" if not fp8_tflops else "hopper"
     return GpuSpec(
@@ -58,9 +62,10 @@ def gpu_from_datasheet(
         interconnect_bandwidth=interconnect_gbps * 1e9,
         pcie_bandwidth=pcie_gbps * 1e9,
         nvlink_fully_connected=nvlink_fully_connected,
-        fp4_flops=fp4_tflops * 1e12 * ACHIEVED_FRACTION["fp8"],
-        int8_flops=int8_tops * 1e12 * ACHIEVED_FRACTION["fp8"],
+        fp4_flops=fp4_tflops * 1e12 * ACHIEVED_FRACTION["fp8"] * gemm,
+        int8_flops=int8_tops * 1e12 * ACHIEVED_FRACTION["fp8"] * gemm,
         generation=generation,
+        attention=attention_kernels(name),
     )
 
 
@@ -74,6 +79,7 @@ GPUS: dict[str, GpuSpec] = {
         mem_bytes=140 * GIB,  # "141 GB" on the datasheet; about 140 GiB usable as nvidia-smi reports
         interconnect_bandwidth=450e9,
         pcie_bandwidth=50e9,
+        attention=attention_kernels("h200"),
     ),
     # Memory as CUDA reports it (what vLLM multiplies by gpu_memory_utilization): an "80 GB" H100
     # or A100 shows 79.19 / 79.15 GiB in vLLM's logs, a "48 GB" L40S about 44.4 GiB.
