@@ -7,13 +7,19 @@ sharpness >= 1, latencies >= 0.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from .cost_model import CostModel, Efficiency, ModelSpec
+from .kernel_rates import CALIBRATION_KERNELS
 from .presets import GPUS, load_calibration, model_from_config
+
+# The H200 as the calibration run measured it: PyTorch's attention (SDPA), not the FlashAttention 3 that
+# vLLM runs on the same GPU (GPUS["h200"]). The fit and every check against its steps price them so.
+CALIBRATION_GPU = dataclasses.replace(GPUS["h200"], attention=CALIBRATION_KERNELS)
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,7 @@ def relative_errors(efficiency: Efficiency, steps: list[MeasuredStep]) -> list[f
     errors = []
     for step in steps:
         cost_model = models.get(step.model.name) or models.setdefault(
-            step.model.name, CostModel(step.model, GPUS["h200"], efficiency=efficiency)
+            step.model.name, CostModel(step.model, CALIBRATION_GPU, efficiency=efficiency)
         )
         errors.append(abs(step.predict(cost_model) / step.seconds - 1))
     return errors
@@ -79,7 +85,7 @@ def _loss(v: list[float], steps: list[MeasuredStep]) -> float:
     total = 0.0
     for step in steps:
         cost_model = models.get(step.model.name) or models.setdefault(
-            step.model.name, CostModel(step.model, GPUS["h200"], efficiency=efficiency)
+            step.model.name, CostModel(step.model, CALIBRATION_GPU, efficiency=efficiency)
         )
         total += math.log(step.predict(cost_model) / step.seconds) ** 2
     return total

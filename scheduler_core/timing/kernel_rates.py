@@ -163,16 +163,19 @@ HOPPER = AttentionKernels("FlashAttention 3", HOPPER_FA3_FP8)
 BLACKWELL = AttentionKernels("FlashInfer", BLACKWELL_FLASHINFER_FP8)
 AMPERE_ADA = AttentionKernels("FlashAttention 2", DEQUANTIZED)
 
-# Per GPU: the H200 keeps the calibration's kernel for bf16 (the anchor; vLLM runs FA3 there as well, but
-# an H200 step is what the calibration measured) and takes FA3's FP8 path; GPUs without a prefill figure
-# for vLLM's backend keep the calibration's: the H200 NVL (an H200 at lower clocks: no figure), B200 and
-# GB200 (FlashInfer: no published prefill rate; FA4 reaches 1,418 TFLOP/s causal at head dim 128, 8k,
-# Dao-AILab/flash-attention PR #2280, but vLLM's default there is FlashInfer and the B200 prefill rows
-# of validate_published.py are already faster than published), A100/A10G/Ada (FA2: no forward
-# figure at vLLM's shapes found), MI300X/MI325X (ROCm backends: no figure), RTX 5090 (SM120: no figure).
+# Per GPU. The H200 and H200 NVL are the H100's silicon (the same 132 SMs; the H200 at the H100's clocks,
+# the NVL at 835 of 989 TF bf16): vLLM runs FA3 there too, at the H100's rates, scaled for the NVL. The
+# calibration's own steps (PyTorch SDPA on an H200) are priced with the kernel they ran,
+# CALIBRATION_KERNELS (calibration.CALIBRATION_GPU). GPUs without a prefill figure for vLLM's backend
+# keep the calibration's rate: B200 and GB200 (FlashInfer: no published prefill rate; FA4 reaches 1,418
+# TFLOP/s causal at head dim 128, 8k, Dao-AILab/flash-attention PR #2280, but vLLM's default there is
+# FlashInfer and the B200 prefill rows of validate_published.py are already faster than published),
+# A100/A10G/Ada (FA2: no forward figure at vLLM's shapes found), MI300X/MI325X (ROCm backends: no
+# figure), RTX 5090 (SM120: no figure).
+H200_NVL_FA3 = tuple((dim, tflops * 835 / 989) for dim, tflops in H100_FA3)
 ATTENTION_KERNELS = {
-    "h200": AttentionKernels("the calibration's attention kernel; FlashAttention 3's FP8", HOPPER_FA3_FP8),
-    "h200-nvl": AttentionKernels("the calibration's attention kernel; FlashAttention 3's FP8", HOPPER_FA3_FP8),
+    "h200": AttentionKernels("FlashAttention 3", HOPPER_FA3_FP8, H100_FA3),
+    "h200-nvl": AttentionKernels("FlashAttention 3", HOPPER_FA3_FP8, H200_NVL_FA3),
     "h100-sxm": AttentionKernels("FlashAttention 3", HOPPER_FA3_FP8, H100_FA3),
     "h20": AttentionKernels("FlashAttention 3", HOPPER_FA3_FP8, H20_FA3),
     "b200": AttentionKernels("FlashInfer (calibration's prefill rate)", BLACKWELL_FLASHINFER_FP8),

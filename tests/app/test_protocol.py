@@ -575,9 +575,10 @@ def test_step_back_to_a_checkpoint_step_keeps_the_last_record(client, connect, s
 def test_step_back_late_in_a_long_run_keeps_the_event_log(client, connect):
     """After running the default preset to its end (more events than the log keeps), seeking to
     step 300 shows the same recent events as a fresh run at step 300."""
-    # The synchronous loop: its run has more events than the log keeps.
+    # The synchronous loop, with a sixth more requests: its run has more events than the log keeps.
     synchronous = copy.deepcopy(PRESET_SCENARIOS["default"])
     synchronous["engine"]["async_scheduling"] = False
+    synchronous["workload"]["num_requests"] = 140
     default = client.post("/api/sessions", json={"scenario": synchronous}).json()
     conn = connect(default)
     conn.state()

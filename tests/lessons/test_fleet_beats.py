@@ -18,8 +18,8 @@ pytestmark = pytest.mark.slow
 
 ARMS = [(lesson, arm) for lesson in FLEET_LESSONS for arm in lesson.arms]
 EXPECTED = {  # the story each arm tells, in time order
-    ("routing-with-prefix-caches", "round-robin"): ["opening", "first_route", "cold_follower", "first_hit", "worst_imbalance",
-                                                    "first_eviction", "all_prompts", "end"],
+    ("routing-with-prefix-caches", "round-robin"): ["opening", "first_route", "cold_follower", "first_hit", "first_eviction",
+                                                    "all_prompts", "worst_imbalance", "end"],
     ("routing-with-prefix-caches", "prefix-aware"): ["opening", "first_route", "first_hit", "all_prompts", "worst_imbalance",
                                                      "first_eviction", "end"],
     ("disaggregation", "colocated"): ["opening", "first_route", "first_token", "mixed_step", "slowest_decode_step", "end"],

@@ -6,6 +6,7 @@ import pytest
 
 from scheduler_core.timing.attention_cost import _keys_before, _keys_read
 from scheduler_core.timing.attention_specs import CHUNKED_LOCAL, FULL, SLIDING_WINDOW
+from scheduler_core.timing.calibration import CALIBRATION_GPU
 from scheduler_core.timing.cost_model import CostModel
 from scheduler_core.timing.presets import GPUS, MODELS
 
@@ -81,12 +82,13 @@ def test_state_layers_cost_the_same_at_any_context():
 
 
 @pytest.mark.parametrize("name, tp, expected", [
-    # Step time of [(512, 0), (1, 125000), (1, 300)] on an H200 before layer groups were costed.
+    # Step time of [(512, 0), (1, 125000), (1, 300)] on an H200 before layer groups were costed, with the
+    # calibration's attention kernel (the formula is pinned, not the kernel table).
     ("llama-3.1-8b", 1, 0.0210369033535506),
     ("qwen3-30b-a3b", 1, 0.029078608566873686),
     ("deepseek-r1", 8, 0.033453629984317765),
 ])
 def test_dense_and_full_attention_only_models_are_unchanged_to_the_bit(name, tp, expected):
-    cost_model = CostModel(MODELS[name], GPUS["h200"], tp)
+    cost_model = CostModel(MODELS[name], CALIBRATION_GPU, tp)
     assert cost_model._grouped_attention is None
     assert cost_model.step_time([(512, 0), (1, 125_000), (1, 300)], 3)[0] == expected
