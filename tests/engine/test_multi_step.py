@@ -5,6 +5,7 @@ import pytest
 
 from scheduler_core.engine.config import EngineConfig
 from scheduler_core.engine.policies.vllm_v0 import VllmV0Scheduler
+from scheduler_core.engine.releases import VLLM_PROFILES
 from scheduler_core.engine.request import Request
 from scheduler_core.errors import ConfigError
 from scheduler_core.scenario.engine_args import apply_settings, parse_vllm_command
@@ -134,3 +135,17 @@ def test_every_pass_of_a_window_is_a_step_record_with_one_token_per_request():
     # 9 tokens each: the prefill samples one, then two windows of 4 passes.
     assert len(records) == 1 + 8 and len(decodes) == 8
     assert all(len(r.scheduled) == 3 for r in decodes)
+
+
+def test_stepping_back_into_a_window_resumes_it_where_it_was():
+    workload = [RequestSpec(f"r{i}", 0.0, unique_prompt(i, 8), 9) for i in range(3)]
+    # Under a profile that pays V0's host time, so a window restarted too early would show in the clock.
+    sim = Simulation(CONFIG.replace(compat=VLLM_PROFILES["0.10.1.1"]), workload)
+    sim.step(), sim.step(), sim.step()  # the prefill, then two passes of the first window
+    state = sim.snapshot()
+    ahead = [(r.step, r.clock_s_after, "host" in r.cost_breakdown) for r in sim.records()]
+    sim.restore(state)
+    again = [(r.step, r.clock_s_after, "host" in r.cost_breakdown) for r in sim.records()]
+
+    assert again == ahead
+    assert [host for _, _, host in ahead] == [False, False, True, False, False, False]
