@@ -181,27 +181,34 @@ FP8_KV_FIT_ASSUMPTIONS = (FP8_KV_COMMON + "; the published figure is the post's 
                           "(inside its measured 256-125k range), not a single measured point; ITL is servescope's median")
 
 
-def lambda_v060_70b_tp4() -> dict:
+def lambda_v060_70b_tp4(num_scheduler_steps: int = 1) -> dict:
     """Lambda's v0.6.0 run, per its benchmark.py: `python3 -m vllm.entrypoints.openai.api_server --model ...
     --max-model-len 2048 --gpu-memory-utilization 0.95 --max-num-seqs 256 --num-scheduler-steps N
     --enable-chunked-prefill False --tensor-parallel-size 4`, then 5000 ShareGPT prompts all at once."""
     return {
         "model": "llama-3.3-70b", "gpu": "h100-sxm", "tensor_parallel_size": 4, "gpu_memory_utilization": 0.95,
+        # The oldest profile servescope has, whose V0 engine still had multi-step and pays V0's CPU time.
+        "vllm_version": "0.10.0",
         "engine": {"policy": "vllm-v0", "enable_chunked_prefill": False, "enable_prefix_caching": False,
-                   "max_num_seqs": 256, "max_model_len": 2048, "max_num_batched_tokens": 2048},
+                   "max_num_seqs": 256, "max_model_len": 2048, "max_num_batched_tokens": 2048,
+                   "num_scheduler_steps": num_scheduler_steps},
         "workload": {"num_requests": 5000, "arrival_rate": math.inf, "lengths": "lognormal", "prompt_len": 202,
                      "output_len": 179, "sigma": 1.0, "seed": 0},
     }
 
 
+V0_ENGINE_ASSUMPTION = ("run under servescope's oldest profile, 0.10.0, the last whose V0 engine had multi-step: "
+                        "V0's CPU time per scheduler call (timing/v0_host_time.py: 4 ms + 35 us per request, from "
+                        "vLLM RFC #6854 and the v0.6.0 post, both profiling 0.5.3, so an upper estimate for 0.6.0) "
+                        "and --num-scheduler-steps as the row says, 1 or 10 (engine/multi_step.py); the API "
+                        "server's time (the post's other third: detokenizing and streaming 256 streams' tokens) is "
+                        "not charged")
 LAMBDA_ASSUMPTIONS = ("the section names no GPU: H100 80GB SXM inferred from its 8B and 405B-FP8 rows, which are of the "
                       "report's H100 magnitude (3,032 and 1,220 tok/s) and not its A100's (1,518 and 468), and from "
                       "benchmark.sh's default GPU; 'Llama 3.1 70B' read as bf16 (the table marks only the 405B as FP8); "
                       "V0 prefill-first scheduling (servescope's vllm-v0 policy), 2048-token budget, no prefix caching; "
                       "ShareGPT lengths as lognormal (sigma 1.0) with the means vLLM's v0.6.0 post gives for its "
-                      "ShareGPT sample with the Llama 3 tokenizer (202 in / 179 out); servescope models neither V0's "
-                      "per-step CPU time, which that post names as the bottleneck, nor multi-step scheduling, so the "
-                      "1-step and 10-step rows run the same simulation")
+                      "ShareGPT sample with the Llama 3 tokenizer (202 in / 179 out); " + V0_ENGINE_ASSUMPTION)
 
 VLLM_FP8_KV_FIT_B200 = ("vLLM blog, 'The State of FP8 KV-Cache and Attention Quantization in vLLM' (2026-04-22), "
                         "vllm.ai/blog/fp8-kvcache, section 'Performance with FlashInfer on Blackwell (B200) GPUs', "
@@ -220,14 +227,12 @@ LAMBDA_V060_8B = ("Lambda, 'LLMs inference benchmarks, using vLLM, on Lambda Clo
 LAMBDA_8B_ASSUMPTIONS = ("as rows 21-24 (the same report and table layout, one GPU): H100 80GB SXM inferred, 'Llama 3.1 "
                          "8B' read as bf16 (the table marks only the 405B as FP8), V0 prefill-first scheduling "
                          "(servescope's vllm-v0 policy), 2048-token budget, no prefix caching, ShareGPT as lognormal "
-                         "(sigma 1.0, 202 in / 179 out), utilization 0.95 (the report's benchmark.py); V0's per-step "
-                         "CPU time and multi-step scheduling are not modelled, so the 1-step and 10-step rows run the "
-                         "same simulation")
+                         "(sigma 1.0, 202 in / 179 out), utilization 0.95 (the report's benchmark.py); " + V0_ENGINE_ASSUMPTION)
 
 
-def lambda_v060_8b() -> dict:
+def lambda_v060_8b(num_scheduler_steps: int = 1) -> dict:
     """Lambda's v0.6.0 run of Llama 3.1 8B on one GPU: the 70B run's flags (`lambda_v060_70b_tp4`) without TP."""
-    return {**lambda_v060_70b_tp4(), "model": "llama-3.1-8b", "tensor_parallel_size": 1}
+    return {**lambda_v060_70b_tp4(num_scheduler_steps), "model": "llama-3.1-8b", "tensor_parallel_size": 1}
 
 
 ROWS = [
@@ -280,9 +285,9 @@ ROWS = [
     Row("70B TP4 H100, ShareGPT burst, V0: median TPOT", LAMBDA_V060, "0.6.0", "tpot_s.p50", 102.99,
         lambda_v060_70b_tp4(), LAMBDA_ASSUMPTIONS),
     Row("70B TP4 H100, ShareGPT burst, V0 10-step: output tok/s", LAMBDA_V060, "0.6.0", "output_tokens_per_s", 3542.88,
-        lambda_v060_70b_tp4(), LAMBDA_ASSUMPTIONS, unit="tok/s"),
+        lambda_v060_70b_tp4(10), LAMBDA_ASSUMPTIONS, unit="tok/s"),
     Row("70B TP4 H100, ShareGPT burst, V0 10-step: median TPOT", LAMBDA_V060, "0.6.0", "tpot_s.p50", 61.10,
-        lambda_v060_70b_tp4(), LAMBDA_ASSUMPTIONS),
+        lambda_v060_70b_tp4(10), LAMBDA_ASSUMPTIONS),
     # Issue 27, item 6: more figures, on more GPUs. Rows 25-32 read the rest of rows 8-11's table
     # (its throughput and TTFT columns, and its 64-client point).
     Row("8B H100, 1 client: output tok/s", INFERENCEBENCH, "0.21.0", "output_tokens_per_s", 122.2, inferencebench(1),
@@ -319,9 +324,9 @@ ROWS = [
     Row("8B H100, ShareGPT burst, V0: median TPOT", LAMBDA_V060_8B, "0.6.0", "tpot_s.p50", 196.24,
         lambda_v060_8b(), LAMBDA_8B_ASSUMPTIONS),
     Row("8B H100, ShareGPT burst, V0 10-step: output tok/s", LAMBDA_V060_8B, "0.6.0", "output_tokens_per_s", 8088.35,
-        lambda_v060_8b(), LAMBDA_8B_ASSUMPTIONS, unit="tok/s"),
+        lambda_v060_8b(10), LAMBDA_8B_ASSUMPTIONS, unit="tok/s"),
     Row("8B H100, ShareGPT burst, V0 10-step: median TPOT", LAMBDA_V060_8B, "0.6.0", "tpot_s.p50", 25.57,
-        lambda_v060_8b(), LAMBDA_8B_ASSUMPTIONS),
+        lambda_v060_8b(10), LAMBDA_8B_ASSUMPTIONS),
 ]
 
 
@@ -440,6 +445,8 @@ MIXTRAL_2RPS = {
     "model": "mixtral-8x7b", "gpu": "a100-80g", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.9,
     # vLLM 0.5.1's V0 engine: prefill-first, chunked prefill and prefix caching off by default, so the
     # budget is one max_model_len prompt (32,768) and 256 sequences.
+    # Under the oldest profile servescope has, whose V0 engine pays V0's CPU time (as rows 21-24).
+    "vllm_version": "0.10.0",
     "engine": {"policy": "vllm-v0", "enable_chunked_prefill": False, "enable_prefix_caching": False,
                "max_num_seqs": 256, "max_model_len": 32768, "max_num_batched_tokens": 32768},
     "workload": {"num_requests": 500, "arrival_rate": 2.0, "lengths": "lognormal", "prompt_len": 227,
@@ -500,9 +507,10 @@ Q235_B200_ASSUMPTIONS = ("vLLM main of 2026-06-03 taken as 0.22.0, the release b
 MIXTRAL_ASSUMPTIONS = ("the published figure is the totals' quotient (103,017 tokens / 275.60 s), not a printed line; "
                        "A800-SXM4 simulated as an A100-80GB SXM (same memory and compute; the A800's NVLink is 400 GB/s "
                        "against the A100's 600); vLLM 0.5.1's V0 engine as servescope's vllm-v0 policy (prefill-first, "
-                       "whole prompts, 32,768-token budget, 256 seqs), whose per-step CPU time is not modelled (see rows "
-                       "21-24); Mixtral-8x7B-v0.1 has the Instruct preset's shape; ShareGPT as lognormal (sigma 1.0) "
-                       "with the totals' means (113,447 in / 103,017 out over 500 requests); Poisson arrivals")
+                       "whole prompts, 32,768-token budget, 256 seqs) under the 0.10.0 profile, with V0's CPU time per "
+                       "scheduler call as rows 21-24 (0.5.1 had no multi-step); Mixtral-8x7B-v0.1 has the Instruct "
+                       "preset's shape; ShareGPT as lognormal (sigma 1.0) with the totals' means (113,447 in / "
+                       "103,017 out over 500 requests); Poisson arrivals")
 
 VLLM_FP8_KV_LOAD_OSS = ("vLLM blog, 'The State of FP8 KV-Cache and Attention Quantization in vLLM' (2026-04-22), "
                         "vllm.ai/blog/fp8-kvcache, Table 5: gpt-oss-20b on one H100, vllm bench serve, 150 requests at "

@@ -20,6 +20,7 @@ from .kv_cache_groups import (
     parse_kv_cache_groups,
     spell_kv_cache_groups,
 )
+from .multi_step import MAX_NUM_SCHEDULER_STEPS, check_multi_step
 from .releases import LATEST, VLLM_PROFILES, VllmCompat, VllmRelease
 from .spec_decode import EAGLE_METHODS, SpeculativeConfig
 
@@ -77,6 +78,10 @@ class EngineConfig:
     # queue of two). Off here; `resolve_async_scheduling` gives vLLM's own default.
     async_scheduling: bool = setting(False, "schedule the next step while this one runs (unset: vLLM's default for "
                                             "the version: on for 0.33.0)", flag="--async-scheduling", left_open=True)
+    # vLLM V0's `num_scheduler_steps` (0.5.5-0.10.0): one scheduler call, then this many decode passes
+    # back to back (multi_step.py). V1 never had it.
+    num_scheduler_steps: int = setting(1, "decode passes per scheduler call: V0's multi-step scheduling (vllm-v0 only)",
+                                       bound=Bound(1, MAX_NUM_SCHEDULER_STEPS), flag="--num-scheduler-steps")
     # vLLM's `speculative_config` (None: no drafts).
     speculative_config: SpeculativeConfig | None = setting(
         None, 'speculative decoding as vLLM spells it, e.g. \'{"method": "eagle", "num_speculative_tokens": 3}\', '
@@ -115,6 +120,8 @@ class EngineConfig:
         for name, allowed in ENGINE_CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ConfigError(name, f"unknown value {getattr(self, name)!r}; expected one of {list(allowed)}")
+        if self.num_scheduler_steps > 1:
+            check_multi_step(self)
         if self.max_num_batched_tokens < self.max_num_seqs:
             raise ConfigError(
                 "max_num_batched_tokens", f"must be >= max_num_seqs ({self.max_num_seqs}): every running request needs a token"
@@ -169,6 +176,9 @@ class EngineConfig:
             del data["kv_cache_groups"]
         if not self.kv_connector:
             del data["kv_connector"]
+        if self.num_scheduler_steps == 1:
+            del data["num_scheduler_steps"]  # as above: the single step every engine but V0's multi-step takes
+
         spec = data["speculative_config"]
         for name in ("disable_eagle_block_drop", "disable_lookahead_block_hashes"):
             if spec is not None and not spec[name]:

@@ -49,6 +49,8 @@ class SchedulerOutput:
     sampling_reqs: list[str] = field(default_factory=list)
     # request id -> draft tokens verified in this step (speculative decoding).
     scheduled_spec_decode_tokens: dict[str, int] = field(default_factory=dict)
+    # False for a multi-step window's later passes (multi_step.py): no scheduler call, so no host work.
+    is_first_multi_step: bool = True
 
     @property
     def total_num_scheduled_tokens(self) -> int:

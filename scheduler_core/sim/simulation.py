@@ -23,8 +23,8 @@ from ..engine.step_record import ScheduledChunk, StepRecord
 from ..errors import ConfigError
 from ..timing.cost_model import CostModel
 from ..timing.eager import EagerLaunch
-from ..timing.host_time import NO_HOST_TIME, HostTime
 from ..timing.presets import GPUS, MODELS
+from ..timing.v0_host_time import engine_host_time
 from ..utils import cdiv
 from ..workload.workload import RequestSpec, RequestTable, Workload
 from .arrivals import arrival_order
@@ -63,7 +63,7 @@ class Simulation:
         self.config = config
         self.workload = workload
         self.cost_model = cost_model or CostModel(MODELS["llama-3.1-8b"], GPUS["h200"])
-        self.host_time = HostTime() if config.policy == "vllm-v1" else NO_HOST_TIME
+        self.host_time = engine_host_time(config)
         self.eager_launch_s = EagerLaunch().seconds(self.cost_model.model.layers) if config.policy == "naive" else 0.0
         # Finished requests stay inspectable unless a long headless run asks for bounded memory.
         self.keep_finished = keep_finished
@@ -252,7 +252,8 @@ class Simulation:
         num_scheduled, clock_before = len(batch.scheduled), batch.clock_before
         if batch.engine_pass is None:
             step_s, breakdown = self._gpu_time(batch.output, moe_num_tokens)
-            host_s = self.host_time.seconds(num_scheduled)
+            # A multi-step window's later passes skip the scheduler, and its host work with it.
+            host_s = self.host_time.seconds(num_scheduled) if batch.output.is_first_multi_step else 0.0
             if host_s:
                 # Synchronous scheduling: the GPU waits for the host's work on every step.
                 breakdown["host"] = host_s

@@ -28,7 +28,6 @@ class HostTime:
         return self.per_request_s * num_scheduled_reqs
 
 
-# The V0 engine and the static-batching baseline are modelled on the GPU's time alone: V0's host
-# time is several times V1's (its 1-step against 10-step figures in benchmarks/validate_published.py)
-# and no measurement of it per request was found.
+# The static-batching baselines, and the vllm-v0 policy under a profile without V0 (v0_host_time.py),
+# are modelled on the GPU's time alone.
 NO_HOST_TIME = HostTime(0.0)

@@ -42,6 +42,8 @@ CASES = [
     (["--async-scheduling"], "engine.async_scheduling", True),
     (["--speculative-config", '{"method": "eagle", "num_speculative_tokens": 2}'], "engine.speculative_config",
      SpeculativeConfig("eagle", 2)),
+    # More than one step is V0's (tests/engine/test_multi_step.py), which a `vllm serve` line cannot name.
+    (["--num-scheduler-steps", "1"], "engine.num_scheduler_steps", 1),
 ]
 
 
