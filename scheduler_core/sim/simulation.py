@@ -79,8 +79,7 @@ class Simulation:
             self.metrics.spec_decode = self.scheduler.spec_stats
         self.step_index = 0
         self.clock_s = 0.0
-        # Restores so far (step back, reset): each begins a new series of vLLM's counters, which
-        # never go backwards within one (app/vllm_metrics.py). Not part of any snapshot.
+        # Restores so far, in no snapshot: each starts a new series of vLLM's counters (app/vllm_metrics.py).
         self.num_restores = 0
         # Open loop: requests reach the engine in arrival order (ties in workload order), read
         # from the workload one at a time so a long run holds only those in flight. Closed loop:
@@ -425,8 +424,7 @@ class Simulation:
         self.scheduler.kv_cache_manager.enable_events()
 
     def enable_vllm_stats(self) -> None:
-        """From now on every step is also counted as vLLM's Prometheus logger counts it
-        (`metrics.vllm`, sim/vllm_stats.py), for a `/metrics` endpoint; call it before the first step."""
+        """Count every step from now on as vLLM's Prometheus logger would (`metrics.vllm`, for /metrics)."""
         self.metrics.vllm = VllmStats(self.config.max_model_len)
 
     def kv_view(self) -> KVCacheView:

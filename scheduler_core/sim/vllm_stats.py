@@ -67,6 +67,15 @@ class FixedHistogram:
         self.sum += value
         self.count += 1
 
+    def observe_all(self, values: Sequence[float]) -> None:
+        """The values in turn (a decode step brings one inter-token latency per running request)."""
+        counts, bounds, total = self.counts, self.bounds, self.sum
+        for value in values:
+            counts[bisect_left(bounds, value)] += 1
+            total += value
+        self.sum = total
+        self.count += len(values)
+
     def cumulative(self) -> list[int]:
         """Counts at or under each bound, then +Inf (the `_bucket` samples)."""
         out, running = [], 0
@@ -130,21 +139,25 @@ class VllmStats:
             live.setdefault(rid, _RequestStats()).num_unreported_preemptions += 1
         finished_by_id = {request.request_id: request for request in finished}
         histograms = self.histograms
-        ttft, itl = histograms["time_to_first_token_seconds"], histograms["inter_token_latency_seconds"]
+        ttft = histograms["time_to_first_token_seconds"]
+        inter_token_latencies = []
         num_outputs = num_new_tokens = num_prompt_computed = 0
-        for rid in dict.fromkeys([*record.sampled, *finished_by_id]):
+        for rid in dict.fromkeys([*record.sampled, *finished_by_id]) if finished else record.sampled:
             request = finished_by_id.get(rid) or requests.get(rid)
             if request is None:
                 continue
-            stats = live.get(rid) or live.setdefault(rid, _RequestStats())
+            stats = live.get(rid)
+            if stats is None:
+                stats = live[rid] = _RequestStats()
             new_tokens = request.num_output_tokens - stats.num_generation_tokens
             if new_tokens <= 0 and rid not in finished_by_id:
                 continue  # a stale output (async scheduling, preempted since): nothing reaches the client
             num_outputs += 1
             num_new_tokens += new_tokens
             stats.num_generation_tokens = request.num_output_tokens
-            self.num_preemptions += stats.num_unreported_preemptions
-            stats.num_unreported_preemptions = 0
+            if stats.num_unreported_preemptions:
+                self.num_preemptions += stats.num_unreported_preemptions
+                stats.num_unreported_preemptions = 0
             if stats.first_token_ts is None:
                 cached = max(request.num_cached_tokens, 0)
                 self.prompt_tokens += request.num_prompt_tokens
@@ -154,10 +167,11 @@ class VllmStats:
                 ttft.observe(now - request.arrival_time)
                 stats.first_token_ts = now
             else:
-                itl.observe(now - stats.last_token_ts)
+                inter_token_latencies.append(now - stats.last_token_ts)
             stats.last_token_ts = now
             if rid in finished_by_id:
                 self._finish(request, live.pop(rid), now)
+        histograms["inter_token_latency_seconds"].observe_all(inter_token_latencies)
         self.generation_tokens += num_new_tokens
         if num_outputs:
             histograms["iteration_tokens_total"].observe(num_prompt_computed + num_new_tokens)
