@@ -58,10 +58,11 @@ def prometheus(tmp_path):
                                 "params": {"session": [session_id]},
                                 "static_configs": [{"targets": [f"127.0.0.1:{target_port}"]}]}],
         }))
-        processes.append(subprocess.Popen(
-            [str(PROMETHEUS), f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
-             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-            stdout=subprocess.DEVNULL, stderr=(tmp_path / "prometheus.log").open("w")))
+        with (tmp_path / "prometheus.log").open("w") as log:
+            processes.append(subprocess.Popen(
+                [str(PROMETHEUS), f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
+                 f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+                stdout=subprocess.DEVNULL, stderr=log))
         return f"http://127.0.0.1:{port}"
 
     yield start
@@ -108,24 +109,24 @@ def test_every_panel_of_vllms_grafana_dashboard_has_data(prometheus):
         created = server.create({"scenario": SCENARIO})
         url = prometheus(server.port, created["session_id"])
         play(server, created)
-        api = httpx.Client(base_url=url, timeout=5)
-        deadline = time.monotonic() + DEADLINE_S
-        model_names: list[str] = []
-        while not model_names and time.monotonic() < deadline:
-            time.sleep(SCRAPE_INTERVAL_S)
-            try:
-                model_names = api.get("/api/v1/label/model_name/values").json()["data"]
-            except httpx.TransportError:
-                continue  # Prometheus still starting
-        assert model_names, "Prometheus never scraped /metrics"
-        queries = panel_queries(model_names[0])
-        assert len(queries) == 12
-        empty = set(queries)
-        while empty and time.monotonic() < deadline:
-            time.sleep(SCRAPE_INTERVAL_S)
-            empty = {title for title in empty if not any(has_data(api, expr) for expr in queries[title])}
-        assert empty == set(), f"panels without data: {sorted(empty)}"
-        # One series per finish reason (vLLM's `finished_reason` label), not one unlabeled total.
-        (finish_reason,) = queries["Finish Reason"]
-        series = api.get("/api/v1/query", params={"query": finish_reason}).json()["data"]["result"]
-        assert {"length", "stop"} <= {one["metric"].get("finished_reason") for one in series}
+        with httpx.Client(base_url=url, timeout=5) as api:
+            deadline = time.monotonic() + DEADLINE_S
+            model_names: list[str] = []
+            while not model_names and time.monotonic() < deadline:
+                time.sleep(SCRAPE_INTERVAL_S)
+                try:
+                    model_names = api.get("/api/v1/label/model_name/values").json()["data"]
+                except httpx.TransportError:
+                    continue  # Prometheus still starting
+            assert model_names, "Prometheus never scraped /metrics"
+            queries = panel_queries(model_names[0])
+            assert len(queries) == 12
+            empty = set(queries)
+            while empty and time.monotonic() < deadline:
+                time.sleep(SCRAPE_INTERVAL_S)
+                empty = {title for title in empty if not any(has_data(api, expr) for expr in queries[title])}
+            assert empty == set(), f"panels without data: {sorted(empty)}"
+            # One series per finish reason (vLLM's `finished_reason` label), not one unlabeled total.
+            (finish_reason,) = queries["Finish Reason"]
+            series = api.get("/api/v1/query", params={"query": finish_reason}).json()["data"]["result"]
+            assert {"length", "stop"} <= {one["metric"].get("finished_reason") for one in series}
