@@ -6,6 +6,8 @@ reset, not when the default session changes."""
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.vllm_metrics import EngineSeries, render_metrics
+from scheduler_core.scenario.scenario import Scenario
 from tests.app.clients import app_client, create, default_scenario
 
 # vLLM's bucket families (vllm/v1/metrics/buckets.py).
@@ -216,3 +218,36 @@ def test_a_scrape_changes_nothing(client):
 
     assert texts[0] == texts[1]
     assert session.step == 100 and session.sim.num_restores == 0 and len(session.checkpoints) == checkpoints
+
+
+def without_engine(text: str) -> dict[tuple, float]:
+    return {(name, tuple(label for label in labels if label[0] != "engine")): value
+            for (name, labels), value in counter_samples(text).items()}
+
+
+def test_after_a_step_back_the_new_series_holds_the_counts_of_that_step(client):
+    """The restored engine counts as it had at that step: the same as a session played straight there."""
+    back, straight = create(client, preset="default"), create(client, preset="default")
+    play(client, back, 300).seek(120)
+    play(client, straight, 120)
+
+    texts = [client.get(f"/metrics?session={created['session_id']}").text for created in (back, straight)]
+
+    assert without_engine(texts[0]) == without_engine(texts[1])
+
+
+def test_several_engines_render_as_one_exposition_with_a_series_each():
+    """What a server of several engines (replicas) would expose: each family once, a series per engine."""
+    sims = []
+    for seed in (1, 2):
+        sim = Scenario.from_dict({"workload": {"num_requests": 20, "seed": seed}}).build()
+        sim.enable_vllm_stats()
+        sim.run(200)
+        sims.append(sim)
+
+    found = families(render_metrics([EngineSeries(sim, "m", str(index)) for index, sim in enumerate(sims)]).decode())
+
+    assert found.keys() == VLLM_0_33_DEFAULT_METRICS.keys()
+    generation = {s.labels["engine"]: s.value for s in found["vllm:generation_tokens"].samples if s.name.endswith("_total")}
+    assert generation == {str(i): float(sim.metrics.vllm.generation_tokens) for i, sim in enumerate(sims)}
+    assert len(found["vllm:admission_rejections"].samples) == 2  # no engine label: one per reason for the model
