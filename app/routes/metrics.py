@@ -11,6 +11,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request, Response
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from ..rate_limits import limit
 from ..session import Session
 from ..vllm_metrics import EngineSeries, engine_label, render_metrics
 from .api import client_of
@@ -28,6 +29,7 @@ def session_series(session: Session) -> EngineSeries:
 
 @router.get("/metrics")
 def prometheus_metrics(request: Request, session: str = "") -> Response:
+    limit(request, "metrics")  # a scrape renders a few hundred series: milliseconds of CPU
     manager = request.app.state.manager
     if session:
         live = manager.get(session)

@@ -251,3 +251,12 @@ def test_several_engines_render_as_one_exposition_with_a_series_each():
     generation = {s.labels["engine"]: s.value for s in found["vllm:generation_tokens"].samples if s.name.endswith("_total")}
     assert generation == {str(i): float(sim.metrics.vllm.generation_tokens) for i, sim in enumerate(sims)}
     assert len(found["vllm:admission_rejections"].samples) == 2  # no engine label: one per reason for the model
+
+
+def test_scrapes_have_a_budget_per_client():
+    """Past its burst a client's scrapes find 429 with Retry-After (a scrape costs milliseconds of CPU)."""
+    with app_client(compute_per_client_per_s=1.0, compute_burst=3.0) as client:
+        statuses = [client.get("/metrics") for _ in range(4)]
+
+    assert [response.status_code for response in statuses] == [200, 200, 200, 429]
+    assert "metrics scrapes" in statuses[-1].json()["detail"] and statuses[-1].headers["retry-after"]
