@@ -25,7 +25,7 @@ import signal
 import sys
 
 from scheduler_core.cluster.scenario import ClusterScenario
-from scheduler_core.exports.perfetto import PerfettoWriter
+from scheduler_core.exports.perfetto import writer_for
 from scheduler_core.lessons.fleet import FLEET_LESSONS_BY_NAME
 from scheduler_core.lessons.fleet_timeline import fleet_timeline
 from scheduler_core.scenario.scenario import Scenario
@@ -37,7 +37,7 @@ from .why_replay import replay_reasons
 
 def write_export(kind: str, scenario: Scenario, num_steps: int, out) -> None:
     sim = scenario.build(keep_finished=kind == "trace")
-    writer = PerfettoWriter(out) if kind == "trace" else None
+    writer = writer_for(sim, out) if kind == "trace" else None
     for _ in range(num_steps):
         if sim.done:
             break

@@ -1,6 +1,6 @@
 """Rate limits on the endpoints that compute: each client, and the server as a whole, may spend
 only so many requests a second on each kind of work (validating a scenario, a step's "why",
-creating a session, a fleet run, a sweep, an export), with a burst on top.
+creating a session, a fleet run, a sweep, an export, a /metrics scrape), with a burst on top.
 
 A limit is a token bucket: `burst` tokens, refilled at `rate_per_s`; a request takes one, and
 finds 429 with `Retry-After` (the seconds until a token is back) when none is left. Per client
@@ -83,7 +83,8 @@ class RateLimits:
         self.limits = {name: RateLimit(what, per_client * share, per_server * share, burst)
                        for name, what, share in (("validate", "validations", 1.0), ("why", "uncached step reasons", 0.5),
                                                  ("session", "new sessions", 1.0), ("fleet", "fleet runs", 1.0),
-                                                 ("sweep", "sweeps", 0.5), ("export", "exports", 1.0))}
+                                                 ("sweep", "sweeps", 0.5), ("export", "exports", 1.0),
+                                                 ("metrics", "metrics scrapes", 1.0))}
 
     def check(self, name: str, client: str, cost: float = 1.0) -> None:
         self.limits[name].check(client, cost)

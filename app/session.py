@@ -120,6 +120,8 @@ class Session:
         self.sim = scenario.build(keep_finished=True)
         # Each step's record carries its KV events; the blocks and tables they touched wait here for the next delta.
         self.sim.enable_kv_events()
+        # vLLM's Prometheus counters for /metrics, part of every checkpoint (so step back restores them).
+        self.sim.enable_vllm_stats()
         self.kv_changes = KVChanges()
         # Step back: simulation snapshots with the event log as it was then (the log is bounded, so
         # replaying from a checkpoint alone could not bring back events it had already dropped).

@@ -129,6 +129,8 @@ class MetricsCollector:
         self.block_size = block_size
         # The scheduler's spec-decode counters, when drafts are on (reported under vLLM's names).
         self.spec_decode = None
+        # vLLM's Prometheus counters, when a caller asked for them (Simulation.enable_vllm_stats).
+        self.vllm = None
         self.slo = slo
         self.ttft = StreamingHistogram()
         self.tpot = StreamingHistogram()

@@ -30,6 +30,7 @@ from ..workload.workload import RequestSpec, RequestTable, Workload
 from .arrivals import arrival_order
 from .frozen_state import FrozenState, SimulationState
 from .metrics import SLO, MetricsCollector
+from .vllm_stats import VllmStats
 
 
 class SimulationStalled(RuntimeError):
@@ -78,6 +79,8 @@ class Simulation:
             self.metrics.spec_decode = self.scheduler.spec_stats
         self.step_index = 0
         self.clock_s = 0.0
+        # Restores so far, in no snapshot: each starts a new series of vLLM's counters (app/vllm_metrics.py).
+        self.num_restores = 0
         # Open loop: requests reach the engine in arrival order (ties in workload order), read
         # from the workload one at a time so a long run holds only those in flight. Closed loop:
         # a heap of (release time, order, spec), the first `concurrency` at once, one more per finish.
@@ -325,6 +328,8 @@ class Simulation:
         metrics.prefix_queries, metrics.prefix_hits = stats.queries, stats.hits
         for request in result.finished:
             metrics.observe_finished(request)
+        if metrics.vllm is not None:
+            metrics.vllm.record(record, self.scheduler.requests, result.finished)
         tokens_in_cache = sum(r.num_computed_tokens for r in self.scheduler.running) - kv.num_shared_slots
         metrics.observe_step(record, kv.num_used_blocks, tokens_in_cache)
 
@@ -411,12 +416,17 @@ class Simulation:
         self.scheduler, self.engine_loop, self.metrics = state.frozen.thaw()
         self._gpu_free_at = state.gpu_free_at
         self.finished_requests = dict(state.finished_requests)
+        self.num_restores += 1
 
     # -- read-only views --------------------------------------------------------------------
     def enable_kv_events(self) -> None:
         """From now on each step's record carries the KV cache's events (`StepRecord.kv_events`),
         for viewers that redraw only the blocks and tables that changed."""
         self.scheduler.kv_cache_manager.enable_events()
+
+    def enable_vllm_stats(self) -> None:
+        """Count every step from now on as vLLM's Prometheus logger would (`metrics.vllm`, for /metrics)."""
+        self.metrics.vllm = VllmStats(self.config.max_model_len)
 
     def kv_view(self) -> KVCacheView:
         """A read-only look at the KV cache as it is now (ask again after `restore`)."""

@@ -8,7 +8,6 @@ import json
 import time
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from app.frames import finite
 from app.schemas import CompatModel, EngineModel, WorkloadModel
@@ -425,44 +424,6 @@ def test_exports_of_a_fresh_session_are_empty(client):
 
 
 # -- Prometheus /metrics and /healthz ------------------------------------------------------
-
-
-def prometheus_samples(text: str) -> dict[str, list]:
-    samples: dict[str, list] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples.setdefault(sample.name, []).append(sample)
-    return samples
-
-
-def test_prometheus_metrics_use_vllm_names(client, stepped):
-    """/metrics exposes vLLM's gauges and a TTFT histogram once requests have finished."""
-    created, _ = stepped
-    sim = fresh_simulation(default_scenario(), NUM_EXPORT_STEPS)
-
-    text = client.get(f"/metrics?session={created['session_id']}").text
-    samples = prometheus_samples(text)
-
-    assert "vllm:num_requests_running" in text
-    assert "vllm:kv_cache_usage_perc" in text
-    assert "vllm:time_to_first_token_seconds_bucket" in text
-    assert samples["vllm:num_requests_running"][0].value == len(sim.scheduler.running)
-    assert samples["vllm:kv_cache_usage_perc"][0].value == pytest.approx(sim.scheduler.kv_cache_manager.usage)
-    assert samples["vllm:request_success_total"][0].value == sim.metrics.num_finished > 0
-
-
-def test_prometheus_ttft_histogram_is_cumulative_and_counts_every_finish(client, stepped):
-    """TTFT buckets never decrease, +Inf equals _count, and _count is the number finished."""
-    created, _ = stepped
-
-    samples = prometheus_samples(client.get(f"/metrics?session={created['session_id']}").text)
-    buckets = samples["vllm:time_to_first_token_seconds_bucket"]
-    counts = [b.value for b in sorted(buckets, key=lambda b: float(b.labels["le"]))]
-
-    assert counts == sorted(counts)
-    assert buckets[-1].labels["le"] == "+Inf"
-    assert counts[-1] == samples["vllm:time_to_first_token_seconds_count"][0].value
-    assert counts[-1] == samples["vllm:request_success_total"][0].value
 
 
 def test_prometheus_metrics_without_sessions_is_empty_but_ok(client):
