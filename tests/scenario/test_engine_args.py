@@ -42,6 +42,7 @@ CASES = [
     (["--async-scheduling"], "engine.async_scheduling", True),
     (["--speculative-config", '{"method": "eagle", "num_speculative_tokens": 2}'], "engine.speculative_config",
      SpeculativeConfig("eagle", 2)),
+    (["--prefix-caching-hash-algo", "sha256_cbor"], "engine.prefix_caching_hash_algo", "sha256_cbor"),
 ]
 
 
