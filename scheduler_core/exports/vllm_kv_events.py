@@ -26,7 +26,7 @@ from ..engine import kv_events as engine_events
 from ..engine.config import EngineConfig
 from ..engine.eagle_hit_rule import eagle_hit_rule
 from ..engine.kv_cache_groups import CHUNKED_LOCAL, FULL_ATTENTION, MAMBA, SLIDING_WINDOW
-from ..engine.request import Request
+from ..engine.request import SAMPLED_TOKEN_ID, Request
 from ..engine.single_type_kv_cache_manager import group_hash
 from ..engine.step_record import StepRecord
 from ..engine.vllm_block_hash import DEFAULT_NONE_HASH_SEED, VllmBlockHasher, external_block_hash
@@ -159,12 +159,12 @@ class KVEventBatcher:
     def _chain(self, request: Request, num_blocks: int) -> list[bytes]:
         """vLLM's hashes of the request's first `num_blocks` blocks (extended as it grows)."""
         chain = self._chains.setdefault(request.request_id, [])
-        size, lookahead, token_id = self.block_size, self.num_lookahead_tokens, request.token_id
+        size, lookahead = self.block_size, self.num_lookahead_tokens
         while len(chain) < num_blocks:
             start = len(chain) * size
-            tokens = [token_id(p) for p in range(start, start + size)]
-            extra = (None, *(token_id(p) for p in range(start + size, start + size + lookahead))) if lookahead else None
-            chain.append(self.hasher.hash_block_tokens(chain[-1] if chain else None, tokens, extra))
+            tokens = token_ids(request, start, start + size + lookahead)
+            extra = (None, *tokens[size:]) if lookahead else None
+            chain.append(self.hasher.hash_block_tokens(chain[-1] if chain else None, tokens[:size], extra))
         return chain
 
     def _external(self, block_hash: bytes) -> int | bytes:
@@ -184,16 +184,24 @@ class KVEventBatcher:
         return BlockStored(
             block_hashes=hashes,
             parent_block_hash=self._external(chain[first.block_index - 1]) if first.block_index else None,
-            token_ids=[request.token_id(p) for p in range(start, end)],
+            token_ids=token_ids(request, start, end),
             block_size=size, lora_id=None, medium=MEDIUM_GPU, lora_name=None,
             # vLLM writes one entry per block, None without LoRA, multimodal inputs or cache_salt.
             extra_keys=[None] * len(run),
             group_idx=first.group_id,
             kv_cache_spec_kind=SPEC_KINDS[spec.kind],
             kv_cache_spec_sliding_window=spec.window if spec.kind == SLIDING_WINDOW else None,
-            lookahead_token_ids=[[request.token_id(p) for p in range(e, e + lookahead)]
-                                 for e in range(start + size, end + 1, size)] if lookahead else None,
+            lookahead_token_ids=[token_ids(request, e, e + lookahead) for e in range(start + size, end + 1, size)]
+                                if lookahead else None,
         )
+
+
+def token_ids(request: Request, start: int, end: int) -> list[int]:
+    """The request's token ids at positions `start` to `end` (the engine's `Request.token_id`, by slices)."""
+    prompt, num_prompt_tokens = request.prompt_token_ids, request.num_prompt_tokens
+    tokens = list(prompt[start:min(end, num_prompt_tokens)]) if start < num_prompt_tokens else []
+    tokens += [SAMPLED_TOKEN_ID] * (end - start - len(tokens))
+    return tokens
 
 
 def _continues(previous: engine_events.BlockStored, event: engine_events.BlockStored) -> bool:
