@@ -43,11 +43,27 @@ def _pickle_int(value: int) -> bytes:
     return b"\x8a" + bytes((len(data),)) + data
 
 
+# Token ids recur (a vocabulary is at most a few hundred thousand ids): their encodings are kept
+# as met, a dict lookup instead of a few comparisons and a conversion per token (at most 2^18
+# entries, under 20 MB, for each encoding).
+_SMALL_INT_LIMIT = 1 << 18
+_PICKLED_INTS: dict[int, bytes] = {}
+
+
+def _pickle_small_int(value: int) -> bytes:
+    data = _PICKLED_INTS.get(value)
+    if data is None:
+        data = _pickle_int(value)
+        if 0 <= value < _SMALL_INT_LIMIT:
+            _PICKLED_INTS[value] = data
+    return data
+
+
 def _pickle_value(value, out: list[bytes]) -> None:
     if value is None:
         out.append(b"N")
     elif type(value) is int:
-        out.append(_pickle_int(value))
+        out.append(_pickle_small_int(value))
     elif type(value) is bytes:
         size = len(value)
         out.append((b"C" + bytes((size,)) if size < 256 else b"B" + struct.pack("<I", size)) + value + b"\x94")
@@ -91,11 +107,23 @@ def _cbor_head(major: int, value: int) -> bytes:
     raise ValueError("CBOR integers past 64 bits are not written here")
 
 
+_CBOR_INTS: dict[int, bytes] = {}
+
+
+def _cbor_int(value: int) -> bytes:
+    data = _CBOR_INTS.get(value)
+    if data is None:
+        data = _cbor_head(0, value) if value >= 0 else _cbor_head(1, -1 - value)
+        if 0 <= value < _SMALL_INT_LIMIT:
+            _CBOR_INTS[value] = data
+    return data
+
+
 def _cbor_value(value, out: list[bytes]) -> None:
     if value is None:
         out.append(b"\xf6")
     elif type(value) is int:
-        out.append(_cbor_head(0, value) if value >= 0 else _cbor_head(1, -1 - value))
+        out.append(_cbor_int(value))
     elif type(value) is bytes:
         out.append(_cbor_head(2, len(value)) + value)
     elif type(value) is str:

@@ -105,7 +105,10 @@ class KVEventBatcher:
         self.request_of = request_of
         self.int_block_hashes = int_block_hashes
         self.data_parallel_rank = data_parallel_rank
+        # request id -> vLLM's hashes of its blocks so far: they depend on its tokens only, so they
+        # outlive a resync; dropped when it frees its blocks (rebuilt if it comes back).
         self._chains: dict[str, list[bytes]] = {}
+        self._shared_prefixes: dict[int, bytes] | None = None  # during a resync only
         self.stored: dict[int, tuple[int, int | bytes]] = {}
 
     # -- a step --------------------------------------------------------------------------------
@@ -140,7 +143,8 @@ class KVEventBatcher:
         order, parents first. A block no request has (impossible while finished requests are kept)
         stays out, and out of the mirror."""
         self.stored.clear()
-        self._chains.clear()
+        # Each prefix hashed once, however many requests share it: by the engine's own hash.
+        self._shared_prefixes = {}
         wanted = {key: block_id for block_id, key in cached.items()}
         found: list[engine_events.BlockStored] = []
         for request in requests:
@@ -153,6 +157,7 @@ class KVEventBatcher:
         found.sort(key=lambda e: (e.block_index, e.group_id, e.request_id))
         events: list[KVCacheEvent] = [AllBlocksCleared()]
         events += [self._stored_event([event]) for event in found]
+        self._shared_prefixes = None
         return KVEventBatch(ts, events, self.data_parallel_rank)
 
     # -- vLLM's hashes ---------------------------------------------------------------------------
@@ -160,11 +165,19 @@ class KVEventBatcher:
         """vLLM's hashes of the request's first `num_blocks` blocks (extended as it grows)."""
         chain = self._chains.setdefault(request.request_id, [])
         size, lookahead = self.block_size, self.num_lookahead_tokens
+        shared, engine_hashes = self._shared_prefixes, request.block_hashes
         while len(chain) < num_blocks:
-            start = len(chain) * size
-            tokens = token_ids(request, start, start + size + lookahead)
-            extra = (None, *tokens[size:]) if lookahead else None
-            chain.append(self.hasher.hash_block_tokens(chain[-1] if chain else None, tokens[:size], extra))
+            index = len(chain)
+            key = engine_hashes[index] if shared is not None and index < len(engine_hashes) else None
+            block_hash = shared.get(key) if key is not None else None
+            if block_hash is None:
+                start = index * size
+                tokens = token_ids(request, start, start + size + lookahead)
+                extra = (None, *tokens[size:]) if lookahead else None
+                block_hash = self.hasher.hash_block_tokens(chain[-1] if chain else None, tokens[:size], extra)
+                if key is not None:
+                    shared[key] = block_hash
+            chain.append(block_hash)
         return chain
 
     def _external(self, block_hash: bytes) -> int | bytes:
