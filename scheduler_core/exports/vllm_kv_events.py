@@ -139,25 +139,29 @@ class KVEventBatcher:
 
     def resync(self, cached: dict[int, int], requests: Iterable[Request], ts: float) -> KVEventBatch:
         """`AllBlocksCleared`, then a `BlockStored` for each block in `cached` (block id -> the
-        pool's key for it), found among `requests` by its prefix; runs of one request's blocks in
-        order, parents first. A block no request has (impossible while finished requests are kept)
-        stays out, and out of the mirror."""
+        pool's key for it), its prefix found among `requests`; one event a block, by block index,
+        so parents come before their children. A block no request has (impossible while finished
+        requests are kept) stays out, and out of the mirror."""
         self.stored.clear()
         # Each prefix hashed once, however many requests share it: by the engine's own hash.
         self._shared_prefixes = {}
-        wanted = {key: block_id for block_id, key in cached.items()}
+        wanted: dict[int, list[int]] = {}
+        for block_id, key in cached.items():
+            wanted.setdefault(key, []).append(block_id)  # two blocks may hold one prefix (vLLM's duplicates)
         found: list[engine_events.BlockStored] = []
         for request in requests:
             for index, block_hash in enumerate(request.block_hashes):
                 for group_id in range(len(self.groups)):
                     key = block_hash if len(self.groups) == 1 else group_hash(block_hash, group_id)
-                    block_id = wanted.pop(key, None)
-                    if block_id is not None:
+                    for block_id in wanted.pop(key, ()):
                         found.append(engine_events.BlockStored(block_id, key, request.request_id, index, group_id))
         found.sort(key=lambda e: (e.block_index, e.group_id, e.request_id))
         events: list[KVCacheEvent] = [AllBlocksCleared()]
+        holding = set(self._chains)
         events += [self._stored_event([event]) for event in found]
         self._shared_prefixes = None
+        for request_id in set(self._chains) - holding:  # requests long finished: their chains need not stay
+            del self._chains[request_id]
         return KVEventBatch(ts, events, self.data_parallel_rank)
 
     # -- vLLM's hashes ---------------------------------------------------------------------------

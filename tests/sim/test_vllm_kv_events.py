@@ -201,3 +201,20 @@ def test_a_resync_after_a_step_back_tells_what_is_cached_then():
     for record in sim.records(max_steps=40):
         subscriber.apply(batcher.batch(record, 0.0) or KVEventBatchless)
     assert subscriber.cached == pool_as_vllm_hashes(sim)
+
+
+def test_two_blocks_holding_one_prefix_are_two_stores_and_survive_a_resync():
+    # A full hit still computes the last token, so "b" recomputes the last block of the prompt "a"
+    # cached: two blocks under one hash (vLLM's duplicates in `BlockHashToBlockMap`).
+    config = EngineConfig(block_size=4, num_gpu_blocks=32, max_model_len=64, max_num_seqs=4, max_num_batched_tokens=64)
+    sim = Simulation(config, [Request("a", list(range(20)), 50), Request("b", list(range(20)), 50, arrival_time=0.5)])
+    sim.enable_kv_events()
+    batcher, subscriber = KVEventBatcher(config, sim.request), Subscriber()
+    for record in sim.records(max_steps=60):
+        subscriber.apply(batcher.batch(record, 0.0) or KVEventBatchless)
+        if 2 in subscriber.cached.values():
+            break
+    assert 2 in subscriber.cached.values() and subscriber.cached == pool_as_vllm_hashes(sim)
+    resynced = Subscriber()
+    resynced.apply(batcher.resync(cached_blocks(sim), known_requests(sim), 0.0))
+    assert resynced.cached == subscriber.cached
