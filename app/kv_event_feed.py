@@ -28,6 +28,9 @@ DATA_PARALLEL_RANK = 0
 
 
 class KVEventFeed:
+    """The followed session's batches onto one publisher (see above); `follow` may be called by
+    whoever makes a session outside the manager."""
+
     def __init__(self, publisher: ZmqEventPublisher, environ: dict[str, str] | None = None):
         environ = os.environ if environ is None else environ
         self.publisher = publisher
