@@ -8,6 +8,7 @@ import sys
 from scheduler_core.cli.main import build_parser
 from scheduler_core.cli.main import main as core_main
 
+from .kv_events_cli import add_kv_events_flag, open_kv_event_publisher
 from .ray_sweep import run_ray
 
 
@@ -20,11 +21,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = Settings.from_env(default_scenario=args.scenario, allowed_hosts=tuple(args.allowed_host) or None,
                                  public=args.public or None)
     host = args.host or ("0.0.0.0" if args.public else "127.0.0.1")
+    kv_event_publisher = open_kv_event_publisher(args)
     print(f"servescope dashboard: http://{host}:{args.port}/", flush=True)
     if args.public:
         print(f"public: any address of this machine, at most {settings.max_sessions_per_client} sessions per client, "
               f"idle sessions end after {settings.idle_timeout_s / 60:g} min", flush=True)
-    uvicorn.run(create_app(settings), host=host, port=args.port, log_level=args.log_level, **uvicorn_options(settings))
+    uvicorn.run(create_app(settings, kv_event_publisher), host=host, port=args.port, log_level=args.log_level,
+                **uvicorn_options(settings))
     return 0
 
 
@@ -39,6 +42,7 @@ def add_app_commands(commands, parsers: dict[str, argparse.ArgumentParser]) -> N
     serve.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                        help="also answer to this host name (repeatable; default: loopback names only)")
     serve.add_argument("--log-level", default="warning")
+    add_kv_events_flag(serve)
     serve.set_defaults(func=cmd_serve)
     sweep = parsers["sweep"]
     sweep.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",

@@ -331,6 +331,8 @@ class SessionManager:
         self.sessions: dict[str, LiveSession] = {}
         self.memory = MemoryBudget.of(settings)  # all sessions' checkpoints together
         self.stepping = SteppingShare()
+        # Told of each session created and deleted (`session_created` / `session_deleted`): the KV event feed.
+        self.observers: list = []
 
     def check_limits(self, scenario: Scenario) -> None:
         check_session_limits(scenario, self.settings)
@@ -349,6 +351,8 @@ class SessionManager:
         session = Session(session_id, scenario, limits, lesson, origin, self.memory)
         self.memory.admit(session.checkpoints)  # MemoryBudgetSpent when there is no room
         self.sessions[session_id] = live = LiveSession(session, limits, owner, self.stepping)
+        for observer in self.observers:
+            observer.session_created(session)
         return live
 
     def get(self, session_id: str) -> LiveSession | None:
@@ -359,6 +363,8 @@ class SessionManager:
         if live is None:
             return False
         self.memory.leave(live.session.checkpoints)
+        for observer in self.observers:
+            observer.session_deleted(live.session)
         await live.close()
         for viewer in list(live.viewers):
             with contextlib.suppress(Exception):

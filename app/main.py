@@ -21,6 +21,8 @@ from scheduler_core.workload.workload import WorkloadConfig
 
 from .error_responses import printable, validation_error
 from .guards import HostPolicy, RequestGuard
+from .kv_event_feed import KVEventFeed
+from .kv_events_publisher import ZmqEventPublisher
 from .live import SessionManager
 from .log_redaction import log_config
 from .rate_limits import RateLimits
@@ -60,12 +62,17 @@ def uvicorn_options(settings: Settings) -> dict:
             "log_config": log_config()}
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, kv_event_publisher: ZmqEventPublisher | None = None) -> FastAPI:
+    """The app; with `kv_event_publisher` (opened by `serve --kv-events-config`), the newest
+    session's KV cache events go out on it, and it is closed when the server stops."""
     settings = settings or Settings.from_env()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         app.state.manager = SessionManager(settings)
+        if kv_event_publisher is not None:
+            app.state.kv_event_feed = KVEventFeed(kv_event_publisher)
+            app.state.manager.observers.append(app.state.kv_event_feed)
 
         async def expire_idle_sessions():
             while True:
@@ -82,6 +89,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         with contextlib.suppress(asyncio.CancelledError):
             await janitor
         await app.state.manager.close_all()
+        if kv_event_publisher is not None:
+            kv_event_publisher.close()
         for workers in (app.state.export_workers, app.state.why_workers):
             for process in list(workers):
                 await stop_worker(process, workers)

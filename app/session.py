@@ -123,6 +123,8 @@ class Session:
         # vLLM's Prometheus counters for /metrics, part of every checkpoint (so step back restores them).
         self.sim.enable_vllm_stats()
         self.kv_changes = KVChanges()
+        # Told of every step taken (`stepped(record)`) and of every jump back (`rewound()`): the KV event feed.
+        self.step_observers: list = []
         # Step back: simulation snapshots with the event log as it was then (the log is bounded, so
         # replaying from a checkpoint alone could not bring back events it had already dropped).
         self.checkpoints = Checkpoints(Checkpoint(self.sim.snapshot(), (), None), settings.checkpoint_interval,
@@ -167,6 +169,8 @@ class Session:
         self.take_due_checkpoint()
         record = self.sim.step()
         self.kv_changes.add(record.kv_events)
+        for observer in self.step_observers:
+            observer.stepped(record)
         self.history.append(point_view(record))
         for event in events_of(record, self.scenario.engine.scheduling_order):
             self.event_counter += 1
@@ -311,6 +315,8 @@ class Session:
             self._truncate_timelines(checkpoint.step_index, checkpoint.state.clock_s)
             self.events = deque(checkpoint.events, maxlen=EVENT_HISTORY)
             self.last_record = checkpoint.last_record
+            for observer in self.step_observers:
+                observer.rewound()
 
     def take_events(self) -> list[dict]:
         events, self.unpublished_events = self.unpublished_events, []

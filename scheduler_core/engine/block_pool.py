@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 
 from .kv_events import BlockRemoved, BlockStored, KVEvent
 
@@ -223,14 +224,17 @@ class BlockPool:
     def get_cached_block(self, block_hash: int) -> int | None:
         return self.cached_block_hash_to_block.get_one_block(block_hash)
 
-    def cache_full_blocks(self, block_ids: Sequence[int], block_hashes: Sequence[int]) -> None:
+    def cache_full_blocks(self, block_ids: Sequence[int], block_hashes: Sequence[int], request_id: str = "",
+                          block_indices: Sequence[int] = (), group_id: int = 0) -> None:
         """Enter newly full blocks into the prefix cache, each under its prefix's hash (in one call
         per request and step, as vLLM's `cache_full_blocks`: a decode fills a block every
-        `block_size` steps, a prefill chunk many at once)."""
+        `block_size` steps, a prefill chunk many at once). The request, the blocks' indices in its
+        table and the group only go into the events."""
         cached, pool_block_hash, kv_events = self.cached_block_hash_to_block, self.block_hash, self.kv_events
+        if kv_events is not None:
+            kv_events.extend(BlockStored(block_id, block_hash, request_id, index, group_id)
+                             for block_id, block_hash, index in zip(block_ids, block_hashes, block_indices or repeat(0)))
         for block_id, block_hash in zip(block_ids, block_hashes):
-            if kv_events is not None:
-                kv_events.append(BlockStored(block_id, block_hash))
             pool_block_hash[block_id] = block_hash
             if block_hash in cached:
                 cached.insert(block_hash, block_id)

@@ -23,6 +23,7 @@ from .kv_cache_groups import (
 from .multi_step import MAX_NUM_SCHEDULER_STEPS, check_multi_step
 from .releases import LATEST, VLLM_PROFILES, VllmCompat, VllmRelease
 from .spec_decode import EAGLE_METHODS, SpeculativeConfig
+from .vllm_block_hash import PREFIX_CACHING_HASH_ALGOS
 
 __all__ = ["VLLM_PROFILES", "VllmCompat", "VllmRelease"]  # re-exported: where callers have always found them
 
@@ -91,6 +92,11 @@ class EngineConfig:
     # disaggregated prefill): vLLM 0.33 then keeps EAGLE's legacy block hashes and its last-block drop.
     kv_connector: bool = setting(False, "a KV connector is configured (vLLM's --kv-transfer-config)",
                                  flag="--kv-connector", vllm_flag=False)
+    # vLLM's `CacheConfig.prefix_caching_hash_algo`: the hash vLLM keys its prefix cache by. The engine
+    # decides with its own (equal prefixes, equal hashes, whichever function); this one is computed only
+    # for the KV events a router reads, so their block hashes are vLLM's (engine/vllm_block_hash.py).
+    prefix_caching_hash_algo: str = setting("sha256", "block hash of the KV events: sha256 (vLLM's default) or sha256_cbor",
+                                            choices=PREFIX_CACHING_HASH_ALGOS, flag="--prefix-caching-hash-algo")
     # vLLM's `KVCacheConfig.kv_cache_groups`: one group per layer type of a hybrid model, all taking
     # blocks from the one pool of num_gpu_blocks (see kv_cache_groups.py). The default, one
     # full-attention group, is every dense model and the engine's single-group fast path. A trace's
@@ -178,7 +184,8 @@ class EngineConfig:
             del data["kv_connector"]
         if self.num_scheduler_steps == 1:
             del data["num_scheduler_steps"]  # as above: the single step every engine but V0's multi-step takes
-
+        if self.prefix_caching_hash_algo == "sha256":
+            del data["prefix_caching_hash_algo"]  # vLLM's default
         spec = data["speculative_config"]
         for name in ("disable_eagle_block_drop", "disable_lookahead_block_hashes"):
             if spec is not None and not spec[name]:

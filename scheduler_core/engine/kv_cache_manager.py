@@ -197,7 +197,8 @@ class KVCacheManager(BlockPoolGauges):
             num_full = min(num_full, len(block_hashes))
             if num_cached >= num_full:
                 return
-        self.block_pool.cache_full_blocks(self.req_to_blocks[request_id][num_cached:num_full], block_hashes[num_cached:num_full])
+        self.block_pool.cache_full_blocks(self.req_to_blocks[request_id][num_cached:num_full], block_hashes[num_cached:num_full],
+                                          request_id, range(num_cached, num_full))
         self.num_cached_block[request_id] = num_full
 
     def free(self, request: Request) -> None:

@@ -16,10 +16,15 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class BlockStored:
-    """A full block entered the prefix cache: a later request with this prefix can hit it."""
+    """A full block entered the prefix cache: a later request with this prefix can hit it. Where it
+    came from (the request, its logical block index, the KV cache group) lets vLLM's own event be
+    rebuilt from it, token ids and parent hash included (exports/vllm_kv_events.py)."""
 
     block_id: int
     block_hash: int
+    request_id: str = ""
+    block_index: int = 0
+    group_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,9 +116,9 @@ class SingleTypeKVCacheManager:
             return
         block_hashes = request.update_block_hashes(self.block_size, num_tokens)
         table = self.req_to_blocks[request_id]
-        pairs = [(table[i], group_hash(block_hashes[i], self.group_id))
-                 for i in range(num_cached, num_full) if table[i] != NULL_BLOCK_ID]
-        self.block_pool.cache_full_blocks([block_id for block_id, _ in pairs], [key for _, key in pairs])
+        indices = [i for i in range(num_cached, num_full) if table[i] != NULL_BLOCK_ID]
+        keys = [group_hash(block_hashes[i], self.group_id) for i in indices]
+        self.block_pool.cache_full_blocks([table[i] for i in indices], keys, request_id, indices, self.group_id)
         self.num_cached_block[request_id] = num_full
 
     def remove_skipped_blocks(self, request_id: str, processed_computed_tokens: int) -> list[int]:

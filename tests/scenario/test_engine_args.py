@@ -44,6 +44,7 @@ CASES = [
      SpeculativeConfig("eagle", 2)),
     # More than one step is V0's (tests/engine/test_multi_step.py), which a `vllm serve` line cannot name.
     (["--num-scheduler-steps", "1"], "engine.num_scheduler_steps", 1),
+    (["--prefix-caching-hash-algo", "sha256_cbor"], "engine.prefix_caching_hash_algo", "sha256_cbor"),
 ]
 
 
