@@ -8,6 +8,7 @@ import sys
 from scheduler_core.cli.main import build_parser
 from scheduler_core.cli.main import main as core_main
 
+from .openai.cli import add_openai_flags
 from .ray_sweep import run_ray
 
 
@@ -20,11 +21,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = Settings.from_env(default_scenario=args.scenario, allowed_hosts=tuple(args.allowed_host) or None,
                                  public=args.public or None)
     host = args.host or ("0.0.0.0" if args.public else "127.0.0.1")
+    app = create_app(settings)
+    if args.openai:
+        from .openai.cli import served_options
+        from .openai.serve import attach_openai
+
+        options = served_options(args)
+        attach_openai(app, options)
+        print(f"servescope: serving {options.model_name} on vLLM's OpenAI API at http://{host}:{args.port}/v1 "
+              f"({options.scenario.model} on {options.scenario.tensor_parallel_size} x {options.scenario.gpu})"
+              f"; on the dashboard: http://{host}:{args.port}/s/{options.session_id}/view", flush=True)
     print(f"servescope dashboard: http://{host}:{args.port}/", flush=True)
     if args.public:
         print(f"public: any address of this machine, at most {settings.max_sessions_per_client} sessions per client, "
               f"idle sessions end after {settings.idle_timeout_s / 60:g} min", flush=True)
-    uvicorn.run(create_app(settings), host=host, port=args.port, log_level=args.log_level, **uvicorn_options(settings))
+    uvicorn.run(app, host=host, port=args.port, log_level=args.log_level, **uvicorn_options(settings))
     return 0
 
 
@@ -39,6 +50,7 @@ def add_app_commands(commands, parsers: dict[str, argparse.ArgumentParser]) -> N
     serve.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                        help="also answer to this host name (repeatable; default: loopback names only)")
     serve.add_argument("--log-level", default="warning")
+    add_openai_flags(serve)
     serve.set_defaults(func=cmd_serve)
     sweep = parsers["sweep"]
     sweep.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
