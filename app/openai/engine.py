@@ -142,12 +142,13 @@ class ServedEngine:
         except Exception as e:  # the HTTPException(429) of rate_limits, as vLLM's error
             raise OpenAIError(429, str(getattr(e, "detail", e)), headers=getattr(e, "headers", None)) from None
         async with self.live.lock:
-            if self.origin is None:
+            if self.origin is None:  # the first request arrives at 0 exactly, as a trace's first does
                 self.origin = time.monotonic()
+            arrival_s = self.now_s() if self.source.requests else 0.0
             index = len(self.source.requests)
             output_len, finish_reason = self.eos.output_length(index, budget, ignore_eos)
             try:
-                request_id = self.source.submit(self.now_s(), prompt_token_ids, output_len)
+                request_id = self.source.submit(arrival_s, prompt_token_ids, output_len)
             except ConfigError as e:
                 status = 503 if e.field == "request" else 400
                 raise OpenAIError(status, e.reason, None if e.field == "request" else "prompt") from None
