@@ -131,6 +131,9 @@ class ServedEngine:
         if budget < 1:
             raise OpenAIError(400, f"The prompt fills the model's context ({max_model_len} tokens): no room for output.",
                               "input_tokens")
+        if self.live.session.out_of_steps:
+            raise OpenAIError(503, f"this served session has taken its {self.live.session.settings.max_steps_per_session} "
+                                   "steps; start the server again for more")
         if len(self.streams) >= self.limits.max_live_requests:
             raise OpenAIError(503, f"the server holds at most {self.limits.max_live_requests} unfinished requests; "
                                    "try again shortly", headers={"Retry-After": "1"})

@@ -1,10 +1,13 @@
 """`serve --openai` driven by real clients over a real uvicorn: the `openai` SDK (chat and text,
 streaming and not), vLLM's error shapes, the guards, and the dashboard's view of the session."""
 
+import json
+
 import httpx
 import openai
 import pytest
 
+from app.frames import record_view
 from tests.app.openai_server import MODEL, OpenAIServer
 
 pytestmark = pytest.mark.slow
@@ -145,3 +148,15 @@ def test_the_dashboard_shows_the_served_session_and_its_requests(server, client)
     assert session_id in {s["session_id"] for s in listed}
     assert detail["request"]["output"] == response.usage.completion_tokens and detail["request"]["status"].startswith("finished")
     assert httpx.get(f"{server.url}/s/{session_id}/view").status_code == 200
+
+
+def test_a_past_steps_why_is_replayed_from_the_served_requests(server, client):
+    """The dashboard's "why" of a step replays it in a worker from a checkpoint: with the clients'
+    requests, never the scenario's synthetic ones, so it is the step the session took."""
+    client.completions.create(model=MODEL, prompt="why " * 50, max_tokens=80, extra_body={"ignore_eos": True})
+    server.wait_idle()
+    session = server.served.engine.live.session
+    answer = httpx.get(f"{server.url}/api/sessions/{session.session_id}/steps/{session.step - 1}/why", timeout=30)
+
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["record"] == json.loads(json.dumps(record_view(session.last_record)))
