@@ -131,20 +131,12 @@ class ServedEngine:
         if budget < 1:
             raise OpenAIError(400, f"The prompt fills the model's context ({max_model_len} tokens): no room for output.",
                               "input_tokens")
-        if self.live.session.out_of_steps:
-            raise OpenAIError(503, f"this served session has taken its {self.live.session.settings.max_steps_per_session} "
-                                   "steps; start the server again for more")
-        if len(self.streams) >= self.limits.max_live_requests:
-            raise OpenAIError(503, f"the server holds at most {self.limits.max_live_requests} unfinished requests; "
-                                   "try again shortly", headers={"Retry-After": "1"})
-        if self.live_per_client[client] >= self.limits.max_live_per_client:
-            raise OpenAIError(429, f"each client may have {self.limits.max_live_per_client} unfinished requests at once",
-                              headers={"Retry-After": "1"})
         try:
             self.rate.check(client)
         except Exception as e:  # the HTTPException(429) of rate_limits, as vLLM's error
             raise OpenAIError(429, str(getattr(e, "detail", e)), headers=getattr(e, "headers", None)) from None
-        async with self.live.lock:
+        async with self.live.lock:  # checked and counted at once: a burst waiting on the lock cannot overshoot
+            self.check_room(client)
             if self.origin is None:  # the first request arrives at 0 exactly, as a trace's first does
                 self.origin = time.monotonic()
             arrival_s = self.now_s() if self.source.requests else 0.0
@@ -158,12 +150,25 @@ class ServedEngine:
             if self.trace_file is not None:
                 self.trace_file.write(self.source.trace_line(self.source.requests[-1]) + "\n")
                 self.trace_file.flush()
-        stream = TokenStream(request_id, index, len(prompt_token_ids), output_len, finish_reason)
-        self.streams[request_id] = stream
-        self.owner[request_id] = client
-        self.live_per_client[client] += 1
+            stream = TokenStream(request_id, index, len(prompt_token_ids), output_len, finish_reason)
+            self.streams[request_id] = stream
+            self.owner[request_id] = client
+            self.live_per_client[client] += 1
         self.wakeup.set()
         return stream
+
+    def check_room(self, client: str) -> None:
+        """OpenAIError unless the session has steps left and room for one more of `client`'s requests."""
+        session = self.live.session
+        if session.out_of_steps:
+            raise OpenAIError(503, f"this served session has taken its {session.settings.max_steps_per_session} steps; "
+                                   "start the server again for more")
+        if len(self.streams) >= self.limits.max_live_requests:
+            raise OpenAIError(503, f"the server holds at most {self.limits.max_live_requests} unfinished requests; "
+                                   "try again shortly", headers={"Retry-After": "1"})
+        if self.live_per_client[client] >= self.limits.max_live_per_client:
+            raise OpenAIError(429, f"each client may have {self.limits.max_live_per_client} unfinished requests at once",
+                              headers={"Retry-After": "1"})
 
     # -- the wall clock -------------------------------------------------------------------------
     def start(self) -> None:

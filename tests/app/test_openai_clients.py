@@ -127,9 +127,12 @@ def test_client_ttft_and_itl_match_the_simulations_own_within_the_pacing_toleran
         assert abs(client_itl - sim_itl) < 0.1 * sim_itl + 0.002
 
 
-def test_a_clients_unfinished_requests_are_bounded():
-    """Past its quota of unfinished requests a client gets vLLM-shaped 429s; the others are served."""
-    with OpenAIServer(limits=ServeLimits(max_live_per_client=3)) as server:
+@pytest.mark.parametrize("limits, refused", [(ServeLimits(max_live_per_client=3), 429),
+                                             (ServeLimits(max_live_requests=3), 503)], ids=["per-client", "server"])
+def test_unfinished_requests_are_bounded_per_client_and_in_all(limits, refused):
+    """Past its quota of unfinished requests a client gets vLLM-shaped 429s, past the server's
+    bound every client 503s, however many arrive at once; the others are served."""
+    with OpenAIServer(limits=limits) as server:
         async def burst():
             async with aiohttp.ClientSession() as session:
                 async def one():
@@ -139,8 +142,8 @@ def test_a_clients_unfinished_requests_are_bounded():
                 return await asyncio.gather(*(one() for _ in range(6)))
         answers = asyncio.run(burst())
     statuses = sorted(status for status, _ in answers)
-    assert statuses == [200, 200, 200, 429, 429, 429]
-    assert all(body["error"]["code"] == 429 for status, body in answers if status == 429)
+    assert statuses == [200, 200, 200, refused, refused, refused]
+    assert all(body["error"]["code"] == refused for status, body in answers if status == refused)
 
 
 def test_the_saved_trace_replays_headless_step_for_step(tmp_path):

@@ -67,6 +67,17 @@ def test_a_text_completion_streams_and_answers_whole_alike(server, client):
     assert server.request_of(whole.id).num_prompt_tokens == whole.usage.prompt_tokens
 
 
+def test_a_prompt_of_token_ids_counts_them_and_continuous_usage_rides_on_every_event(server, client):
+    chunks = list(client.completions.create(model=MODEL, prompt=[11, 12, 13, 14], max_tokens=5, stream=True,
+                                            stream_options={"include_usage": True, "continuous_usage_stats": True},
+                                            extra_body={"ignore_eos": True}))
+    token_chunks = [c for c in chunks if c.choices]
+
+    assert all(c.usage.prompt_tokens == 4 for c in chunks)
+    assert [c.usage.completion_tokens for c in token_chunks] == sorted(c.usage.completion_tokens for c in token_chunks)
+    assert token_chunks[-1].usage.completion_tokens == 5 == chunks[-1].usage.completion_tokens
+
+
 def test_without_ignore_eos_a_request_may_stop_at_its_stand_in_eos(server, client):
     """Lengths come from the scenario's output distribution, seeded: a generous max_tokens mostly
     ends in `stop`, and usage still counts the EOS token, as vLLM's does."""
