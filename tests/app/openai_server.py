@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
+import httpx
 import uvicorn
 
 from app.main import create_app, uvicorn_options
@@ -12,6 +18,7 @@ from app.openai.engine import ServeLimits
 from app.openai.serve import ServeOptions, attach_openai
 from app.settings import Settings
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
+from tests.paths import REPO
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -61,3 +68,36 @@ class OpenAIServer:
         while self.sim.has_work() or self.served.engine.taken:
             assert time.monotonic() < deadline, "the served engine did not finish its requests"
             time.sleep(0.02)
+
+
+class ServeProcess:
+    """`servescope serve` as a process of its own, on a free port, its output in `log_path`."""
+
+    def __init__(self, log_path: Path, *args: str):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        self.log = open(log_path, "w")
+        self.process = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(self.port), *args],
+                                        cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT, env=dict(os.environ))
+        deadline = time.monotonic() + 30
+        while True:
+            assert self.process.poll() is None, self.read_log()
+            try:
+                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "servescope serve did not start"
+            time.sleep(0.1)
+
+    def read_log(self) -> str:
+        self.log.flush()
+        return self.log_path.read_text()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=15)
+        self.log.close()

@@ -10,7 +10,7 @@ import pytest
 from app.cli import main
 from app.openai.cli import served_options
 from scheduler_core.cli.main import build_parser
-from tests.app.test_serve_process import ServeProcess
+from tests.app.openai_server import ServeProcess
 from tests.paths import REPO
 
 

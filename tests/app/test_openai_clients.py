@@ -16,6 +16,7 @@ import pytest
 from app.openai.engine import ServeLimits
 from tests.app.openai_server import MODEL, OpenAIServer
 from tests.app.vllm_bench_client import bench_request
+from tests.sim.decisions import decisions
 
 pytestmark = pytest.mark.slow
 
@@ -148,9 +149,12 @@ def test_unfinished_requests_are_bounded_per_client_and_in_all(limits, refused):
 
 def test_the_saved_trace_replays_headless_step_for_step(tmp_path):
     """The live session's trace (written as requests arrive), replayed headless as a scenario's
-    workload: the same number of steps, and each request's tokens at the same simulated times."""
+    workload: the same steps (batches, prefix-cache hits, preemptions, finishes, at the same
+    simulated times) as the dashboard was sent, and each request's tokens at the same times."""
     path = tmp_path / "served.jsonl"
     with OpenAIServer(trace_path=path) as server:
+        live_records, publish = [], server.served.engine.live.publish_steps
+        server.served.engine.live.publish_steps = lambda records: (live_records.extend(records), publish(records))
         asyncio.run(bench_run(server, 12, 24, seed=2))
         asyncio.run(bench_run(server, 6, 10, chat=True, seed=3))
         server.wait_idle()
@@ -160,7 +164,8 @@ def test_the_saved_trace_replays_headless_step_for_step(tmp_path):
     replay = dataclasses.replace(scenario, trace=str(path),
                                  workload=dataclasses.replace(scenario.workload, num_requests=len(live)))
     sim = replay.build()
-    sim.run()
+    replayed = list(sim.records())
 
-    assert len(live) == 18 and sim.step_index == num_steps
+    assert len(live) == 18 and sim.step_index == num_steps == len(live_records)
+    assert [decisions(r) for r in replayed] == [decisions(r) for r in live_records]
     assert {rid: list(r.token_times) for rid, r in sim.finished_requests.items()} == live

@@ -10,6 +10,7 @@ from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vl
 from scheduler_core.sim.live_source import LiveRequestSource, ServedSimulation
 from scheduler_core.sim.metrics import SLO
 from scheduler_core.workload.standin_tokenizer import StandInTokenizer
+from tests.sim.decisions import decisions
 
 
 def scenario() -> Scenario:
@@ -20,12 +21,6 @@ def served(scenario: Scenario, **budgets) -> tuple[ServedSimulation, LiveRequest
     sim = ServedSimulation(scenario.engine, scenario.cost_model(), SLO())
     source = LiveRequestSource(sim, budgets.get("max_requests", 1000), budgets.get("max_prompt_tokens", 10**7))
     return sim, source
-
-
-def decisions(record) -> tuple:
-    return (record.step, record.clock_s_before, record.clock_s_after,
-            [(c.request_id, c.num_tokens, c.kind) for c in record.scheduled], record.arrived,
-            record.preempted, record.finished, record.cached_tokens)
 
 
 def live_run(scenario: Scenario, num_requests: int = 60) -> tuple[list, LiveRequestSource]:
