@@ -63,3 +63,21 @@ def test_a_served_process_writes_a_trace_that_run_replays(tmp_path):
                             cwd=REPO, capture_output=True, text=True, timeout=120)
     assert replay.returncode == 0, replay.stderr
     assert "workload simulated: 2 requests" in replay.stdout
+
+
+def test_a_tokenizer_file_counts_the_prompt_with_the_models_own_ids(tmp_path):
+    """A tokenizer.json the operator names is read locally; prompts are its ids (built here with the
+    `tokenizers` package itself, so no file is downloaded)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+
+    from app.openai.tokenizer_file import FileTokenizer
+
+    tokenizer = tokenizers.Tokenizer(WordLevel({"[UNK]": 0, "paged": 5, "attention": 9}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = Whitespace()
+    path = tmp_path / "tokenizer.json"
+    tokenizer.save(str(path))
+
+    assert list(FileTokenizer(path).encode("paged attention rocks")) == [5, 9, 0]
+    assert options_of("--tokenizer", str(path)).tokenizer.name == "tokenizer.json"
