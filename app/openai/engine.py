@@ -20,6 +20,8 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass
 
+from fastapi import HTTPException
+
 from scheduler_core.engine.step_record import StepRecord
 from scheduler_core.errors import ConfigError
 from scheduler_core.sim.live_source import LiveRequestSource, ServedSimulation
@@ -68,7 +70,7 @@ class TokenStream:
         self.num_released = 0
         self.num_cached_tokens = 0
         self.finished = False
-        self.aborted = False
+        self.aborted: str | None = None  # why the request will get no more tokens, if it will not
         self.changed = asyncio.Event()
 
     def release(self, num_tokens: int, finished: bool) -> None:
@@ -82,8 +84,12 @@ class TokenStream:
         await self.changed.wait()
         self.changed.clear()
         if self.aborted:
-            raise OpenAIError(503, "the server is shutting down", err_type="ServiceUnavailableError")
+            raise OpenAIError(503, self.aborted)
         return self.num_released, self.finished
+
+    def abort(self, reason: str) -> None:
+        self.aborted = reason
+        self.changed.set()
 
 
 class ServedEngine:
@@ -106,6 +112,7 @@ class ServedEngine:
         self.taken: deque[tuple[StepRecord, dict[str, int]]] = deque()  # steps waiting for their end
         self.wakeup = asyncio.Event()
         self.task: asyncio.Task | None = None
+        self.stalled = False  # the engine raised SimulationStalled: it takes no more steps
         live.session.playing, live.session.time_ratio = True, 1.0  # as the dashboard's status shows it
 
     # -- requests in --------------------------------------------------------------------------
@@ -133,8 +140,8 @@ class ServedEngine:
                               "input_tokens")
         try:
             self.rate.check(client)
-        except Exception as e:  # the HTTPException(429) of rate_limits, as vLLM's error
-            raise OpenAIError(429, str(getattr(e, "detail", e)), headers=getattr(e, "headers", None)) from None
+        except HTTPException as e:  # rate_limits' 429, in vLLM's shape
+            raise OpenAIError(429, str(e.detail), headers=e.headers) from None
         async with self.live.lock:  # checked and counted at once: a burst waiting on the lock cannot overshoot
             self.check_room(client)
             if self.origin is None:  # the first request arrives at 0 exactly, as a trace's first does
@@ -178,20 +185,19 @@ class ServedEngine:
         """Release the steps whose end has come, take the steps whose start has come, sleep until
         the next of either (or a new request)."""
         while True:
+            self.wakeup.clear()  # a request submitted from here on wakes the wait below
             self.live.session.last_activity = time.monotonic()  # never idle while it serves
             self.release_due()
             async with self.live.lock:
                 await self.take_due()
-            delay = self.next_event_s()
-            self.wakeup.clear()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.wakeup.wait(), timeout=delay)
+                await asyncio.wait_for(self.wakeup.wait(), timeout=self.next_event_s())
 
     def next_event_s(self) -> float:
         """Seconds until the next step ends or may start (60 when there is nothing to do)."""
         if self.taken:
             return max(0.0, self.taken[0][0].clock_s_after - self.now_s())
-        if self.sim.has_work():
+        if self.sim.has_work() and not self.stalled and not self.live.session.out_of_steps:
             return max(0.0, self.sim.clock_s - self.now_s())
         return 60.0
 
@@ -199,11 +205,12 @@ class ServedEngine:
         """Every step whose start the wall clock has reached, one at a time (each step's token
         counts are read right after it), for at most STEP_SLICE_S."""
         session, deadline = self.live.session, time.monotonic() + STEP_SLICE_S
-        while self.sim.has_work() and self.sim.clock_s < self.now_s() and not session.out_of_steps:
+        while self.sim.has_work() and self.sim.clock_s < self.now_s() and not session.out_of_steps and not self.stalled:
             try:
                 records, _ = session.advance(1, checkpoint_later=True)
             except SimulationStalled as e:  # cannot happen to a request validate_requests let in
                 log.error("served engine stalled: %s", e)
+                self.stalled = True
                 return
             for record in records:
                 ids = {*record.sampled, *record.finished}
@@ -212,6 +219,9 @@ class ServedEngine:
                 await asyncio.to_thread(session.take_due_checkpoint)
             if time.monotonic() >= deadline:
                 break
+        if session.out_of_steps and self.streams:
+            self.abort_all(f"this served session has taken its {session.settings.max_steps_per_session} steps; "
+                           "start the server again for more")
 
     def release_due(self) -> None:
         """The steps whose end the wall clock has passed: to the dashboard and to the clients."""
@@ -240,14 +250,18 @@ class ServedEngine:
         if not self.live_per_client[client]:
             del self.live_per_client[client]
 
+    def abort_all(self, reason: str) -> None:
+        """Every unfinished request ends with an error event (its stream) or a 503 (a whole answer)."""
+        for request_id, stream in list(self.streams.items()):
+            stream.abort(reason)
+            self.finish(request_id)
+
     async def close(self) -> None:
         if self.task is not None:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.task
         self.sim.serving = False
-        for stream in self.streams.values():
-            stream.aborted = True
-            stream.changed.set()
+        self.abort_all("the server is shutting down")
         if self.trace_file is not None:
             self.trace_file.close()

@@ -169,3 +169,17 @@ def test_the_saved_trace_replays_headless_step_for_step(tmp_path):
     assert len(live) == 18 and sim.step_index == num_steps == len(live_records)
     assert [decisions(r) for r in replayed] == [decisions(r) for r in live_records]
     assert {rid: list(r.token_times) for rid, r in sim.finished_requests.items()} == live
+
+
+def test_a_session_out_of_steps_ends_its_streams_with_an_error_and_refuses_more():
+    """The step budget spent mid-answer: the stream ends with vLLM's error event and [DONE], the
+    next request is a 503; nothing hangs."""
+    with OpenAIServer(max_steps_per_session=10) as server:
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=20)
+        with pytest.raises(openai.APIError) as error:
+            list(client.completions.create(model=MODEL, prompt="long", max_tokens=50, stream=True,
+                                           extra_body={"ignore_eos": True}))
+        assert "10 steps" in str(error.value)
+        with pytest.raises(openai.InternalServerError) as refused:
+            client.completions.create(model=MODEL, prompt="again", max_tokens=5)
+        assert refused.value.status_code == 503
