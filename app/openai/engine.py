@@ -179,6 +179,8 @@ class ServedEngine:
 
     # -- the wall clock -------------------------------------------------------------------------
     def start(self) -> None:
+        # Counted among the sessions playing, so the others' play takes a share of each tick that leaves it room.
+        self.live.stepping.start(self.live)
         self.task = asyncio.create_task(self.run())
 
     async def run(self) -> None:
@@ -261,6 +263,7 @@ class ServedEngine:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.task
+        self.live.stepping.stop(self.live)
         self.sim.serving = False
         self.abort_all("the server is shutting down")
         if self.trace_file is not None:
