@@ -171,3 +171,27 @@ def test_a_past_steps_why_is_replayed_from_the_served_requests(server, client):
 
     assert answer.status_code == 200, answer.text
     assert answer.json()["record"] == json.loads(json.dumps(record_view(session.last_record)))
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/completions", b'{"prompt": "x", "max_tokens": NaN}'),
+    ("/v1/completions", b'{"prompt": "x", "max_tokens": 1' + b"0" * 5000 + b"}"),
+    ("/v1/completions", b'{"prompt": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+    ("/v1/completions", b"\xff\xfe not utf-8"),
+    ("/v1/completions", b'["a list, not an object"]'),
+    ("/v1/chat/completions", b'{"messages": [{"role": "wizard", "content": "x"}]}'),
+    ("/v1/chat/completions", b'{"messages": []}'),
+    ("/v1/completions", b'{"prompt": [-1, 2]}'),
+    ("/v1/completions", b'{"prompt": ["a", "b"]}'),
+], ids=["nan", "huge-int", "deep", "not-utf8", "not-object", "bad-role", "no-messages", "negative-id", "two-prompts"])
+def test_hostile_bodies_are_400s_and_never_echoed(server, path, body):
+    response = httpx.post(f"{server.url}{path}", content=body, headers={"content-type": "application/json"})
+    assert response.status_code in (400, 413), response.text
+    assert response.status_code == 413 or set(response.json()["error"]) == {"message", "type", "param", "code"}
+    assert "wizard" not in response.text and "a list, not" not in response.text
+
+
+def test_a_lone_surrogate_in_a_prompt_is_served_and_counted(server):
+    response = httpx.post(f"{server.url}/v1/completions", content=b'{"prompt": "a\\ud800b", "max_tokens": 2}',
+                          headers={"content-type": "application/json"})
+    assert response.status_code == 200 and response.json()["usage"]["prompt_tokens"] == 3
