@@ -85,3 +85,20 @@ def test_the_trace_of_a_live_run_replays_headless_step_for_step(tmp_path):
 
     assert any(record.cached_tokens for record in records), "the shared system prompt should hit the prefix cache"
     assert [decisions(r) for r in replayed] == [decisions(r) for r in records]
+
+
+def test_a_trace_row_with_the_prompts_ids_keeps_them_and_bad_ids_name_their_line(tmp_path):
+    """A served session's rows carry the prompt itself (replayed, it hits the prefix cache where the
+    session did); ids that are not token ids are an error naming the line and the column."""
+    from scheduler_core.workload.traces import load_trace_workload
+
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"arrival_time": 0.0, "prompt_token_ids": [5, 6, 7], "output_len": 2}\n'
+                    '{"arrival_time": 0.5, "prompt_token_ids": [5, 6, 8], "output_len": 1}\n')
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"arrival_time": 0.0, "prompt_token_ids": [5, -1], "output_len": 2}\n')
+
+    assert [list(r.prompt_token_ids) for r in load_trace_workload(good, 4096).requests] == [[5, 6, 7], [5, 6, 8]]
+    with pytest.raises(ConfigError) as error:
+        load_trace_workload(bad, 4096)
+    assert error.value.field.endswith("bad.jsonl:1:prompt_token_ids")
