@@ -196,12 +196,13 @@ class ServedEngine:
                 await asyncio.wait_for(self.wakeup.wait(), timeout=self.next_event_s())
 
     def next_event_s(self) -> float:
-        """Seconds until the next step ends or may start (60 when there is nothing to do)."""
+        """Seconds until the next step ends or may start; with nothing to do, a while short of the
+        idle sessions' expiry (each pass marks the session active)."""
         if self.taken:
             return max(0.0, self.taken[0][0].clock_s_after - self.now_s())
         if self.sim.has_work() and not self.stalled and not self.live.session.out_of_steps:
             return max(0.0, self.sim.clock_s - self.now_s())
-        return 60.0
+        return min(60.0, self.live.settings.idle_timeout_s / 4)
 
     async def take_due(self) -> None:
         """Every step whose start the wall clock has reached, one at a time (each step's token
