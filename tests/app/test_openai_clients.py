@@ -183,3 +183,12 @@ def test_a_session_out_of_steps_ends_its_streams_with_an_error_and_refuses_more(
         with pytest.raises(openai.InternalServerError) as refused:
             client.completions.create(model=MODEL, prompt="again", max_tokens=5)
         assert refused.value.status_code == 503
+
+
+def test_the_served_session_outlives_the_idle_sessions_expiry():
+    """Nobody sends it commands, yet it is never idle while it serves: the janitor leaves it."""
+    with OpenAIServer(idle_timeout_s=0.4) as server:
+        time.sleep(1.5)
+        assert server.served.engine.live.session.session_id in server.app.state.manager.sessions
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=20)
+        assert client.completions.create(model=MODEL, prompt="still here", max_tokens=2).usage.completion_tokens >= 1
