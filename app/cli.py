@@ -9,6 +9,7 @@ from scheduler_core.cli.main import build_parser
 from scheduler_core.cli.main import main as core_main
 
 from .kv_events_cli import add_kv_events_flag, open_kv_event_publisher
+from .openai.cli import add_openai_flags
 from .ray_sweep import run_ray
 
 
@@ -22,12 +23,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                  public=args.public or None)
     host = args.host or ("0.0.0.0" if args.public else "127.0.0.1")
     kv_event_publisher = open_kv_event_publisher(args)
+    app = create_app(settings, kv_event_publisher)
+    if args.openai:
+        from .openai.cli import served_options
+        from .openai.serve import attach_openai
+
+        options = served_options(args)
+        attach_openai(app, options)
+        print(f"servescope: serving {options.model_name} on vLLM's OpenAI API at http://{host}:{args.port}/v1 "
+              f"({options.scenario.model} on {options.scenario.tensor_parallel_size} x {options.scenario.gpu})"
+              f"; on the dashboard: http://{host}:{args.port}/s/{options.session_id}/view", flush=True)
     print(f"servescope dashboard: http://{host}:{args.port}/", flush=True)
     if args.public:
         print(f"public: any address of this machine, at most {settings.max_sessions_per_client} sessions per client, "
               f"idle sessions end after {settings.idle_timeout_s / 60:g} min", flush=True)
-    uvicorn.run(create_app(settings, kv_event_publisher), host=host, port=args.port, log_level=args.log_level,
-                **uvicorn_options(settings))
+    uvicorn.run(app, host=host, port=args.port, log_level=args.log_level, **uvicorn_options(settings))
     return 0
 
 
@@ -43,6 +53,7 @@ def add_app_commands(commands, parsers: dict[str, argparse.ArgumentParser]) -> N
                        help="also answer to this host name (repeatable; default: loopback names only)")
     serve.add_argument("--log-level", default="warning")
     add_kv_events_flag(serve)
+    add_openai_flags(serve)
     serve.set_defaults(func=cmd_serve)
     sweep = parsers["sweep"]
     sweep.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",

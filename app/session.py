@@ -108,7 +108,7 @@ def events_of(record: StepRecord, scheduling_order: str) -> list[dict]:
 
 class Session:
     def __init__(self, session_id: str, scenario: Scenario, settings: Settings, lesson: tuple[str, str] | None = None,
-                 origin: str = "", budget: MemoryBudget | None = None):
+                 origin: str = "", budget: MemoryBudget | None = None, sim=None):
         self.session_id = session_id
         self.scenario = scenario
         # The URL query that recreates this run (`/?<origin>`), so links outlive the session.
@@ -117,7 +117,7 @@ class Session:
         self.lesson = lesson
         self.settings = settings
         self.control_token = secrets.token_urlsafe(18)
-        self.sim = scenario.build(keep_finished=True)
+        self.sim = scenario.build(keep_finished=True) if sim is None else sim  # given: a served engine (app/openai)
         # Each step's record carries its KV events; the blocks and tables they touched wait here for the next delta.
         self.sim.enable_kv_events()
         # vLLM's Prometheus counters for /metrics, part of every checkpoint (so step back restores them).

@@ -14,6 +14,7 @@ from array import array
 from scheduler_core.engine.decision_trace import traced_record
 from scheduler_core.engine.prompt import Prompt
 from scheduler_core.sim.frozen_state import FrozenState
+from scheduler_core.sim.live_source import ServedSimulation
 
 from .checkpoints import Checkpoint
 from .frames import finite, record_view
@@ -30,7 +31,8 @@ def checkpoint_payload(sim, checkpoint: Checkpoint) -> bytes:
     behind: the replay reads only requests it has itself."""
     state = checkpoint.state
     return pickle.dumps({"state": dataclasses.replace(state, frozen=None, finished_requests={}),
-                         "data": state.frozen.data, "prompts": prompt_columns(state.frozen.prompts)},
+                         "data": state.frozen.data, "prompts": prompt_columns(state.frozen.prompts),
+                         "served": isinstance(sim, ServedSimulation)},  # its requests came from clients, not the scenario
                         protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -64,6 +66,7 @@ def replay_reasons(scenario, step: int, payload: bytes) -> str:
     parts = pickle.loads(payload)
     frozen = FrozenState.__new__(FrozenState)
     frozen.data, frozen.prompts = parts["data"], prompts_of(parts["prompts"])
-    record = traced_record(scenario.build(keep_finished=True), dataclasses.replace(parts["state"], frozen=frozen), step)
+    sim = ServedSimulation(scenario.engine, scenario.cost_model()) if parts["served"] else scenario.build(keep_finished=True)
+    record = traced_record(sim, dataclasses.replace(parts["state"], frozen=frozen), step)
     answer = None if record is None else {"step": step, "record": record_view(record), "decisions": record.decisions}
     return json.dumps(finite(answer), separators=(",", ":"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+from array import array
 from datetime import datetime
 from pathlib import Path
 
@@ -75,9 +76,9 @@ def read_csv_trace(path: Path) -> list[tuple[float, int, int]]:
     return rows
 
 
-def read_jsonl_trace(path: Path) -> list[tuple[float, int, int]]:
+def read_jsonl_trace(path: Path) -> list[tuple[float, int | array, int]]:
     """One object per line with `arrival_time` (s) or `arrived_at`, `prompt_len` or `num_prefill_tokens`
-    (or `prompt_token_ids`), and `output_len` or `num_decode_tokens` (or `max_tokens`)."""
+    (or the prompt itself, `prompt_token_ids`), and `output_len` or `num_decode_tokens` (or `max_tokens`)."""
     rows = []
     for line_no, line in text_lines(path, MAX_TRACE_BYTES):
         if not line.strip():
@@ -89,13 +90,22 @@ def read_jsonl_trace(path: Path) -> list[tuple[float, int, int]]:
         arrival = obj.get("arrival_time", obj.get("arrived_at"))
         if isinstance(arrival, bool) or not isinstance(arrival, (int, float)) or not math.isfinite(arrival) or arrival < 0:
             raise ConfigError(f"{where}:arrival_time", f"must be a non-negative number of seconds, got {arrival!r:.80}")
-        prompt = obj.get("prompt_len", obj.get("num_prefill_tokens"))
-        if prompt is None and isinstance(obj.get("prompt_token_ids"), list):
-            prompt = len(obj["prompt_token_ids"])
-        output = obj.get("output_len", obj.get("num_decode_tokens", obj.get("max_tokens")))
-        rows.append((float(arrival), _positive_int(prompt, f"{where}:prompt_len"), _positive_int(output, f"{where}:output_len")))
+        output = _positive_int(obj.get("output_len", obj.get("num_decode_tokens", obj.get("max_tokens"))), f"{where}:output_len")
+        if isinstance(obj.get("prompt_token_ids"), list):
+            # The prompt itself (a served session's trace): replayed, it hits the prefix cache as it did.
+            rows.append((float(arrival), token_ids(obj["prompt_token_ids"], f"{where}:prompt_token_ids"), output))
+        else:
+            prompt = obj.get("prompt_len", obj.get("num_prefill_tokens"))
+            rows.append((float(arrival), _positive_int(prompt, f"{where}:prompt_len"), output))
         check_row_count(path, len(rows))
     return rows
+
+
+def token_ids(values: list, where: str) -> array:
+    """A row's prompt token ids: at least one, each a non-negative 32-bit integer."""
+    if not values or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31 for v in values):
+        raise ConfigError(where, "must be a non-empty list of token ids (integers from 0 to 2**31 - 1)")
+    return array("i", values)
 
 
 def check_row_count(path: Path, num_rows: int) -> None:
@@ -119,9 +129,11 @@ def load_trace_workload(path: str | Path, max_model_len: int, num_requests: int 
     clipped = 0
     requests = []
     for index, (arrival, prompt, output) in enumerate(rows):
-        if prompt > max_model_len - 1:
-            prompt, clipped = max_model_len - 1, clipped + 1
-        requests.append(RequestSpec(f"req-{index:05d}", arrival - start, unique_prompt(index, prompt), output))
+        length = prompt if isinstance(prompt, int) else len(prompt)
+        if length > max_model_len - 1:
+            length, clipped = max_model_len - 1, clipped + 1
+        ids = unique_prompt(index, length) if isinstance(prompt, int) else prompt[:length]
+        requests.append(RequestSpec(f"req-{index:05d}", arrival - start, ids, output))
     description = f"{len(requests)} requests from {path.name}"
     if clipped:
         description += f" ({clipped} prompts clipped to max_model_len - 1)"

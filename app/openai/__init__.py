@@ -1,0 +1,1 @@
+"""`servescope serve --openai`: a simulated engine served on vLLM's OpenAI-compatible routes."""

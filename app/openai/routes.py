@@ -1,0 +1,100 @@
+"""vLLM's OpenAI-compatible routes over the served session: `/v1/completions`,
+`/v1/chat/completions`, `/v1/models`, `/health`, `/version` (and `/metrics`, the dashboard's, for
+the served session). Host, Origin and body size are checked before any of them (`app/guards.py`:
+a client that is not a browser sends no Origin; a browser page of another site is refused)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from ..rate_limits import limit
+from ..routes.api import client_of
+from ..routes.metrics import session_series
+from ..vllm_metrics import render_metrics
+from .errors import OpenAIError
+from .protocol import ChatCompletionRequest, CompletionRequest, ServedRequest, parse
+from .responses import Completion
+
+router = APIRouter()
+# Text longer than this is tokenized in a thread, so the event loop keeps pacing the streams.
+THREAD_TOKENIZE_CHARS = 16_384
+
+
+async def body_of(request: Request) -> object:
+    try:
+        return json.loads(await request.body())
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deeply, a number too long
+        raise OpenAIError(400, "the body is not valid JSON", "body") from None
+
+
+async def serve(request: Request, model: type, chat: bool) -> Response:
+    served = request.app.state.served
+    try:
+        body = parse(model, await body_of(request))
+        wanted = ServedRequest.of(body)
+        if wanted.model and wanted.model != served.model_name:
+            raise OpenAIError(404, f"The model `{wanted.model}` does not exist. Valid aliases: {served.model_name}.",
+                              "model", "NotFoundError")
+        tokenizer = served.tokenizer
+        if chat:
+            text = tokenizer.apply_chat_template([(m.role, m.text()) for m in body.messages])
+        else:
+            text = wanted.prompt_text
+        if text is None:
+            ids = wanted.prompt_token_ids
+        elif len(text) > THREAD_TOKENIZE_CHARS:
+            ids = await asyncio.to_thread(tokenizer.encode, text)
+        else:
+            ids = tokenizer.encode(text)
+        stream = await served.engine.submit(ids, wanted.max_tokens, wanted.ignore_eos, client_of(request),
+                                            wanted.max_tokens_param)
+        completion = Completion(stream, wanted, served.model_name, chat, served.output_tokenizer)
+        if wanted.stream:
+            return StreamingResponse(completion.events(), media_type="text/event-stream")
+        return JSONResponse(await completion.whole())
+    except OpenAIError as e:
+        return e.response()
+
+
+@router.post("/v1/completions")
+async def completions(request: Request) -> Response:
+    return await serve(request, CompletionRequest, chat=False)
+
+
+@router.post("/v1/chat/completions")
+async def chat_completions(request: Request) -> Response:
+    return await serve(request, ChatCompletionRequest, chat=True)
+
+
+@router.get("/v1/models")
+def models(request: Request) -> dict:
+    served = request.app.state.served
+    card = {"id": served.model_name, "object": "model", "created": served.created, "owned_by": "vllm",
+            "root": served.model_name, "parent": None, "max_model_len": served.engine.sim.config.max_model_len,
+            "permission": []}
+    return {"object": "list", "data": [card]}
+
+
+@router.get("/health")
+def health() -> Response:
+    return Response(status_code=200)
+
+
+@router.get("/version")
+def version(request: Request) -> dict:
+    return {"version": request.app.state.served.vllm_version}
+
+
+def served_metrics(request: Request) -> Response:
+    """The served session's metrics, vLLM's whole set, labelled with the served model name as vLLM
+    labels them (`--served-model-name`, else the model)."""
+    limit(request, "metrics")
+    served = request.app.state.served
+    series = dataclasses.replace(session_series(served.engine.live.session), model_name=served.model_name)
+    return Response(render_metrics([series]), media_type=CONTENT_TYPE_LATEST)
