@@ -27,7 +27,7 @@ from dataclasses import dataclass
 # fp8 weights (4.72 MB) and T tokens touch E[distinct](T) = 128 (1 - (1 - 8/128)^T) of them
 # (moe.py): 8 experts (37.7 MB) at T = 1, all 128 (604 MB) from T = 64. Derived: the line through
 # T = 1 and T = 128 is 29.2 us + bytes / 2.47 TB/s, and it lands within 3% of every point between
-# (127.6 us at T = 8, 244 at T = 32). From 2048 to 4096 tokens (128 -> 256 tokens per expert) the
+# but T = 4 (85 us against 90.5: -6%). From 2048 to 4096 tokens (128 -> 256 tokens per expert) the
 # kernel adds 2048 x 8 x 3 x 2048 x 768 x 2 = 155 GFLOP in 736 us: 210 TFLOP/s.
 # The same PR's `--model=mistralai/Mixtral-8x7B-Instruct-v0.1 -tp=2` (bf16, tuned config; experts of
 # 3 x 4096 x 7168 bf16 = 176 MB per GPU, 8 of them, top-2): 144.03 us at 1 token (2 experts), 229.28
