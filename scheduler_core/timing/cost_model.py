@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from .all_reduce import PcieAllReduce
+from .all_reduce import PcieAllReduce, custom_all_reduce_latency_s
 from .attention_cost import GroupedAttention, smooth_max
 from .attention_specs import CHUNKED_LOCAL, MAMBA, MLA, SLIDING_WINDOW
 from .moe import ExpertPlacement, MoeDispatch, dispatch_bandwidth
@@ -185,7 +185,7 @@ class CostModel:
             # same cost is charged: no independent figure for it here.
             ring_bytes_per_token = 2 * (tp - 1) / tp * m.hidden * 2
             self._allreduce_s_per_token = 2 * m.layers * ring_bytes_per_token / gpu.interconnect_bandwidth
-            self._fixed_s += 2 * m.layers * eff.allreduce_latency_s
+            self._fixed_s += 2 * m.layers * custom_all_reduce_latency_s(tp, eff.allreduce_latency_s)
 
     def step_time(self, chunks: Iterable[tuple[int, int]], num_sampled: int,
                   moe_num_tokens: int | None = None) -> tuple[float, dict[str, float]]:

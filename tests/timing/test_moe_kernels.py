@@ -97,3 +97,11 @@ def test_an_mla_decode_costs_the_same_beside_a_prompt_chunk():
     attention = lambda chunks: cost_model.step_time(chunks, len(chunks))[1]["attention"]  # noqa: E731
     decodes = [(1, 100_000)] * 8
     assert attention(decodes + [(512, 0)]) == pytest.approx(attention(decodes) + attention([(512, 0)]))
+
+
+@pytest.mark.parametrize("tp, published_us", [(2, 8.7), (4, 9.2), (8, 11.8)])
+def test_the_custom_all_reduce_latency_grows_with_the_group_as_sglang_pr_2904_measured(tp, published_us):
+    from scheduler_core.timing.all_reduce import custom_all_reduce_latency_s
+
+    assert custom_all_reduce_latency_s(tp, 8.7e-6) == pytest.approx(published_us * 1e-6)
+    assert custom_all_reduce_latency_s(6, 8e-6) == custom_all_reduce_latency_s(4, 8e-6)
