@@ -238,14 +238,14 @@ class CostModel:
         and the experts its tokens touch, and computes on the active parameters only."""
         from .architecture import WeightInventory  # architecture imports this module's dataclasses
         from .mla_cost import MlaAttention
-        from .moe_kernels import BlockFp8Linears, FusedMoeKernel
+        from .moe_kernels import BLOCK_FP8_GENERATIONS, BlockFp8Linears, FusedMoeKernel
         from .weight_formats import matmul_flops
 
         inventory = WeightInventory(self.model, self.placement, gpu)
         bandwidth = gpu.mem_bandwidth * eff.weight_read
         rate = matmul_flops(gpu, inventory.fmt) * eff.linear_compute
         self._weight_s = inventory.always_read_bytes / bandwidth
-        if inventory.fmt.name == "fp8-block":  # latency-bound block-FP8 GEMMs (moe_kernels.py)
+        if inventory.fmt.name == "fp8-block" and gpu.generation in BLOCK_FP8_GENERATIONS:  # moe_kernels.py
             block = BlockFp8Linears.on(gpu)
             self._weight_s += inventory.linear_bytes * (1 / block.read_bytes_per_s - 1 / bandwidth)
             self._fixed_s += inventory.linear_gemms_per_step() * block.gemm_s

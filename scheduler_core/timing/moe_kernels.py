@@ -55,6 +55,11 @@ BLOCK_FP8_GEMM_S = 11.2e-6
 BLOCK_FP8_READ_PER_COPY = 1.44e12 / 1.8817e12
 BLOCK_FP8_FLOPS_PER_BF16 = 489.7e12 / 796.3e12
 
+# The block-FP8 figures are Hopper kernels' (CUTLASS SM90, Triton, DeepGEMM SM90); Blackwell runs its
+# own (DeepGEMM and CUTLASS SM100, FlashInfer), with no published decode-size times here, and keeps the
+# roofline of the format (weight_formats.matmul_flops).
+BLOCK_FP8_GENERATIONS = ("hopper",)
+
 # Blackwell runs other MoE kernels (FlashInfer's TRT-LLM and CUTLASS MoE, DeepGEMM): no published
 # rates for them here, so there the experts keep the dense roofline (their fixed cost stays).
 TRITON_MOE_GENERATIONS = ("ampere", "ada", "hopper")

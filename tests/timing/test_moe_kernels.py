@@ -105,3 +105,13 @@ def test_the_custom_all_reduce_latency_grows_with_the_group_as_sglang_pr_2904_me
 
     assert custom_all_reduce_latency_s(tp, 8.7e-6) == pytest.approx(published_us * 1e-6)
     assert custom_all_reduce_latency_s(6, 8e-6) == custom_all_reduce_latency_s(4, 8e-6)
+
+
+def test_the_hopper_block_fp8_figures_stay_off_blackwell():
+    """The same block-FP8 checkpoint pays the Hopper kernels' launch floor on an H200, not on a B200."""
+    model = MODELS["qwen3-235b-a22b-fp8"]
+    gemms = WeightInventory(model, ExpertPlacement(4), GPUS["h200"]).linear_gemms_per_step()
+    h200, b200 = CostModel(model, GPUS["h200"], 4), CostModel(model, GPUS["b200"], 4)
+    moe_fixed = model.arch.moe.num_moe_layers * FUSED_MOE_LAYER_S
+    assert h200._fixed_s - b200._fixed_s == pytest.approx(gemms * BLOCK_FP8_GEMM_S)
+    assert b200._fixed_s > moe_fixed
