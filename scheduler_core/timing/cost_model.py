@@ -11,7 +11,9 @@ PCIe, at the cost of the all-reduce vLLM picks there: scheduler_core/timing/all_
 The rates are the GPU's *achievable* ceilings (for the H200, measured by the calibration run;
 for other GPUs, their datasheet peaks scaled by what the H200 achieves of its own datasheet), and
 `Efficiency` holds the fitted fractions of them. `benchmarks/bench_cost_model.py` refits them
-and reports the error on measured steps held out of the fit.
+and reports the error on measured steps held out of the fit. What the calibration's dense GEMMs do not
+cover (the fused-MoE layer, block-FP8 GEMMs, MLA's two kernels) costs what those kernels were measured
+to cost (moe_kernels.py, mla_cost.py).
 """
 
 from __future__ import annotations

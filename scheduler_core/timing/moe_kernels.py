@@ -69,7 +69,8 @@ TRITON_MOE_GENERATIONS = ("ampere", "ada", "hopper")
 class FusedMoeKernel:
     """The fused-MoE layer on one GPU: a fixed time per layer per step, and the touched experts'
     bytes and FLOPs at the kernel's own rates (a smooth roofline between them, as the dense layers;
-    None: the dense rates)."""
+    None: the dense rates). The Triton `fused_moe` figures stand for every pre-Blackwell MoE kernel
+    vLLM picks (gpt-oss's MXFP4 `triton_kernels` matmul, Marlin MoE on Ampere): none has its own."""
 
     read_bytes_per_s: float | None
     flops_per_s: float | None
