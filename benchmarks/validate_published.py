@@ -470,8 +470,8 @@ OSS_120B_TP2_ASSUMPTIONS = (OSS_120B_ASSUMPTIONS + "; the optimized command (`--
                             "--max-model-len: the model's 131,072; random 32K: 9,955 outputs over 100 requests (100 "
                             "each); random 4K: 1,999,249 in / 68,046 out over 500 requests (3,998 / 136 each)")
 R1_COMMON = (GPUSTACK_COMMON + "; DeepSeek-R1-0528 has DeepSeek-R1's shape (the preset); TP 8 without expert "
-             "parallelism, as the command; the experts' block-wise FP8 at the GPU's fp8 rate; no MTP drafting "
-             "(the command asks for none)")
+             "parallelism, as the command; the block-FP8 linears and the fused-MoE experts at their kernels' "
+             "measured rates (moe_kernels.py); no MTP drafting (the command asks for none)")
 R1_ASSUMPTIONS = R1_COMMON + "; ShareGPT batch size 4: 22,836 in / 21,338 out over 100 requests"
 R1_MORE_ASSUMPTIONS = (R1_COMMON + "; ShareGPT at once: 219,171 in / 200,752 out over 1000 requests; random 4K: "
                        "1,997,530 in / 100,000 out over 500 requests (3,995 / 200 each)")
@@ -493,10 +493,10 @@ B200_ASSUMPTIONS = ("the PR names no release: main of late August 2025, taken as
 R1_EP_ASSUMPTIONS = ("main of 2025-11-17 (5a84b76) taken as 0.11.1, the release of those weeks, with its defaults "
                      "(8192-token budget, 1024 seqs, async scheduling off); the number of prompts is not given: vllm "
                      "bench serve's default, 1000, at --max-concurrency 32; random lengths fixed at 1600 in / 600 out "
-                     "(every output reaching 600); max_model_len 163,840 (the model's), utilization 0.9; the Triton "
-                     "fused-MoE kernels' speed not modelled apart; with DP 1 expert parallelism moves no tokens, and "
-                     "under balanced routing EP and TP read and multiply the same (moe.py), so servescope predicts the "
-                     "same for both rows: vLLM's 29% gap between them is its kernels' and its routing's imbalance")
+                     "(every output reaching 600); max_model_len 163,840 (the model's), utilization 0.9; the fused-MoE "
+                     "kernel at its balanced-routing rates (moe_kernels.py); with DP 1 expert parallelism moves no "
+                     "tokens, and under balanced routing EP and TP read and multiply the same (moe.py), so servescope "
+                     "predicts the same for both rows: vLLM's 29% gap between them is its kernels' and its routing's imbalance")
 Q235_B200_ASSUMPTIONS = ("vLLM main of 2026-06-03 taken as 0.22.0, the release before it (2026-05-30; 0.22.1, a "
                          "patch release, came on 2026-06-05: aws/deep-learning-containers PRs #6177 and #6207), with "
                          "its B200 defaults (batch limits, async scheduling on); the PR branch's own XQA kernels are "

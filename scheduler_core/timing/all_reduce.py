@@ -41,6 +41,21 @@ NCCL_PCIE_BUS_BANDWIDTH = 8.97e9  # bytes/s of ring traffic per GPU, up to the l
 NCCL_PCIE_MEASURED_MAX_BYTES = 384 * 1024
 
 
+# The custom all-reduce's latency grows with the group: its one-shot kernel reads every peer's buffer.
+# sglang PR #2904 (yizhang2077, 2025-01-15) times vLLM's custom all-reduce on H100 (NVLink, without CUDA
+# graphs) at 32 KB, a decode batch's message: 8.7 us at TP 2, 9.2 at TP 4, 11.8 at TP 8. The per-call
+# latency (Efficiency.allreduce_latency_s, a TP-2-sized figure) is scaled by those ratios; groups of
+# 6 or over 8 take the nearest measured size below. (Its larger messages grow faster than the link's
+# bandwidth would say: 24.1 us at 256 KB, 45.0 at 1 MB at TP 8; not modelled.)
+CUSTOM_ALL_REDUCE_LATENCY_VS_TP2 = {2: 1.0, 4: 9.2 / 8.7, 8: 11.8 / 8.7}
+
+
+def custom_all_reduce_latency_s(tp: int, tp2_latency_s: float) -> float:
+    """One custom all-reduce's fixed time among `tp` NVLink-joined GPUs."""
+    measured = max((size for size in CUSTOM_ALL_REDUCE_LATENCY_VS_TP2 if size <= tp), default=2)
+    return tp2_latency_s * CUSTOM_ALL_REDUCE_LATENCY_VS_TP2[measured]
+
+
 def uses_custom_all_reduce(tp: int, nvlink_fully_connected: bool, message_bytes: int) -> bool:
     """vLLM 0.33's rule: its custom all-reduce serves a call when the group has 2, 4, 6 or 8 GPUs,
     either two of them or all NVLink-connected, and the message is under 8 MiB; else NCCL does."""

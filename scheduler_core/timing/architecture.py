@@ -77,8 +77,9 @@ class WeightInventory:
         moe = arch.moe
         routers = shared = experts = expert_each = 0.0
         self.experts_per_gpu = 0
+        self.expert_format: WeightFormat | None = None
         if moe:
-            efmt = weight_format(moe.expert_format or arch.linear_format)
+            efmt = self.expert_format = weight_format(moe.expert_format or arch.linear_format)
             pad_h, pad_i = _mxfp4_padding(gpu) if efmt.name == "mxfp4" else (1, 1)
             hidden_p = cdiv(h, pad_h) * pad_h
             inter_p = placement.inter_per_gpu(moe, pad_i)
@@ -94,6 +95,7 @@ class WeightInventory:
         norms = (2 * model.layers + 1) * h * ACT_BYTES
         rotary = model.max_position_embeddings * (arch.rotary_dim or model.head_dim) * ACT_BYTES
         vision = arch.vision_params * ACT_BYTES // tp
+        self.linear_bytes = attention + dense_mlp + shared  # the projections in the checkpoint's linear format
         self.expert_bytes_each = expert_each  # one routed expert of one layer on this GPU
         self.expert_bytes = experts
         self.always_read_bytes = attention + dense_mlp + routers + shared + vocab_shard * h * ACT_BYTES
@@ -122,6 +124,18 @@ class WeightInventory:
             kv_rows = 2 * g.kv_heads_per_gpu(tp) * g.head_size
             per_layer = self._bytes(q_rows + kv_rows, h) + self._bytes(h, heads * g.head_size)
         return g.num_layers * per_layer
+
+    def linear_gemms_per_step(self) -> int:
+        """GEMM launches of one step outside the experts and the LM head, as vLLM 0.33's model files
+        build them: an MLA layer's fused q_a/kv_a down-projection, q_b_proj and o_proj (q_proj,
+        kv_a_proj and o_proj without a q LoRA), a softmax-attention layer's qkv_proj and o_proj, a
+        linear-attention layer's two input projections and out_proj; gate_up and down for each dense
+        MLP and each shared expert."""
+        per_kind = {MLA: 3, MAMBA: 3}
+        attention = sum(g.num_layers * per_kind.get(g.kind, 2) for g in self.arch.groups)
+        moe = self.arch.moe
+        shared = moe.num_moe_layers if moe and moe.shared_expert_inter else 0
+        return attention + 2 * (self.arch.dense_mlp_layers + shared)
 
     def active_params_per_token(self) -> float:
         """Parameters one token multiplies through on this GPU: everything but the routed experts,

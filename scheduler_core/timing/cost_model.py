@@ -12,7 +12,9 @@ The rates are the GPU's *achievable* ceilings (for the H200, measured by the cal
 for other GPUs, the H200's scaled by published kernel benchmarks where they exist, kernel_rates.py,
 else their datasheet peaks scaled by what the H200 achieves of its own datasheet), and
 `Efficiency` holds the fitted fractions of them. `benchmarks/bench_cost_model.py` refits them
-and reports the error on measured steps held out of the fit.
+and reports the error on measured steps held out of the fit. What the calibration's dense GEMMs do not
+cover (the fused-MoE layer, block-FP8 GEMMs, MLA's two kernels) costs what those kernels were measured
+to cost (moe_kernels.py, mla_cost.py).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from .all_reduce import PcieAllReduce
+from .all_reduce import PcieAllReduce, custom_all_reduce_latency_s
 from .attention_cost import GroupedAttention, smooth_max
 from .attention_specs import CHUNKED_LOCAL, MAMBA, MLA, SLIDING_WINDOW
 from .kernel_rates import CALIBRATION_KERNELS, AttentionKernels, attention_compute_speed, kv_read_speed
@@ -175,6 +177,7 @@ class CostModel:
         self._fixed_s = eff.step_overhead_s + eff.layer_overhead_s * m.layers
         self._moe = None
         self._grouped_attention = None  # layers that see less than every cached token (attention_cost.py)
+        self._mla_attention = None  # MLA's decode and prompt kernels (mla_cost.py)
         if m.arch is not None:
             self._use_inventory(gpu, tp, eff)
         # Two all-reduces of the hidden state per layer (after attention and after the MLP).
@@ -189,7 +192,7 @@ class CostModel:
             # same cost is charged: no independent figure for it here.
             ring_bytes_per_token = 2 * (tp - 1) / tp * m.hidden * 2
             self._allreduce_s_per_token = 2 * m.layers * ring_bytes_per_token / gpu.interconnect_bandwidth
-            self._fixed_s += 2 * m.layers * eff.allreduce_latency_s
+            self._fixed_s += 2 * m.layers * custom_all_reduce_latency_s(tp, eff.allreduce_latency_s)
 
     def step_time(self, chunks: Iterable[tuple[int, int]], num_sampled: int,
                   moe_num_tokens: int | None = None) -> tuple[float, dict[str, float]]:
@@ -210,6 +213,8 @@ class CostModel:
                 has_prompt_chunk = True
         if num_tokens == 0:
             return 0.0, {}
+        if self._mla_attention is not None:  # a decode's pairs are its keys: cached + 1
+            mla_prompt = (attention_pairs - decode_context, kv_tokens_read - decode_context)
         if has_prompt_chunk:
             attention_pairs += (self.efficiency.mixed_decode_query_rows - 1) * decode_context
         p = self.efficiency.roofline_sharpness
@@ -224,7 +229,9 @@ class CostModel:
             linear_compute_s += (moe_tokens - num_tokens) * self._expert_s_per_token
             dispatch_s = moe.num_moe_layers * self._dispatch.seconds(moe_tokens)
         linear_s = smooth_max(weight_s, linear_compute_s, p)
-        if self._grouped_attention is None:
+        if self._mla_attention is not None:
+            attention_s = self._mla_attention.seconds(*mla_prompt, decode_context, decode_context, p)
+        elif self._grouped_attention is None:
             attention_s = smooth_max(kv_tokens_read * self._kv_s_per_token, attention_pairs * self._attention_s_per_pair, p)
         else:
             attention_s = self._grouped_attention.seconds(chunks, has_prompt_chunk, p)
@@ -238,27 +245,44 @@ class CostModel:
         ceilings on this GPU, for the cache's dtype (kernel_rates.py). An MLA model's FP8 path (FlashMLA)
         has no published figure: its fp8 cache only halves the bytes."""
         m, eff, kernels = self.model, self.efficiency, self.gpu.attention
-        kv_dtype = m.kv_dtype
-        if m.arch is not None and any(g.kind == MLA for g in m.arch.groups):
+        kv_dtype, head_dim = m.kv_dtype, m.head_dim
+        if m.arch is not None and m.arch.mla is not None:
             kv_dtype = "bf16"  # the rates' dtype only: the bytes stay fp8's
-        read_speed = kv_read_speed(kernels, kv_dtype, m.head_dim, vllm_version)
-        ceiling = kernels.prefill_ceiling(m.head_dim, Efficiency.attention_compute) or self.gpu.bf16_flops
+            # MLA's prompt chunks run the prefill kernel on decompressed heads: queries and keys of
+            # nope + rope dims (192 for DeepSeek), not the latent's per-head share.
+            head_dim = m.arch.mla.qk_nope_head_dim + m.arch.mla.qk_rope_head_dim
+        read_speed = kv_read_speed(kernels, kv_dtype, head_dim, vllm_version)
+        ceiling = kernels.prefill_ceiling(head_dim, Efficiency.attention_compute) or self.gpu.bf16_flops
         self._kv_read_bandwidth = self.gpu.mem_bandwidth * eff.kv_read * read_speed
-        self._attention_flops = ceiling * attention_compute_speed(kernels, kv_dtype, m.head_dim) * eff.attention_compute
+        self._attention_flops = ceiling * attention_compute_speed(kernels, kv_dtype, head_dim) * eff.attention_compute
 
     def _use_inventory(self, gpu: "GpuSpec", tp: int, eff: "Efficiency") -> None:
         """Experts, MLA or other formats (architecture.py): every step reads the always-read weights
         and the experts its tokens touch, and computes on the active parameters only."""
         from .architecture import WeightInventory  # architecture imports this module's dataclasses
+        from .mla_cost import MlaAttention
+        from .moe_kernels import BLOCK_FP8_GENERATIONS, BlockFp8Linears, FusedMoeKernel
         from .weight_formats import matmul_flops
 
         inventory = WeightInventory(self.model, self.placement, gpu)
         bandwidth = gpu.mem_bandwidth * eff.weight_read
+        rate = matmul_flops(gpu, inventory.fmt) * eff.linear_compute
         self._weight_s = inventory.always_read_bytes / bandwidth
+        if inventory.fmt.name == "fp8-block" and gpu.generation in BLOCK_FP8_GENERATIONS:  # moe_kernels.py
+            block = BlockFp8Linears.on(gpu)
+            self._weight_s += inventory.linear_bytes * (1 / block.read_bytes_per_s - 1 / bandwidth)
+            self._fixed_s += inventory.linear_gemms_per_step() * block.gemm_s
+            rate = block.flops_per_s
+        expert_rate = rate
         if self.model.arch.moe is not None:
-            # Each touched expert, on this GPU: its shard (TP) or, under EP, a share of the experts.
-            share = inventory.experts_per_gpu / self.model.arch.moe.num_experts
-            self._moe = (self.model.arch.moe, share * inventory.expert_bytes_each / bandwidth)
+            # Each touched expert, on this GPU: its shard (TP) or, under EP, a share of the experts,
+            # at the fused-MoE kernel's rates, and the kernel's fixed time per layer (moe_kernels.py).
+            moe = self.model.arch.moe
+            kernel = FusedMoeKernel.on(gpu, inventory.expert_format.bits)
+            share = inventory.experts_per_gpu / moe.num_experts
+            self._moe = (moe, share * inventory.expert_bytes_each / (kernel.read_bytes_per_s or bandwidth))
+            self._fixed_s += moe.num_moe_layers * kernel.layer_s
+            expert_rate = kernel.flops_per_s or expert_rate
         # KV read per token from the layer groups' pages (an MLA latent, not 128 heads of K and V).
         kv_bytes = sum(g.num_layers * g.bytes_per_token(tp, DTYPE_BYTES[self.model.kv_dtype]) for g in self.model.arch.groups)
         self._kv_s_per_token = kv_bytes / self._kv_read_bandwidth
@@ -268,9 +292,13 @@ class CostModel:
             self._grouped_attention = GroupedAttention(
                 groups, self.model.heads / tp, self.model.head_dim, tp, DTYPE_BYTES[self.model.kv_dtype],
                 self._kv_read_bandwidth, self._attention_flops, eff.mixed_decode_query_rows)
-        rate = matmul_flops(gpu, inventory.fmt) * eff.linear_compute
-        self._linear_s_per_token = 2 * inventory.active_params_per_token() / rate
-        self._expert_s_per_token = 2 * inventory.routed_expert_params_per_token() / rate
+        routed = inventory.routed_expert_params_per_token()
+        self._expert_s_per_token = 2 * routed / expert_rate
+        self._linear_s_per_token = 2 * (inventory.active_params_per_token() - routed) / rate + self._expert_s_per_token
+        mla = self.model.arch.mla
+        if mla is not None and all(g.kind == MLA for g in groups):
+            self._mla_attention = MlaAttention.build(mla, self.model.heads / tp, self.model.layers, self._kv_s_per_token,
+                                                     gpu.bf16_flops, self._attention_flops)
 
     def _pcie_all_reduces_s(self, num_tokens: int) -> float:
         """A step's NCCL all-reduces over PCIe (two a layer, of the tokens' hidden states), where vLLM

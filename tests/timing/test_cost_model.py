@@ -8,7 +8,7 @@ import json
 import pytest
 
 from scheduler_core.errors import ConfigError
-from scheduler_core.timing.all_reduce import PcieAllReduce, uses_custom_all_reduce
+from scheduler_core.timing.all_reduce import PcieAllReduce, custom_all_reduce_latency_s, uses_custom_all_reduce
 from scheduler_core.timing.calibration import measured_steps, relative_errors
 from scheduler_core.timing.cost_model import DTYPE_BYTES, CostModel, Efficiency
 from scheduler_core.timing.presets import GPUS, MODELS, load_calibration, resolve_model
@@ -228,7 +228,8 @@ def test_four_pcie_gpus_pay_nccl_for_each_of_the_two_all_reduces_per_layer():
     batch, latency = 16, Efficiency().allreduce_latency_s
     message = batch * model.hidden * 2
     nccl = PcieAllReduce(4, pcie.interconnect_bandwidth, latency).seconds(message)
-    custom = latency + 1.5 * message / pcie.interconnect_bandwidth
+    # The NVLink model's custom all-reduce at TP 4 (its latency scaled from TP 2's, all_reduce.py).
+    custom = custom_all_reduce_latency_s(4, latency) + 1.5 * message / pcie.interconnect_bandwidth
 
     extra = CostModel(model, pcie, tp=4).decode_time(batch, 512) - CostModel(model, nvlink, tp=4).decode_time(batch, 512)
 
@@ -243,7 +244,7 @@ def test_a_draft_model_over_four_pcie_gpus_pays_its_share_of_their_all_reduces()
     nvlink = dataclasses.replace(pcie, nvlink_fully_connected=True)
     latency = Efficiency().allreduce_latency_s
     nccl = PcieAllReduce(4, pcie.interconnect_bandwidth, latency).seconds(model.hidden * 2)
-    custom_latency = 2 * model.layers * latency  # in the NVLink model's fixed term
+    custom_latency = 2 * model.layers * custom_all_reduce_latency_s(4, latency)  # in the NVLink model's fixed term
 
     extra = CostModel(model, pcie, tp=4).draft_time("draft_model", 3, 16) - \
         CostModel(model, nvlink, tp=4).draft_time("draft_model", 3, 16)
