@@ -23,10 +23,10 @@ from .error_responses import printable, validation_error
 from .guards import HostPolicy, RequestGuard
 from .kv_event_feed import KVEventFeed
 from .kv_events_publisher import ZmqEventPublisher
-from .live import SessionManager
 from .log_redaction import log_config
 from .rate_limits import RateLimits
 from .routes import api, exports, fleet, metrics, pages, ws
+from .session_manager import SessionManager
 from .settings import Settings
 from .viewer_bytes import ViewerBytes
 from .why import ReasonsCache

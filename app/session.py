@@ -11,13 +11,14 @@ import json
 import secrets
 import time
 from collections import deque
-from dataclasses import dataclass
 
 from scheduler_core.engine.step_record import StepRecord
 from scheduler_core.scenario.scenario import Scenario
 
 from . import wire
+from .breakpoints import Breakpoint
 from .checkpoints import Checkpoint, Checkpoints, MemoryBudget
+from .event_log import events_of
 from .frames import (
     PROTOCOL_VERSION,
     Delta,
@@ -38,72 +39,7 @@ from .history import ChartHistory, append_capped
 from .settings import Settings
 from .why import request_history
 
-BREAKPOINT_KINDS = ("preemption", "finish", "admit", "kv_usage", "step", "request")
 EVENT_HISTORY = 2000
-
-
-@dataclass(frozen=True)
-class Breakpoint:
-    kind: str
-    value: float | str | None = None
-
-    @classmethod
-    def parse(cls, data: object) -> "Breakpoint":
-        if not isinstance(data, dict) or data.get("kind") not in BREAKPOINT_KINDS:
-            raise ValueError(f"a breakpoint is {{\"kind\": one of {list(BREAKPOINT_KINDS)}, ...}}")
-        kind, value = data["kind"], data.get("value")
-        if kind == "kv_usage" and not (isinstance(value, (int, float)) and 0 < value <= 1):
-            raise ValueError("a kv_usage breakpoint needs a value in (0, 1]")
-        if kind == "step" and not (isinstance(value, int) and value >= 0):
-            raise ValueError("a step breakpoint needs a non-negative integer value")
-        if kind == "request" and not isinstance(value, str):
-            raise ValueError("a request breakpoint needs a request id value")
-        return cls(kind, value)
-
-    def hit(self, record: StepRecord) -> bool:
-        if self.kind == "preemption":
-            return bool(record.preempted)
-        if self.kind == "finish":
-            return bool(record.finished)
-        if self.kind == "admit":
-            return bool(record.admitted or record.resumed)
-        if self.kind == "kv_usage":
-            return record.kv_usage >= self.value
-        if self.kind == "step":
-            return record.step + 1 == self.value
-        rid = self.value
-        return any(c.request_id == rid for c in record.scheduled) or rid in record.preempted or rid in record.finished
-
-    def to_dict(self) -> dict:
-        return {"kind": self.kind, "value": self.value}
-
-
-def events_of(record: StepRecord, scheduling_order: str) -> list[dict]:
-    """The step's story for the event log, each line tagged with its step so a click can seek."""
-    step, events = record.step, []
-    for rid in record.admitted:
-        hit = record.cached_tokens.get(rid, 0)
-        events.append({"step": step, "kind": "admitted", "request": rid,
-                       "text": f"{rid} admitted" + (f", {hit} prompt tokens hit the prefix cache" if hit else "")})
-    for rid in record.resumed:
-        events.append({"step": step, "kind": "resumed", "request": rid, "text": f"{rid} resumed after preemption"})
-    for chunk in record.scheduled:
-        if chunk.kind == "prefill":
-            events.append({"step": step, "kind": "chunk", "request": chunk.request_id,
-                           "text": f"{chunk.request_id} prefill chunk of {chunk.num_tokens} tokens "
-                                   f"(from token {chunk.num_computed_before})"})
-    why = "lowest priority" if scheduling_order == "priority" else "newest running request"
-    for rid in record.preempted:
-        swapped = any(r == rid for r, _ in record.swapped_out)
-        events.append({"step": step, "kind": "preempted", "request": rid,
-                       "text": f"{rid} preempted: out of KV blocks, {why}; "
-                               + ("KV swapped to CPU" if swapped else "KV freed, will recompute")})
-    for rid in record.finished:
-        events.append({"step": step, "kind": "finished", "request": rid, "text": f"{rid} finished"})
-    if record.num_blocks_evicted:
-        events.append({"step": step, "kind": "evicted", "request": None,
-                       "text": f"{record.num_blocks_evicted} cached blocks evicted from the prefix cache"})
-    return events
 
 
 class Session:

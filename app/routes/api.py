@@ -17,9 +17,10 @@ from scheduler_core.timing.presets import resolve_gpu
 
 from ..checkpoints import MemoryBudgetSpent
 from ..frames import finite
-from ..live import LiveSession, SessionManager
+from ..live import LiveSession
 from ..rate_limits import limit, scenario_cost
 from ..schemas import ScenarioModel, SessionCreate, SessionCreated, SessionInfo
+from ..session_manager import SessionManager
 from ..why import step_reasons
 
 router = APIRouter(prefix="/api")

@@ -9,9 +9,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.checkpoints import MemoryBudget, MemoryBudgetSpent
-from app.live import SessionManager
 from app.main import create_app
 from app.session import Session
+from app.session_manager import SessionManager
 from app.settings import Settings
 from scheduler_core.scenario.scenario import Scenario
 

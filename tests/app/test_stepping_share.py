@@ -3,7 +3,7 @@ so however many sessions play, together they step for at most STEPPING_SHARE of 
 
 import asyncio
 
-from app.live import SessionManager
+from app.session_manager import SessionManager
 from app.settings import Settings
 from app.stepping import STEPPING_SHARE, SteppingShare
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults

@@ -13,10 +13,10 @@ from urllib.parse import quote, unquote, urlparse
 import pytest
 from playwright.sync_api import Page
 
-from app.live import SessionManager
 from app.main import create_app
 from app.routes.api import scenario_from
 from app.schemas import SessionCreate
+from app.session_manager import SessionManager
 from app.settings import Settings
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario
 from scheduler_core.timing.model_summary import model_summary

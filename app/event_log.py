@@ -1,0 +1,33 @@
+"""The event log's lines for one step: admissions, resumptions, prompt chunks, preemptions, finishes, evictions."""
+
+from __future__ import annotations
+
+from scheduler_core.engine.step_record import StepRecord
+
+
+def events_of(record: StepRecord, scheduling_order: str) -> list[dict]:
+    """The step's story for the event log, each line tagged with its step so a click can seek."""
+    step, events = record.step, []
+    for rid in record.admitted:
+        hit = record.cached_tokens.get(rid, 0)
+        events.append({"step": step, "kind": "admitted", "request": rid,
+                       "text": f"{rid} admitted" + (f", {hit} prompt tokens hit the prefix cache" if hit else "")})
+    for rid in record.resumed:
+        events.append({"step": step, "kind": "resumed", "request": rid, "text": f"{rid} resumed after preemption"})
+    for chunk in record.scheduled:
+        if chunk.kind == "prefill":
+            events.append({"step": step, "kind": "chunk", "request": chunk.request_id,
+                           "text": f"{chunk.request_id} prefill chunk of {chunk.num_tokens} tokens "
+                                   f"(from token {chunk.num_computed_before})"})
+    why = "lowest priority" if scheduling_order == "priority" else "newest running request"
+    for rid in record.preempted:
+        swapped = any(r == rid for r, _ in record.swapped_out)
+        events.append({"step": step, "kind": "preempted", "request": rid,
+                       "text": f"{rid} preempted: out of KV blocks, {why}; "
+                               + ("KV swapped to CPU" if swapped else "KV freed, will recompute")})
+    for rid in record.finished:
+        events.append({"step": step, "kind": "finished", "request": rid, "text": f"{rid} finished"})
+    if record.num_blocks_evicted:
+        events.append({"step": step, "kind": "evicted", "request": None,
+                       "text": f"{record.num_blocks_evicted} cached blocks evicted from the prefix cache"})
+    return events
