@@ -27,6 +27,7 @@ from ..timing.host_time import NO_HOST_TIME, HostTime
 from ..timing.presets import GPUS, MODELS
 from ..utils import cdiv
 from ..workload.workload import RequestSpec, RequestTable, Workload
+from .api_server import APIServer
 from .arrivals import arrival_order
 from .frozen_state import FrozenState, SimulationState
 from .metrics import SLO, MetricsCollector
@@ -57,6 +58,7 @@ class Simulation:
         cost_model: CostModel | None = None,
         keep_finished: bool = True,
         slo: SLO | None = None,
+        api_server: APIServer | None = None,
     ):
         if not isinstance(workload, Workload):
             workload = Workload(list(workload))
@@ -76,6 +78,8 @@ class Simulation:
         self.metrics = MetricsCollector(config.block_size, SLO() if slo is None else slo)
         if config.speculative_config:
             self.metrics.spec_decode = self.scheduler.spec_stats
+        # Served (`vllm serve`): requests and tokens pass through the API server; None: `LLM.generate`.
+        self.api_server = self.metrics.front_end = api_server
         self.step_index = 0
         self.clock_s = 0.0
         # Open loop: requests reach the engine in arrival order (ties in workload order), read
@@ -130,7 +134,8 @@ class Simulation:
     def num_pending(self) -> int:
         """Requests of the workload that have not reached the engine yet."""
         unreleased = len(self.workload.requests) - self._next_release if self.workload.concurrency else 0
-        return len(self._arrival_order) - self._next_arrival + len(self._pending) + unreleased
+        in_flight = self.api_server.num_in_flight if self.api_server is not None else 0
+        return len(self._arrival_order) - self._next_arrival + len(self._pending) + unreleased + in_flight
 
     def next_step_time(self) -> float | None:
         """When the next step would start, or None while there is nothing to do or to wait for."""
@@ -140,6 +145,12 @@ class Simulation:
 
     # -- stepping ---------------------------------------------------------------------------
     def _next_arrival_time(self) -> float | None:
+        """When the next request reaches the engine core: its arrival, or once the API server passes it on."""
+        if self.api_server is None:
+            return self.next_client_time()
+        return self.api_server.next_ready_s(self)
+
+    def next_client_time(self) -> float | None:
         if self._pending:
             return self._pending[0][0]
         if self._next_arrival < len(self._arrival_order):
@@ -162,17 +173,12 @@ class Simulation:
         arrived = []
         now = self._now()
         while (arrival_time := self._next_arrival_time()) is not None and arrival_time <= now:
-            if self._pending:
-                _, order, spec = heapq.heappop(self._pending)
-            else:
-                order = self._arrival_order[self._next_arrival]
-                spec = self.workload.requests[order]
-                self._next_arrival += 1
+            order, spec = self.api_server.pass_on() if self.api_server is not None else self.take_client_request()
             request = Request(
                 spec.request_id,
                 spec.prompt_token_ids,
                 spec.max_tokens,
-                arrival_time=self.clock_s if self.workload.arrivals_by_step else arrival_time,
+                arrival_time=self.clock_s if self.workload.arrivals_by_step else spec.arrival_time,
                 priority=spec.priority,
                 arrival_index=order,
             )
@@ -180,8 +186,17 @@ class Simulation:
             arrived.append(spec.request_id)
         return arrived
 
+    def take_client_request(self) -> tuple[int, RequestSpec]:
+        """The next request a client sends (`next_client_time`: when), in arrival order (ties in workload order)."""
+        if self._pending:
+            _, order, spec = heapq.heappop(self._pending)
+            return order, spec
+        order = self._arrival_order[self._next_arrival]
+        self._next_arrival += 1
+        return order, self.workload.requests[order]
+
     def _release_next(self, now: float) -> None:
-        """Closed loop: a client whose request finished sends its next one now."""
+        """Closed loop: a client whose request finished (it has the last token) sends its next one now."""
         if self.workload.concurrency and self._next_release < len(self.workload.requests):
             spec = self.workload.requests[self._next_release]
             heapq.heappush(self._pending, (now, self._next_release, dataclasses.replace(spec, arrival_time=now)))
@@ -272,10 +287,12 @@ class Simulation:
             result = self.scheduler.update_from_output(batch.output, now=clock_after)
         else:
             result = batch.engine_pass.update or UpdateResult([], [])
+        if self.api_server is not None:  # the tokens reach their clients: token and finish times are theirs
+            self.api_server.stream(result.sampled, self.scheduler.requests, result.finished, clock_after, self)
         for request in result.finished:
             if self.keep_finished:
                 self.finished_requests[request.request_id] = request
-            self._release_next(clock_after)
+            self._release_next(clock_after if self.api_server is None else request.finish_time)
         return result
 
     def _record(self, batch: PlannedStep, result: UpdateResult, clock_after: float, breakdown: dict[str, float]) -> StepRecord:
@@ -313,6 +330,7 @@ class Simulation:
             scheduled_spec_decode_tokens=output.scheduled_spec_decode_tokens,
             num_accepted_tokens=result.num_accepted,
             kv_events=kv_events,
+            front_end_s=self.api_server.last_stream_s if self.api_server is not None else 0.0,
         )
 
     def _observe(self, output: SchedulerOutput, result: UpdateResult, record: StepRecord) -> None:
@@ -395,7 +413,7 @@ class Simulation:
             self._next_arrival,
             list(self._pending),
             self._next_release,
-            FrozenState((self.scheduler, self.engine_loop, self.metrics)),
+            FrozenState((self.scheduler, self.engine_loop, self.metrics, self.api_server)),
             dict(self.finished_requests),
             self._gpu_free_at,
         )
@@ -407,7 +425,7 @@ class Simulation:
         self._next_arrival = state.next_arrival
         self._pending = list(state.pending)
         self._next_release = state.next_release
-        self.scheduler, self.engine_loop, self.metrics = state.frozen.thaw()
+        self.scheduler, self.engine_loop, self.metrics, self.api_server = state.frozen.thaw()
         self._gpu_free_at = state.gpu_free_at
         self.finished_requests = dict(state.finished_requests)
 
