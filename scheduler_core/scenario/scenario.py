@@ -273,10 +273,10 @@ class Scenario:
             slo=SLO(self.slo_ttft_s, self.slo_tpot_s), api_server=self.api_server(workload),
         )
 
-    def api_server(self, workload: Workload) -> APIServer | None:
-        """The API server in front of a served run; None offline, and for a recorded vLLM trace, whose
-        requests reached the engine at the steps it logged."""
-        if self.entrypoint != "serve" or workload.arrivals_by_step:
+    def api_server(self, workload: Workload | None = None) -> APIServer | None:
+        """The API server in front of a served run (each replica of a fleet has its own); None offline,
+        and for a recorded vLLM trace, whose requests reached the engine at the steps it logged."""
+        if self.entrypoint != "serve" or (workload is not None and workload.arrivals_by_step):
             return None
         return APIServer(self.api_server_count)
 

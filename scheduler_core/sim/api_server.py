@@ -16,11 +16,12 @@ trace have none of this.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from ..engine.request import Request
+from ..engine.scheduler import UpdateResult
 from ..workload.workload import RequestSpec
 
 
@@ -80,8 +81,8 @@ class APIServer:
         self.busy_until_s = [0.0] * api_server_count
         # Requests handled, not yet at the engine: (when they reach it, arrival order, the request).
         self.admitted: list[tuple[float, int, RequestSpec]] = []
-        # The next request, received but not handled yet: (its arrival, arrival order, it, its process).
-        self.next_request: tuple[float, int, RequestSpec, int] | None = None
+        # The next request, received but not handled yet: (its arrival, arrival order, the request).
+        self.next_request: tuple[float, int, RequestSpec] | None = None
         self._process_of: dict[str, int] = {}
         self._num_streamed: dict[str, int] = {}
         self.last_stream_s = 0.0
@@ -103,8 +104,8 @@ class APIServer:
         self._receive(clients)
         if self.next_request is None:
             return None
-        arrival_s, _, spec, process = self.next_request
-        return max(arrival_s, self.busy_until_s[process]) + self._admission_work_s(spec) + self.cost.hop_s
+        arrival_s, _, spec = self.next_request
+        return max(arrival_s, self.busy_until_s[self._process_for()]) + self._admission_work_s(spec) + self.cost.hop_s
 
     def pass_on(self) -> tuple[int, RequestSpec]:
         """The next request, now at the engine core."""
@@ -115,8 +116,12 @@ class APIServer:
 
     def _receive(self, clients: Clients) -> None:
         if self.next_request is None and (arrival_s := clients.next_client_time()) is not None:
-            busy = self.busy_until_s
-            self.next_request = (arrival_s, *clients.take_client_request(), min(range(len(busy)), key=busy.__getitem__))
+            self.next_request = (arrival_s, *clients.take_client_request())
+
+    def _process_for(self) -> int:
+        """The process free soonest, which the next connection goes to."""
+        busy = self.busy_until_s
+        return min(range(len(busy)), key=busy.__getitem__)
 
     def _admission_work_s(self, spec: RequestSpec) -> float:
         """HTTP, the chat template and tokenization: the API server's work before it sends a request on."""
@@ -124,7 +129,8 @@ class APIServer:
 
     def _handle_next(self) -> None:
         """The next request takes its turn on its process and is sent to the engine core."""
-        arrival_s, order, spec, process = self.next_request
+        arrival_s, order, spec = self.next_request
+        process = self._process_for()
         self.next_request = None
         self.busy_until_s[process] = max(arrival_s, self.busy_until_s[process]) + self._admission_work_s(spec)
         ready_s = self.busy_until_s[process] + self.cost.hop_s
@@ -133,27 +139,34 @@ class APIServer:
         self.num_admitted += 1
         self.admission_s += ready_s - arrival_s
 
-    def stream(self, sampled: Iterable[str], requests: Mapping[str, Request], finished: Iterable[Request],
-               step_end_s: float, clients: Clients) -> None:
+    def stream(self, result: UpdateResult, requests: Mapping[str, Request], step_start_s: float, step_end_s: float,
+               clients: Clients) -> None:
         """A step's new tokens come back to their API servers and are detokenized and sent, request by
         request: each new token's time (and a finished request's finish time) becomes when its client
         gets it; `last_stream_s` is the longest of those waits after the step's end."""
         cost, busy = self.cost, self.busy_until_s
         at_server_s = step_end_s + cost.hop_s
-        # The requests each process began before these outputs came back are handled first.
+        # Requests that had arrived when the step began and that their process began before these
+        # outputs came back are handled first. (Only those that had arrived by then: a fleet's router
+        # hands a replica its requests as they arrive, so the rest are not known to it yet.)
         self._receive(clients)
-        while self.next_request is not None and max(self.next_request[0], busy[self.next_request[3]]) < at_server_s:
+        while (self.next_request is not None and self.next_request[0] <= step_start_s
+               and max(self.next_request[0], busy[self._process_for()]) < at_server_s):
             self._handle_next()
             self._receive(clients)
-        done = {request.request_id: request for request in finished}
+        done = {request.request_id: request for request in result.finished}
         longest_s = 0.0
-        for rid in sampled:
+        for rid in result.sampled:
             request = requests.get(rid) or done[rid]
             times = request.token_times
             streamed = self._num_streamed.get(rid, 0)
             if len(times) <= streamed:
                 continue
-            process = self._process_of[rid]
+            # A request that came in without its API server (a disaggregated decode replica's, whose KV
+            # arrived from a prefill replica) is streamed by the process free soonest.
+            process = self._process_of.get(rid)
+            if process is None:
+                process = self._process_of[rid] = self._process_for()
             busy[process] = sent_s = max(at_server_s, busy[process]) + cost.per_output_token_s * (len(times) - streamed)
             if streamed == 0:
                 self.num_first_tokens += 1
@@ -168,6 +181,14 @@ class APIServer:
             else:
                 self._num_streamed[rid] = len(times)
         self.last_stream_s = longest_s
+
+    @classmethod
+    def merged(cls, servers: list["APIServer"]) -> "APIServer":
+        """A fleet's API servers as one, for its report: every process and every request."""
+        fleet = cls(sum(len(server.busy_until_s) for server in servers), servers[0].cost)
+        for name in ("num_admitted", "admission_s", "num_first_tokens", "first_token_s"):
+            setattr(fleet, name, sum(getattr(server, name) for server in servers))
+        return fleet
 
     def report(self) -> dict:
         """What the API server added, under `front_end` in the metrics report."""

@@ -141,7 +141,7 @@ class Simulation:
         """When the next step would start, or None while there is nothing to do or to wait for."""
         if self.scheduler.has_unfinished_requests():
             return self.clock_s
-        return max(self.clock_s, self._pending[0][0]) if self._pending else None
+        return max(self.clock_s, arrival_time) if (arrival_time := self._next_arrival_time()) is not None else None
 
     # -- stepping ---------------------------------------------------------------------------
     def _next_arrival_time(self) -> float | None:
@@ -196,7 +196,7 @@ class Simulation:
         return order, self.workload.requests[order]
 
     def _release_next(self, now: float) -> None:
-        """Closed loop: a client whose request finished (it has the last token) sends its next one now."""
+        """Closed loop: a client whose request finished (the step's last tokens sent) sends its next one now."""
         if self.workload.concurrency and self._next_release < len(self.workload.requests):
             spec = self.workload.requests[self._next_release]
             heapq.heappush(self._pending, (now, self._next_release, dataclasses.replace(spec, arrival_time=now)))
@@ -288,11 +288,11 @@ class Simulation:
         else:
             result = batch.engine_pass.update or UpdateResult([], [])
         if self.api_server is not None:  # the tokens reach their clients: token and finish times are theirs
-            self.api_server.stream(result.sampled, self.scheduler.requests, result.finished, clock_after, self)
+            self.api_server.stream(result, self.scheduler.requests, batch.clock_before, clock_after, self)
         for request in result.finished:
             if self.keep_finished:
                 self.finished_requests[request.request_id] = request
-            self._release_next(clock_after if self.api_server is None else request.finish_time)
+            self._release_next(clock_after + (self.api_server.last_stream_s if self.api_server is not None else 0.0))
         return result
 
     def _record(self, batch: PlannedStep, result: UpdateResult, clock_after: float, breakdown: dict[str, float]) -> StepRecord:
