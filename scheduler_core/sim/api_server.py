@@ -191,9 +191,9 @@ class APIServer:
         return fleet
 
     def report(self) -> dict:
-        """What the API server added, under `front_end` in the metrics report."""
-        return {"front_end": {
-            "api_server_count": len(self.busy_until_s),
-            "admission_s_mean": self.admission_s / self.num_admitted if self.num_admitted else 0.0,
-            "first_token_stream_s_mean": self.first_token_s / self.num_first_tokens if self.num_first_tokens else 0.0,
-        }}
+        """What the API server added, under `front_end` in the metrics report: the mean time from a
+        client's send to the engine core, from the first token's step to its client, and their sum."""
+        admission_s = self.admission_s / self.num_admitted if self.num_admitted else 0.0
+        first_token_s = self.first_token_s / self.num_first_tokens if self.num_first_tokens else 0.0
+        return {"front_end": {"api_server_count": len(self.busy_until_s), "admission_s_mean": admission_s,
+                              "first_token_stream_s_mean": first_token_s, "ttft_added_s_mean": admission_s + first_token_s}}
