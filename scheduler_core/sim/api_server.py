@@ -86,6 +86,8 @@ class APIServer:
         self._process_of: dict[str, int] = {}
         self._num_streamed: dict[str, int] = {}
         self.last_stream_s = 0.0
+        # Per process, its last step's outputs: (when they began, their work, the end of its work before them).
+        self._last_outputs = [(0.0, 0.0, 0.0)] * api_server_count
         # For the report: seconds before requests reached the engine, and their first tokens' wait.
         self.num_admitted = 0
         self.admission_s = 0.0
@@ -104,8 +106,7 @@ class APIServer:
         self._receive(clients)
         if self.next_request is None:
             return None
-        arrival_s, _, spec = self.next_request
-        return max(arrival_s, self.busy_until_s[self._process_for()]) + self._admission_work_s(spec) + self.cost.hop_s
+        return self._turn(self._process_for())[1] + self.cost.hop_s
 
     def pass_on(self) -> tuple[int, RequestSpec]:
         """The next request, now at the engine core."""
@@ -127,13 +128,32 @@ class APIServer:
         """HTTP, the chat template and tokenization: the API server's work before it sends a request on."""
         return self.cost.per_request_s + self.cost.per_prompt_token_s * len(spec.prompt_token_ids)
 
+    def _turn(self, process: int) -> tuple[float, float, float | None]:
+        """When the process would begin and end the next request, and (when it goes before the process's
+        last outputs) the end of the work before them after it. A request that arrived before those
+        outputs began, but that the process did not know of then (a fleet's router hands a replica its
+        requests as they arrive), goes before them: it waits for the work before them only, and ends
+        their time later, as the process did both."""
+        arrival_s, _, spec = self.next_request
+        work_s = self._admission_work_s(spec)
+        began_s, outputs_s, before_s = self._last_outputs[process]
+        if arrival_s < began_s:
+            start_s = max(arrival_s, before_s)
+            return start_s, start_s + work_s + outputs_s, start_s + work_s
+        start_s = max(arrival_s, self.busy_until_s[process])
+        return start_s, start_s + work_s, None
+
     def _handle_next(self) -> None:
         """The next request takes its turn on its process and is sent to the engine core."""
         arrival_s, order, spec = self.next_request
         process = self._process_for()
+        _, done_s, before_s = self._turn(process)
         self.next_request = None
-        self.busy_until_s[process] = max(arrival_s, self.busy_until_s[process]) + self._admission_work_s(spec)
-        ready_s = self.busy_until_s[process] + self.cost.hop_s
+        self.busy_until_s[process] = max(self.busy_until_s[process], done_s)
+        if before_s is not None:
+            began_s, outputs_s, _ = self._last_outputs[process]
+            self._last_outputs[process] = (began_s, outputs_s, before_s)
+        ready_s = done_s + self.cost.hop_s
         heapq.heappush(self.admitted, (ready_s, order, spec))
         self._process_of[spec.request_id] = process
         self.num_admitted += 1
@@ -151,9 +171,10 @@ class APIServer:
         # hands a replica its requests as they arrive, so the rest are not known to it yet.)
         self._receive(clients)
         while (self.next_request is not None and self.next_request[0] <= step_start_s
-               and max(self.next_request[0], busy[self._process_for()]) < at_server_s):
+               and self._turn(self._process_for())[0] < at_server_s):
             self._handle_next()
             self._receive(clients)
+        outputs = {}  # process -> (when its outputs began, their work so far, the end of its work before them)
         done = {request.request_id: request for request in result.finished}
         longest_s = 0.0
         for rid in result.sampled:
@@ -167,7 +188,12 @@ class APIServer:
             process = self._process_of.get(rid)
             if process is None:
                 process = self._process_of[rid] = self._process_for()
-            busy[process] = sent_s = max(at_server_s, busy[process]) + cost.per_output_token_s * (len(times) - streamed)
+            work_s = cost.per_output_token_s * (len(times) - streamed)
+            if process not in outputs:
+                outputs[process] = (max(at_server_s, busy[process]), 0.0, busy[process])
+            began_s, outputs_s, before_s = outputs[process]
+            outputs[process] = (began_s, outputs_s + work_s, before_s)
+            busy[process] = sent_s = max(at_server_s, busy[process]) + work_s
             if streamed == 0:
                 self.num_first_tokens += 1
                 self.first_token_s += sent_s - times[0]
@@ -181,6 +207,8 @@ class APIServer:
             else:
                 self._num_streamed[rid] = len(times)
         self.last_stream_s = longest_s
+        for process, last in outputs.items():
+            self._last_outputs[process] = last
 
     @classmethod
     def merged(cls, servers: list["APIServer"]) -> "APIServer":
