@@ -68,7 +68,8 @@ def format_comparison(a: dict, b: dict, name_a: str, name_b: str) -> str:
         ratio_text = "-" if math.isnan(ratio) else f"{ratio:.2f}x"
         lines.append(f"  {(label + (' (' + unit + ')' if unit else '')):<24} {_fmt(va, scale):>{width}} "
                      f"{_fmt(vb, scale):>{width}}   {ratio_text}")
-    for name, report in ((name_a, a), (name_b, b)):
-        note = front_end_note(report["front_end"]) if "front_end" in report else "none (offline)"
-        lines.append(f"  front end of {name}: {note}")
+    if "front_end" in a or "front_end" in b:  # what the API server added to TTFT (none offline)
+        va, vb = (report["front_end"]["ttft_added_s_mean"] if "front_end" in report else 0.0 for report in (a, b))
+        ratio_text = f"{vb / va:.2f}x" if va else "-"
+        lines.append(f"  {'front end TTFT (ms)':<24} {_fmt(va, 1e3):>{width}} {_fmt(vb, 1e3):>{width}}   {ratio_text}")
     return "\n".join(lines)
