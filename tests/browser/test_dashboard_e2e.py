@@ -253,7 +253,8 @@ def test_event_log_lists_events_and_clicking_one_seeks_to_the_step_after_it(pres
     wait_for_step(presenter, event_step)
 
 
-BIG_BATCH = ('{"engine":{"num_gpu_blocks":8192,"max_num_seqs":200,"max_num_batched_tokens":8192},'
+# The engine alone (offline): served, the API server would let the burst in a few hundred a second.
+BIG_BATCH = ('{"entrypoint":"offline","engine":{"num_gpu_blocks":8192,"max_num_seqs":200,"max_num_batched_tokens":8192},'
              '"workload":{"num_requests":400,"arrival_rate":1000000,"lengths":"fixed","prompt_len":32,"output_len":64}}')
 
 
