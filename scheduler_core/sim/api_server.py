@@ -174,41 +174,50 @@ class APIServer:
                and self._turn(self._process_for())[0] < at_server_s):
             self._handle_next()
             self._receive(clients)
-        outputs = {}  # process -> (when its outputs began, their work so far, the end of its work before them)
+        # Per process: when this step's outputs began on it, and their work (the end of its work before them: `before_s`).
+        began_s: list[float | None] = [None] * len(busy)
+        outputs_s, before_s = [0.0] * len(busy), busy[:]
         done = {request.request_id: request for request in result.finished}
+        process_of, num_streamed, per_token_s = self._process_of, self._num_streamed, cost.per_output_token_s
         longest_s = 0.0
         for rid in result.sampled:
             request = requests.get(rid) or done[rid]
             times = request.token_times
-            streamed = self._num_streamed.get(rid, 0)
-            if len(times) <= streamed:
+            streamed = num_streamed.get(rid, 0)
+            num_new = len(times) - streamed
+            if num_new <= 0:
                 continue
             # A request that came in without its API server (a disaggregated decode replica's, whose KV
             # arrived from a prefill replica) is streamed by the process free soonest.
-            process = self._process_of.get(rid)
+            process = process_of.get(rid)
             if process is None:
-                process = self._process_of[rid] = self._process_for()
-            work_s = cost.per_output_token_s * (len(times) - streamed)
-            if process not in outputs:
-                outputs[process] = (max(at_server_s, busy[process]), 0.0, busy[process])
-            began_s, outputs_s, before_s = outputs[process]
-            outputs[process] = (began_s, outputs_s + work_s, before_s)
-            busy[process] = sent_s = max(at_server_s, busy[process]) + work_s
+                process = process_of[rid] = self._process_for()
+            start_s = max(at_server_s, busy[process])
+            if began_s[process] is None:
+                began_s[process] = start_s
+            work_s = per_token_s * num_new
+            outputs_s[process] += work_s
+            busy[process] = sent_s = start_s + work_s
             if streamed == 0:
                 self.num_first_tokens += 1
                 self.first_token_s += sent_s - times[0]
-            longest_s = max(longest_s, sent_s - step_end_s)
-            for i in range(streamed, len(times)):
-                times[i] = sent_s
+            if sent_s - step_end_s > longest_s:
+                longest_s = sent_s - step_end_s
+            if num_new == 1:
+                times[-1] = sent_s
+            else:
+                for i in range(streamed, len(times)):
+                    times[i] = sent_s
             if rid in done:
                 request.finish_time = sent_s
-                del self._process_of[rid]
-                self._num_streamed.pop(rid, None)
+                del process_of[rid]
+                num_streamed.pop(rid, None)
             else:
-                self._num_streamed[rid] = len(times)
+                num_streamed[rid] = len(times)
         self.last_stream_s = longest_s
-        for process, last in outputs.items():
-            self._last_outputs[process] = last
+        for process, began in enumerate(began_s):
+            if began is not None:
+                self._last_outputs[process] = (began, outputs_s[process], before_s[process])
 
     @classmethod
     def merged(cls, servers: list["APIServer"]) -> "APIServer":
