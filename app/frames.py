@@ -78,6 +78,7 @@ def record_view(record: StepRecord) -> dict:
         "free_blocks": record.num_free_blocks,
         "kv_usage": record.kv_usage,
         "cost": record.cost_breakdown,
+        "front_end_s": record.front_end_s,
         "scheduled_spec_decode_tokens": record.scheduled_spec_decode_tokens,
         "num_accepted_tokens": record.num_accepted_tokens,
     }

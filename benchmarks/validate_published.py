@@ -96,6 +96,13 @@ class Row:
             return with_vllm_defaults({**self.scenario, "vllm_version": self.vllm_version})
         return self.scenario
 
+    @property
+    def mode(self) -> str:
+        """How the run reached vLLM: served (`vllm serve`, its API server simulated) or offline (`LLM.generate`)."""
+        if self.scenario.get("entrypoint", "serve") == "serve":
+            return "served (vllm serve behind its API server, simulated: sim/api_server.py)"
+        return "offline (LLM.generate: no API server)"
+
     def predict(self) -> float:
         report = simulated_report(self.release_scenario)
         name, _, stat = self.metric.partition(".")
@@ -347,6 +354,10 @@ GPUSTACK_OSS_20B_A100 = ("GPUStack performance lab, 'Optimizing GPT-OSS-20B Thro
                          "baseline `vllm serve openai/gpt-oss-20b` on one A100 SXM 80GB: 1000 ShareGPT prompts sent at "
                          "once, 'random 32K input' (100 prompts of 32,000 tokens) and 'random 4K input' (500 prompts of "
                          "4,000 tokens, 200 output tokens asked) sent at once)")
+GPUSTACK_OSS_20B_128 = ("GPUStack performance lab, github.com/gpustack/gpustack/blob/main/docs/performance-lab/gpt-oss-20b/"
+                        "h100.md and a100.md (vLLM v0.11.0, `vllm serve openai/gpt-oss-20b` on one H100 or A100 SXM 80GB, "
+                        "baseline and optimized `--async-scheduling`; `vllm bench serve --backend openai-chat`, 'random "
+                        "128 input': 1,000 prompts of 128 tokens, 4 output tokens, sent at once)")
 GPUSTACK_R1_H200 = ("GPUStack performance lab, 'Optimizing DeepSeek-R1 Throughput on NVIDIA H200 GPUs', "
                     "github.com/gpustack/gpustack/blob/main/docs/performance-lab/deepseek-r1/h200.md (vLLM v0.11.0, "
                     "baseline `vllm serve deepseek-ai/DeepSeek-R1-0528 -tp 8` on 8 x H200; 'ShareGPT batch size 4' and "
@@ -420,6 +431,10 @@ OSS_120B_B200 = moe_scenario("gpt-oss-120b", "b200", 8, 32768, sharegpt_burst(10
 OSS_20B_A100_BURST = moe_scenario("gpt-oss-20b", "a100-80g", 1, 131072, sharegpt_burst(1000, 215, 194))
 OSS_20B_A100_32K = moe_scenario("gpt-oss-20b", "a100-80g", 1, 131072, long_prompt_burst(95))
 OSS_20B_A100_4K = moe_scenario("gpt-oss-20b", "a100-80g", 1, 131072, random_burst(500, 3998, 107))
+# 'random 128 input': 1,000 prompts of 128 tokens (127,755 in all), 4 output tokens each, sent at once: the API server's burst.
+OSS_20B_128 = moe_scenario("gpt-oss-20b", "h100-sxm", 1, 131072, random_burst(1000, 128, 4))
+OSS_20B_128_ASYNC = moe_scenario("gpt-oss-20b", "h100-sxm", 1, 131072, random_burst(1000, 128, 4), async_scheduling=True)
+OSS_20B_A100_128 = moe_scenario("gpt-oss-20b", "a100-80g", 1, 131072, random_burst(1000, 128, 4))
 R1_C4 = moe_scenario("deepseek-r1", "h200", 8, 163840, sharegpt_at(4, 100, 228, 213))
 R1_BURST = moe_scenario("deepseek-r1", "h200", 8, 163840, sharegpt_burst(1000, 219, 201))
 R1_4K = moe_scenario("deepseek-r1", "h200", 8, 163840, random_burst(500, 3995, 200))
@@ -459,6 +474,9 @@ GPUSTACK_COMMON = ("request lengths from the printed totals (ShareGPT as lognorm
                    "budget and 1024 seqs, async scheduling off (vLLM's default before v0.14.0) unless the command "
                    "turns it on, utilization 0.9")
 H100_SXM = "; H100 read as SXM (80 GB HBM3, as the dense rows)"
+OSS_20B_128_ASSUMPTIONS = (GPUSTACK_COMMON + H100_SXM + "; 127,755 prompt tokens over 1000 requests, every output 4 tokens; "
+                           "the API server admits them one at a time (sim/api_server.py): the engine alone would take "
+                           "1.5 s on the H100")
 OSS_120B_ASSUMPTIONS = (GPUSTACK_COMMON + H100_SXM + "; the MXFP4 experts on vLLM 0.33's Hopper kernel (Triton) and its padding; "
                         "ShareGPT batch size 4: 22,946 in / 21,691 out over 100 requests (229 / 217 a request)")
 OSS_20B_ASSUMPTIONS = GPUSTACK_COMMON + H100_SXM + "; ShareGPT: 215,312 in / 193,979 out over 1000 requests"
@@ -628,6 +646,18 @@ MOE_ROWS = [
     Row("MoE gpt-oss-20b B200, 1 client, 125k in, fp8 KV: ITL (published fit)", VLLM_FP8_KV_FIT_OSS, "0.19.1",
         "itl_s.p50", 3.17 + 2.06e-06 * 125_000, single_request_on("b200", "gpt-oss-20b", 125_000, "fp8"),
         OSS_20B_FIT_ASSUMPTIONS, informed=FP8_SLOPE_INFORMED),
+    # The API server under a burst: 1,000 short chat requests at once (GPUStack's 'random 128 input').
+    Row("MoE gpt-oss-20b H100 async, 1000 x 128 prompts at once: requests/s", GPUSTACK_OSS_20B_128, "0.11.0",
+        "requests_per_s", 247.52, OSS_20B_128_ASYNC, OSS_20B_128_ASSUMPTIONS, unit="req/s",
+        informed="the API server's time per request"),
+    Row("MoE gpt-oss-20b H100, 1000 x 128 prompts at once: requests/s", GPUSTACK_OSS_20B_128, "0.11.0",
+        "requests_per_s", 212.76, OSS_20B_128, OSS_20B_128_ASSUMPTIONS, unit="req/s"),
+    Row("MoE gpt-oss-20b H100, 1000 x 128 prompts at once: mean TTFT", GPUSTACK_OSS_20B_128, "0.11.0",
+        "ttft_s.mean", 3174.14, OSS_20B_128, OSS_20B_128_ASSUMPTIONS),
+    Row("MoE gpt-oss-20b A100, 1000 x 128 prompts at once: requests/s", GPUSTACK_OSS_20B_128, "0.11.0",
+        "requests_per_s", 183.85, OSS_20B_A100_128, OSS_20B_128_ASSUMPTIONS, unit="req/s"),
+    Row("MoE gpt-oss-20b A100, 1000 x 128 prompts at once: mean TTFT", GPUSTACK_OSS_20B_128, "0.11.0",
+        "ttft_s.mean", 2774.46, OSS_20B_A100_128, OSS_20B_128_ASSUMPTIONS),
     # vLLM PR #43232's B200 check run.
     Row("MoE Qwen3-235B-A22B-FP8 TP4 B200, fp8 KV, 64 clients, 30k in / 1k out: output tok/s", VLLM_PR_43232, "0.22.0",
         "output_tokens_per_s", 847.07, Q235_B200_30K, Q235_B200_ASSUMPTIONS, unit="tok/s"),
@@ -655,15 +685,17 @@ def table(results: list[tuple[Row, float]], first: int = 1) -> str:
                  if calibration else
                  "No figure in this table informed any parameter: every row is a check. The cost model is fitted to "
                  "H200 step times that no row reuses (calibration, above).")
+    lines.append("Every row is a served run unless its assumptions say offline: each request passes vLLM's API server "
+                 "(tokenization, detokenization, the hops to and from the engine core; sim/api_server.py).")
     lines.append("")
     sources = []
     for row, _ in results:
-        if (row.source, row.assumptions) not in sources:
-            sources.append((row.source, row.assumptions))
-    for source, assumptions in sources:
+        if (row.source, row.mode, row.assumptions) not in sources:
+            sources.append((row.source, row.mode, row.assumptions))
+    for source, mode, assumptions in sources:
         rows = ", ".join(str(i) for i, (r, _) in enumerate(results, first)
-                         if (r.source, r.assumptions) == (source, assumptions))
-        lines.append(f"- Rows {rows}: {source}. Assumptions: {assumptions}.")
+                         if (r.source, r.mode, r.assumptions) == (source, mode, assumptions))
+        lines.append(f"- Rows {rows}: {source}. Assumptions: {mode}; {assumptions}.")
     return "\n".join(lines)
 
 

@@ -92,6 +92,12 @@ class TokenStream:
         self.changed.set()
 
 
+def sent_at(record) -> float:
+    """When a step's tokens leave the simulated API server: the step's end, then detokenizing and
+    streaming them (`front_end_s`, sim/api_server.py)."""
+    return record.clock_s_after + record.front_end_s
+
+
 class ServedEngine:
     """The live session `live`, whose ServedSimulation takes its requests from `submit`."""
 
@@ -199,7 +205,7 @@ class ServedEngine:
         """Seconds until the next step ends or may start; with nothing to do, a while short of the
         idle sessions' expiry (each pass marks the session active)."""
         if self.taken:
-            return max(0.0, self.taken[0][0].clock_s_after - self.now_s())
+            return max(0.0, sent_at(self.taken[0][0]) - self.now_s())
         if self.sim.has_work() and not self.stalled and not self.live.session.out_of_steps:
             return max(0.0, self.sim.clock_s - self.now_s())
         return min(60.0, self.live.settings.idle_timeout_s / 4)
@@ -229,7 +235,7 @@ class ServedEngine:
     def release_due(self) -> None:
         """The steps whose end the wall clock has passed: to the dashboard and to the clients."""
         now, released = self.now_s(), []
-        while self.taken and self.taken[0][0].clock_s_after <= now:
+        while self.taken and sent_at(self.taken[0][0]) <= now:
             record, counts = self.taken.popleft()
             released.append(record)
             finished = set(record.finished)

@@ -50,7 +50,10 @@ def start_served(app: FastAPI, options: ServeOptions) -> Served:
     """The served session, registered with the app's sessions (and their memory budget), and its clock started."""
     settings, manager, scenario = app.state.settings, app.state.manager, options.scenario
     limits = options.limits or (ServeLimits.public() if settings.public else ServeLimits())
-    sim = ServedSimulation(scenario.engine, scenario.cost_model(), SLO(scenario.slo_ttft_s, scenario.slo_tpot_s))
+    # vLLM's API server, simulated as for any served run (sim/api_server.py): the clients' TTFT and ITL are
+    # what `vllm serve` would give them, its tokenization and streaming included.
+    sim = ServedSimulation(scenario.engine, scenario.cost_model(), SLO(scenario.slo_ttft_s, scenario.slo_tpot_s),
+                           scenario.api_server())
     session = Session(options.session_id, scenario, settings, budget=manager.memory, sim=sim)
     manager.memory.admit(session.checkpoints)
     live = LiveSession(session, settings, owner="served", stepping=manager.stepping)

@@ -19,7 +19,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     reports = []
     for scenario in (a, b):
         sim = Simulation(scenario.engine, workload, scenario.cost_model(), keep_finished=False,
-                         slo=SLO(scenario.slo_ttft_s, scenario.slo_tpot_s))
+                         slo=SLO(scenario.slo_ttft_s, scenario.slo_tpot_s), api_server=scenario.api_server(workload))
         wall_s = run_with_progress(sim, show=args.progress if args.progress is not None else sys.stderr.isatty())
         reports.append(sim.metrics.report(wall_s))
     changes = ", ".join(f"{k}={v}" for k, v in args.set_b or ()) or "no changes"

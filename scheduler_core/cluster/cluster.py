@@ -226,11 +226,13 @@ class Cluster:
 
     def _after_step(self, replica: Replica, record: StepRecord) -> list[ClusterEvent]:
         now = record.clock_s_after
+        # A finished request's client (or the proxy, for a prefill) has it once the API server sent it.
+        done_s = now + record.front_end_s
         for request_id in record.finished:
             if replica.role == "prefill":
-                self._push(now, PREFILL_DONE, self._prefilling.pop(request_id))
+                self._push(done_s, PREFILL_DONE, self._prefilling.pop(request_id))
             else:
-                self._release_next(now)
+                self._release_next(done_s)
         if replica.awaiting_blocks and record.num_blocks_freed:
             self._push(now, RETRY_BLOCKS, replica)
         return [ClusterEvent("step", record.clock_s_before, replica.name, record=record)]

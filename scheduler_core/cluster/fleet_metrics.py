@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from ..sim.api_server import APIServer
 from ..sim.metrics import MetricsCollector, StreamingHistogram
 from .cluster import Cluster
 
@@ -39,6 +40,8 @@ def merge_metrics(user_facing: list[MetricsCollector], others: list[MetricsColle
         for name in ("num_steps", "num_preemptions", "prefix_queries", "prefix_hits", "busy_s",
                      "kv_usage_weighted", "fragmentation_weighted", "fragmentation_time"):
             setattr(fleet, name, getattr(fleet, name) + getattr(collector, name))
+    if servers := [collector.front_end for collector in user_facing + others if collector.front_end is not None]:
+        fleet.front_end = APIServer.merged(servers)
     return fleet
 
 

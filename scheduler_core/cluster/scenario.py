@@ -187,7 +187,8 @@ class ClusterScenario:
         slo = SLO(self.scenario.slo_ttft_s, self.scenario.slo_tpot_s)
 
         def replicas(scenario: Scenario, count: int) -> list[Simulation]:
-            return [Simulation(scenario.engine, [], scenario.cost_model(), keep_finished=keep_finished, slo=slo)
+            return [Simulation(scenario.engine, [], scenario.cost_model(), keep_finished=keep_finished, slo=slo,
+                               api_server=scenario.api_server())
                     for _ in range(count)]
 
         workload = self.scenario.build_workload()

@@ -58,6 +58,9 @@ class StepRecord:
     # KV events: block-table changes (which blocks each request gained, or that it released its
     # table) and blocks stored in or evicted from the prefix cache. Empty otherwise.
     kv_events: tuple[KVEvent, ...] = ()
+    # Served runs: how long after the step's end its last new token reached its client (the ZMQ hop
+    # back, the API server's queue, detokenizing and streaming: sim/api_server.py); 0 offline.
+    front_end_s: float = 0.0
 
     @property
     def num_batched_tokens(self) -> int:

@@ -46,7 +46,17 @@ def format_report(report: dict, title: str = "") -> str:
     for label, path, scale, unit in ROWS:
         lines.append(f"  {label:<24} {_fmt(_value(report, path), scale):>12} {unit}")
     lines.append(f"  {'wall time':<24} {report['wall_s']:>12.2f} s")
+    if "front_end" in report:
+        lines.append(f"  {'front end':<24} {front_end_note(report['front_end'])}")
     return "\n".join(lines)
+
+
+def front_end_note(front_end: dict) -> str:
+    """What the API server added to the mean TTFT, split into its two halves."""
+    servers = front_end["api_server_count"]
+    return (f"+{front_end['ttft_added_s_mean'] * 1e3:,.2f} ms of TTFT ({front_end['admission_s_mean'] * 1e3:,.2f} to reach "
+            f"the engine core, {front_end['first_token_stream_s_mean'] * 1e3:,.2f} to stream the first token; "
+            f"{servers} API server{'s' if servers > 1 else ''})")
 
 
 def format_comparison(a: dict, b: dict, name_a: str, name_b: str) -> str:
@@ -58,4 +68,8 @@ def format_comparison(a: dict, b: dict, name_a: str, name_b: str) -> str:
         ratio_text = "-" if math.isnan(ratio) else f"{ratio:.2f}x"
         lines.append(f"  {(label + (' (' + unit + ')' if unit else '')):<24} {_fmt(va, scale):>{width}} "
                      f"{_fmt(vb, scale):>{width}}   {ratio_text}")
+    if "front_end" in a or "front_end" in b:  # what the API server added to TTFT (none offline)
+        va, vb = (report["front_end"]["ttft_added_s_mean"] if "front_end" in report else 0.0 for report in (a, b))
+        ratio_text = f"{vb / va:.2f}x" if va else "-"
+        lines.append(f"  {'front end TTFT (ms)':<24} {_fmt(va, 1e3):>{width}} {_fmt(vb, 1e3):>{width}}   {ratio_text}")
     return "\n".join(lines)

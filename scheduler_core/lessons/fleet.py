@@ -61,7 +61,8 @@ class FleetLesson:
         return f"/fleet?lesson={self.name}"
 
     def scenario(self, arm: str) -> ClusterScenario:
-        return ClusterScenario.from_dict(copy.deepcopy(self.arms[arm]), name=f"{self.name}:{arm}")
+        """The arm's fleet, its replicas without API servers, as the single-engine lessons run (`Lesson.scenario`)."""
+        return ClusterScenario.from_dict({"entrypoint": "offline", **copy.deepcopy(self.arms[arm])}, name=f"{self.name}:{arm}")
 
     def run(self) -> dict[str, FleetArmResult]:
         results = {}

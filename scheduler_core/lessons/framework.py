@@ -197,7 +197,9 @@ class Lesson:
     columns: list[tuple[str, str, str]]  # (label, path, format) for the comparison table
 
     def scenario(self, arm: str) -> Scenario:
-        return Scenario.from_dict(copy.deepcopy(self.arms[arm]), name=f"{self.name}:{arm}")
+        """The arm's run. Lessons teach the engine core's decisions, so they run it as `LLM.generate`
+        does, without vLLM's API server in front (sim/api_server.py), unless an arm says otherwise."""
+        return Scenario.from_dict({"entrypoint": "offline", **copy.deepcopy(self.arms[arm])}, name=f"{self.name}:{arm}")
 
     def simulation(self, arm: str) -> Simulation:
         return self.scenario(arm).build()

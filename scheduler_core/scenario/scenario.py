@@ -26,6 +26,7 @@ from ..engine.config import (
 from ..engine.releases import LATEST, VLLM_RELEASES, VllmRelease
 from ..errors import ConfigError
 from ..files import MAX_INT_DIGITS, MAX_SCENARIO_BYTES, parse_json, read_text
+from ..sim.api_server import APIServer
 from ..sim.metrics import SLO
 from ..sim.replay import load_trace, workload_from_trace
 from ..sim.simulation import Simulation
@@ -62,7 +63,7 @@ def apply_assignments(data: dict, assignments) -> None:
             data.setdefault("engine", {})[key] = value
         elif key in workload_fields:
             data.setdefault("workload", {})[key] = value
-        elif key == "vllm_version":  # a sweep or `compare --set-b` over releases
+        elif key in ("vllm_version", "entrypoint", "api_server_count"):  # a sweep or `compare --set-b` over them
             data[key] = value
         elif key in SIZING_KEYS:
             data[key] = value
@@ -79,6 +80,9 @@ SIZING_KEYS = ("model", "gpu", "tensor_parallel_size", "tp", "gpu_memory_utiliza
 # and the storage type each means; auto keeps the model's own.
 KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2")
 KV_CACHE_DTYPE_BYTES_NAME = {"float16": "fp16", "bfloat16": "bf16", "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
+
+
+ENTRYPOINTS = ("serve", "offline")
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,14 @@ class Scenario:
     # No CUDA graphs, so no memory kept for them; the web keeps vLLM's default.
     enforce_eager: bool = setting(False, "no CUDA graphs: the memory vLLM keeps for them goes to the KV cache",
                                   flag="--enforce-eager", web=False)
+    # How requests reach the engine: `vllm serve`'s OpenAI API server (templates, tokenizes, detokenizes
+    # and streams, in a process of its own: sim/api_server.py), or `LLM.generate` in the engine's own
+    # process. Named after vLLM's two entry points (vllm/entrypoints/openai/api_server.py and llm.py).
+    entrypoint: str = setting("serve", "serve: vllm serve's API server in front of the engine (tokenization, "
+                                       "detokenization, the hops to and from the engine core); offline: LLM.generate, "
+                                       "no API server", choices=ENTRYPOINTS, flag="--entrypoint", vllm_flag=False)
+    api_server_count: int = setting(1, "API server processes in front of the engine (with --entrypoint serve)",
+                                    bound=Bound(1, 64), flag="--api-server-count")
     engine: EngineConfig = field(default_factory=EngineConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     # A trace file (CSV or JSONL) replacing the synthetic workload's requests: never named on the web.
@@ -137,6 +149,8 @@ class Scenario:
             if declared.max_chars is not None:
                 check_text(name, getattr(self, name), declared.max_chars)
         check_all(SCENARIO_BOUNDS, self)
+        if self.entrypoint not in ENTRYPOINTS:
+            raise ConfigError("entrypoint", f"unknown value {self.entrypoint!r}; expected one of {list(ENTRYPOINTS)}")
 
     @classmethod
     def from_dict(cls, data: dict, name: str = "custom") -> "Scenario":
@@ -254,10 +268,18 @@ class Scenario:
                 f"{self.data_parallel_size} data-parallel ranks are {self.data_parallel_size} engine cores, not one "
                 "engine: run them as a fleet of ranks (`servescope run` on the command line, or POST /api/fleet with "
                 "the scenario and 1 replica)"))
+        workload = self.build_workload()
         return Simulation(
-            self.engine, self.build_workload(), self.cost_model(), keep_finished=keep_finished,
-            slo=SLO(self.slo_ttft_s, self.slo_tpot_s),
+            self.engine, workload, self.cost_model(), keep_finished=keep_finished,
+            slo=SLO(self.slo_ttft_s, self.slo_tpot_s), api_server=self.api_server(workload),
         )
+
+    def api_server(self, workload: Workload | None = None) -> APIServer | None:
+        """The API server in front of a served run (each replica of a fleet has its own); None offline,
+        and for a recorded vLLM trace, whose requests reached the engine at the steps it logged."""
+        if self.entrypoint != "serve" or (workload is not None and workload.arrivals_by_step):
+            return None
+        return APIServer(self.api_server_count)
 
 
 SCENARIO_SETTINGS = settings_of(Scenario)

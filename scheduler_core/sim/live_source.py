@@ -22,8 +22,8 @@ class ServedSimulation(Simulation):
     """A simulation whose requests all come through `submit`. While `serving`, an idle engine is
     waiting, not finished: nothing may call `step()` then (`has_work` says when it may)."""
 
-    def __init__(self, config, cost_model=None, slo=None):
-        super().__init__(config, Workload([]), cost_model, keep_finished=True, slo=slo)
+    def __init__(self, config, cost_model=None, slo=None, api_server=None):
+        super().__init__(config, Workload([]), cost_model, keep_finished=True, slo=slo, api_server=api_server)
         self.serving = True
 
     @property

@@ -131,6 +131,8 @@ class MetricsCollector:
         self.spec_decode = None
         # vLLM's Prometheus counters, when a caller asked for them (Simulation.enable_vllm_stats).
         self.vllm = None
+        # The API server of a served run (sim/api_server.py), whose share of the latencies is reported.
+        self.front_end = None
         self.slo = slo
         self.ttft = StreamingHistogram()
         self.tpot = StreamingHistogram()
@@ -206,4 +208,5 @@ class MetricsCollector:
             "fragmentation": self.fragmentation_weighted / self.fragmentation_time if self.fragmentation_time else 0.0,
             "prefix_cache_hit_rate": self.prefix_hits / self.prefix_queries if self.prefix_queries else 0.0,
             **(self.spec_decode.report() if self.spec_decode is not None else {}),
+            **(self.front_end.report() if self.front_end is not None else {}),
         }

@@ -16,20 +16,19 @@ from ..engine.config import EngineConfig
 from ..engine.engine_loop import BatchQueueLoop, EnginePass
 from ..engine.kv_cache import KVCacheView
 from ..engine.policies import make_scheduler
-from ..engine.policies.vllm_v0 import watermark_blocks
 from ..engine.request import Request
 from ..engine.scheduler import SchedulerOutput, UpdateResult
 from ..engine.step_record import ScheduledChunk, StepRecord
-from ..errors import ConfigError
 from ..timing.cost_model import CostModel
 from ..timing.eager import EagerLaunch
 from ..timing.presets import GPUS, MODELS
 from ..timing.v0_host_time import engine_host_time
-from ..utils import cdiv
 from ..workload.workload import RequestSpec, RequestTable, Workload
+from .api_server import APIServer
 from .arrivals import arrival_order
 from .frozen_state import FrozenState, SimulationState
 from .metrics import SLO, MetricsCollector
+from .servable import check_servable
 from .vllm_stats import VllmStats
 
 
@@ -58,6 +57,7 @@ class Simulation:
         cost_model: CostModel | None = None,
         keep_finished: bool = True,
         slo: SLO | None = None,
+        api_server: APIServer | None = None,
     ):
         if not isinstance(workload, Workload):
             workload = Workload(list(workload))
@@ -77,6 +77,8 @@ class Simulation:
         self.metrics = MetricsCollector(config.block_size, SLO() if slo is None else slo)
         if config.speculative_config:
             self.metrics.spec_decode = self.scheduler.spec_stats
+        # Served (`vllm serve`): requests and tokens pass through the API server; None: `LLM.generate`.
+        self.api_server = self.metrics.front_end = api_server
         self.step_index = 0
         self.clock_s = 0.0
         # Restores so far, in no snapshot: each starts a new series of vLLM's counters (app/vllm_metrics.py).
@@ -94,35 +96,9 @@ class Simulation:
         self.validate_requests(self.workload.requests)
 
     def validate_requests(self, specs: Sequence[RequestSpec]) -> None:
-        """Raise ConfigError for a request this engine could never serve (or a duplicate id)."""
-        config = self.config
-        usable_blocks = config.num_gpu_blocks - 1
-        if config.policy == "vllm-v0":
-            # V0 admits only above its watermark (vLLM V0 would mark such a request ignored).
-            usable_blocks -= watermark_blocks(config.num_gpu_blocks)
-        # A synthetic workload numbers its requests, so only other workloads can repeat an id.
-        check_ids = not isinstance(self.workload.requests, RequestTable)
-        seen = set()
-        for spec in specs:
-            where = f"workload[{spec.request_id}]"
-            if check_ids:
-                if spec.request_id in seen:
-                    raise ConfigError(f"{where}.request_id", "duplicate request id")
-                seen.add(spec.request_id)
-            if len(spec.prompt_token_ids) > config.max_model_len:
-                raise ConfigError(
-                    f"{where}.prompt_token_ids",
-                    f"prompt of {len(spec.prompt_token_ids)} tokens exceeds max_model_len={config.max_model_len}",
-                )
-            if config.kv_allocator == "contiguous":
-                needed = cdiv(config.max_model_len, config.block_size)
-            else:
-                needed = cdiv(min(len(spec.prompt_token_ids) + spec.max_tokens, config.max_model_len), config.block_size)
-            if needed > usable_blocks:
-                raise ConfigError(
-                    "num_gpu_blocks",
-                    f"request {spec.request_id} needs {needed} blocks at its longest but the pool has {usable_blocks}",
-                )
+        """Raise ConfigError for a request this engine could never serve (or a duplicate id). A synthetic
+        workload numbers its requests, so only other workloads can repeat an id."""
+        check_servable(self.config, specs, check_ids=not isinstance(self.workload.requests, RequestTable))
 
     # -- fed from outside (a cluster's router) -------------------------------------------------
     def submit(self, spec: RequestSpec, order: int) -> None:
@@ -133,16 +109,23 @@ class Simulation:
     def num_pending(self) -> int:
         """Requests of the workload that have not reached the engine yet."""
         unreleased = len(self.workload.requests) - self._next_release if self.workload.concurrency else 0
-        return len(self._arrival_order) - self._next_arrival + len(self._pending) + unreleased
+        in_flight = self.api_server.num_in_flight if self.api_server is not None else 0
+        return len(self._arrival_order) - self._next_arrival + len(self._pending) + unreleased + in_flight
 
     def next_step_time(self) -> float | None:
         """When the next step would start, or None while there is nothing to do or to wait for."""
         if self.scheduler.has_unfinished_requests():
             return self.clock_s
-        return max(self.clock_s, self._pending[0][0]) if self._pending else None
+        return max(self.clock_s, arrival_time) if (arrival_time := self._next_arrival_time()) is not None else None
 
     # -- stepping ---------------------------------------------------------------------------
     def _next_arrival_time(self) -> float | None:
+        """When the next request reaches the engine core: its arrival, or once the API server passes it on."""
+        if self.api_server is None:
+            return self.next_client_time()
+        return self.api_server.next_ready_s(self)
+
+    def next_client_time(self) -> float | None:
         if self._pending:
             return self._pending[0][0]
         if self._next_arrival < len(self._arrival_order):
@@ -165,17 +148,12 @@ class Simulation:
         arrived = []
         now = self._now()
         while (arrival_time := self._next_arrival_time()) is not None and arrival_time <= now:
-            if self._pending:
-                _, order, spec = heapq.heappop(self._pending)
-            else:
-                order = self._arrival_order[self._next_arrival]
-                spec = self.workload.requests[order]
-                self._next_arrival += 1
+            order, spec = self.api_server.pass_on() if self.api_server is not None else self.take_client_request()
             request = Request(
                 spec.request_id,
                 spec.prompt_token_ids,
                 spec.max_tokens,
-                arrival_time=self.clock_s if self.workload.arrivals_by_step else arrival_time,
+                arrival_time=self.clock_s if self.workload.arrivals_by_step else spec.arrival_time,
                 priority=spec.priority,
                 arrival_index=order,
             )
@@ -183,8 +161,17 @@ class Simulation:
             arrived.append(spec.request_id)
         return arrived
 
+    def take_client_request(self) -> tuple[int, RequestSpec]:
+        """The next request a client sends (`next_client_time`: when), in arrival order (ties in workload order)."""
+        if self._pending:
+            _, order, spec = heapq.heappop(self._pending)
+            return order, spec
+        order = self._arrival_order[self._next_arrival]
+        self._next_arrival += 1
+        return order, self.workload.requests[order]
+
     def _release_next(self, now: float) -> None:
-        """Closed loop: a client whose request finished sends its next one now."""
+        """Closed loop: a client whose request finished (the step's last tokens sent) sends its next one now."""
         if self.workload.concurrency and self._next_release < len(self.workload.requests):
             spec = self.workload.requests[self._next_release]
             heapq.heappush(self._pending, (now, self._next_release, dataclasses.replace(spec, arrival_time=now)))
@@ -276,10 +263,12 @@ class Simulation:
             result = self.scheduler.update_from_output(batch.output, now=clock_after)
         else:
             result = batch.engine_pass.update or UpdateResult([], [])
+        if self.api_server is not None:  # the tokens reach their clients: token and finish times are theirs
+            self.api_server.stream(result, self.scheduler.requests, batch.clock_before, clock_after, self)
         for request in result.finished:
             if self.keep_finished:
                 self.finished_requests[request.request_id] = request
-            self._release_next(clock_after)
+            self._release_next(clock_after + (self.api_server.last_stream_s if self.api_server is not None else 0.0))
         return result
 
     def _record(self, batch: PlannedStep, result: UpdateResult, clock_after: float, breakdown: dict[str, float]) -> StepRecord:
@@ -317,6 +306,7 @@ class Simulation:
             scheduled_spec_decode_tokens=output.scheduled_spec_decode_tokens,
             num_accepted_tokens=result.num_accepted,
             kv_events=kv_events,
+            front_end_s=self.api_server.last_stream_s if self.api_server is not None else 0.0,
         )
 
     def _observe(self, output: SchedulerOutput, result: UpdateResult, record: StepRecord) -> None:
@@ -401,7 +391,7 @@ class Simulation:
             self._next_arrival,
             list(self._pending),
             self._next_release,
-            FrozenState((self.scheduler, self.engine_loop, self.metrics)),
+            FrozenState((self.scheduler, self.engine_loop, self.metrics, self.api_server)),
             dict(self.finished_requests),
             self._gpu_free_at,
         )
@@ -413,7 +403,7 @@ class Simulation:
         self._next_arrival = state.next_arrival
         self._pending = list(state.pending)
         self._next_release = state.next_release
-        self.scheduler, self.engine_loop, self.metrics = state.frozen.thaw()
+        self.scheduler, self.engine_loop, self.metrics, self.api_server = state.frozen.thaw()
         self._gpu_free_at = state.gpu_free_at
         self.finished_requests = dict(state.finished_requests)
         self.num_restores += 1

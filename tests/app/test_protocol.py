@@ -578,6 +578,7 @@ def test_step_back_late_in_a_long_run_keeps_the_event_log(client, connect):
     # The synchronous loop, with a sixth more requests: its run has more events than the log keeps.
     synchronous = copy.deepcopy(PRESET_SCENARIOS["default"])
     synchronous["engine"]["async_scheduling"] = False
+    synchronous["entrypoint"] = "offline"  # the engine alone: the run the event-log budget was sized against
     synchronous["workload"]["num_requests"] = 140
     default = client.post("/api/sessions", json={"scenario": synchronous}).json()
     conn = connect(default)

@@ -106,6 +106,19 @@ def test_under_async_scheduling_the_batch_tells_the_pass_time_from_the_batchs_gp
     assert "on the GPU" not in sync.locator("#batch .cost").inner_text()
 
 
+def test_a_served_run_names_the_front_end_in_the_batch_panel(server, presenter, new_page):
+    """The dashboard serves the engine behind vLLM's API server: a step whose tokens still had to
+    reach their clients says how long that took; the offline engine has no such line."""
+    advance(presenter, 20)
+    record = presenter.evaluate("window.servescope.store.lastRecord")
+    assert record["front_end_s"] > 0
+    assert "front end: +" in presenter.locator("#batch .legend").inner_text()
+    offline = open_dashboard(new_page(), f"{server.url}/?config=" + quote(json.dumps({"entrypoint": "offline"})))
+    advance(offline, 20)
+    assert offline.evaluate("window.servescope.store.lastRecord")["front_end_s"] == 0
+    assert "front end" not in offline.locator("#batch .legend").inner_text()
+
+
 def test_right_arrow_takes_one_step(presenter):
     """→ takes one step."""
     presenter.keyboard.press("ArrowRight")
@@ -240,7 +253,8 @@ def test_event_log_lists_events_and_clicking_one_seeks_to_the_step_after_it(pres
     wait_for_step(presenter, event_step)
 
 
-BIG_BATCH = ('{"engine":{"num_gpu_blocks":8192,"max_num_seqs":200,"max_num_batched_tokens":8192},'
+# The engine alone (offline): served, the API server would let the burst in a few hundred a second.
+BIG_BATCH = ('{"entrypoint":"offline","engine":{"num_gpu_blocks":8192,"max_num_seqs":200,"max_num_batched_tokens":8192},'
              '"workload":{"num_requests":400,"arrival_rate":1000000,"lengths":"fixed","prompt_len":32,"output_len":64}}')
 
 

@@ -40,6 +40,7 @@ CASES = [
     (["--model", "qwen3-30b-a3b", "-dp", "2", "-ep"], "enable_expert_parallel", True),
     (["--no-async-scheduling"], "engine.async_scheduling", False),
     (["--async-scheduling"], "engine.async_scheduling", True),
+    (["--api-server-count", "4"], "api_server_count", 4),
     (["--speculative-config", '{"method": "eagle", "num_speculative_tokens": 2}'], "engine.speculative_config",
      SpeculativeConfig("eagle", 2)),
     # More than one step is V0's (tests/engine/test_multi_step.py), which a `vllm serve` line cannot name.

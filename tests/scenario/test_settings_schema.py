@@ -139,10 +139,11 @@ def test_every_declared_flag_is_on_the_command_line_with_its_help():
 
 
 def test_the_scenarios_flags_come_from_its_declarations():
-    assert {arg.flag for arg in OWN_SCENARIO_ARGS} == {"--model", "--gpu"}
+    assert {arg.flag for arg in OWN_SCENARIO_ARGS} == {"--model", "--gpu", "--entrypoint"}
     scenario_flags = {arg.flag for arg in ENGINE_ARGS if "." not in arg.field}
     assert scenario_flags == {"--tensor-parallel-size", "--data-parallel-size", "--enable-expert-parallel",
-                              "--gpu-memory-utilization", "--kv-cache-dtype", "--swap-space", "--enforce-eager"}
+                              "--gpu-memory-utilization", "--kv-cache-dtype", "--swap-space", "--enforce-eager",
+                              "--api-server-count"}
     args = build_parser().parse_args(["run", "--model", "qwen2.5-7b", "--gpu", "l40s", "-tp", "2", "--swap-space", "4"])
     assert (args.model, args.gpu, args.tensor_parallel_size, args.swap_space) == ("qwen2.5-7b", "l40s", 2, 4.0)
 

@@ -18,7 +18,7 @@ def scenario() -> Scenario:
 
 
 def served(scenario: Scenario, **budgets) -> tuple[ServedSimulation, LiveRequestSource]:
-    sim = ServedSimulation(scenario.engine, scenario.cost_model(), SLO())
+    sim = ServedSimulation(scenario.engine, scenario.cost_model(), SLO(), scenario.api_server())
     source = LiveRequestSource(sim, budgets.get("max_requests", 1000), budgets.get("max_prompt_tokens", 10**7))
     return sim, source
 

@@ -114,7 +114,9 @@ function render(el, store) {
   setAttr(el.parts["budget-bar"], "aria-label", `${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget`);
   set("legend", html`<span><i class="swatch prefill"></i>P prefill ${fmtInt(prefill)}</span><span><i class="swatch decode"></i>D decode ${fmtInt(decode)}${numDrafts ? ` (${fmtInt(numDrafts)} drafts)` : ""}</span>${
     overlapped ? html`<span title="how long this pass of the engine loop took: it waits for the batch in flight to come back">pass time <b>${fmtSeconds(record.step_s)}</b></span>`
-      : html`<span>step time <b>${fmtSeconds(record.step_s)}</b></span>`}`);
+      : html`<span>step time <b>${fmtSeconds(record.step_s)}</b></span>`}${
+    // Served runs: the step's tokens still pass the API server (ZMQ hop, detokenizing, streaming).
+    record.front_end_s ? html`<span class="front-end" title="after the step, its tokens still pass vLLM's API server: the ZMQ hop back, its queue, detokenizing and streaming them to the clients (the longest wait shown)">front end: +${fmtSeconds(record.front_end_s)}</span>` : ""}`);
   set("cost", cost);
   renderRows(el.rows, rows, first, record.scheduled.length);
 }
