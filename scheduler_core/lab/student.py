@@ -1,0 +1,131 @@
+"""Loading the student's file and calling its `schedule()`, with a time budget per step.
+
+Loading a file runs it: `lab check` executes the student's Python as any autograder does, so a file
+is only ever named on the command line of whoever runs the check (never by a web request). What
+goes wrong inside it is reported as the student's file and line, never as servescope's traceback.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from .view import EngineView
+
+# The class the starter file defines; the grader makes one per workload.
+CLASS_NAME = "StudentScheduler"
+# Seconds one `schedule()` call may take: the lab's workloads need microseconds, so only a loop hits it.
+STEP_TIME_BUDGET_S = 2.0
+
+
+class LabFileError(Exception):
+    """The student's file could not be loaded or its code failed: `where` is file:line."""
+
+    def __init__(self, where: str, message: str, source_line: str = ""):
+        super().__init__(f"{where}: {message}")
+        self.where = where
+        self.message = message
+        self.source_line = source_line
+
+
+class _StepTimeout(BaseException):
+    """Raised inside the student's code when a step's time budget runs out (BaseException, so a
+    student's `except Exception` cannot swallow it)."""
+
+
+def _student_frame(error: BaseException, path: Path) -> tuple[str, str]:
+    """The innermost frame of the traceback that is in the student's file: (file:line, source)."""
+    where, line = str(path), ""
+    for frame in traceback.extract_tb(error.__traceback__):
+        if Path(frame.filename).resolve() == path:
+            where, line = f"{path}:{frame.lineno}", (frame.line or "").strip()
+    return where, line
+
+
+def load_student(path: str) -> type:
+    """The `StudentScheduler` class of the file at `path`."""
+    file = Path(path).resolve()
+    if not file.is_file():
+        raise LabFileError(path, "no such file")
+    spec = importlib.util.spec_from_file_location("servescope_lab_student", file)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        raise LabFileError(f"{path}:{e.lineno}", f"SyntaxError: {e.msg}", (e.text or "").strip()) from None
+    except Exception as e:  # the student's module-level code failed
+        where, line = _student_frame(e, file)
+        raise LabFileError(where, f"{type(e).__name__} while loading the file: {e}", line) from None
+    cls = getattr(module, CLASS_NAME, None)
+    if not isinstance(cls, type) or not callable(getattr(cls, "schedule", None)):
+        raise LabFileError(path, f"defines no class {CLASS_NAME} with a schedule(self, view) method "
+                                 "(`servescope lab new DIR` writes one to start from)")
+    cls.lab_source_path = file
+    return cls
+
+
+class StudentPolicy:
+    """One instance of the student's class, called once a step within the time budget."""
+
+    def __init__(self, cls: type, time_budget_s: float = STEP_TIME_BUDGET_S):
+        self.path: Path = cls.lab_source_path
+        self.time_budget_s = time_budget_s
+        try:
+            self.instance = cls()
+        except Exception as e:
+            where, line = _student_frame(e, self.path)
+            raise LabFileError(where, f"{type(e).__name__} in {CLASS_NAME}(): {e}", line) from None
+
+    def schedule(self, view: EngineView):
+        try:
+            with _time_budget(self.time_budget_s):
+                return self.instance.schedule(view)
+        except _StepTimeout as e:
+            where, line = _student_frame(e, self.path)
+            raise LabFileError(where, f"schedule() ran past its time budget of {self.time_budget_s:g} s at step "
+                                      f"{view.step} (a loop that never ends?)", line) from None
+        except Exception as e:
+            where, line = _student_frame(e, self.path)
+            raise LabFileError(where, f"{type(e).__name__} in schedule() at step {view.step}: {e}", line) from None
+
+
+class _time_budget:
+    """An alarm that interrupts the student's code after `seconds` (on the main thread, where
+    signals are delivered; elsewhere a trace function checks the clock on every line)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+            self._previous = signal.signal(signal.SIGALRM, self._expired)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            self._mode = "signal"
+        else:
+            deadline = time.monotonic() + self.seconds
+
+            def tracer(frame, event, arg):
+                if time.monotonic() > deadline:
+                    raise _StepTimeout()
+                return tracer
+            self._previous = sys.gettrace()
+            sys.settrace(tracer)
+            self._mode = "trace"
+        return self
+
+    def __exit__(self, *exc):
+        if self._mode == "signal":
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._previous)
+        else:
+            sys.settrace(self._previous)
+        return False
+
+    @staticmethod
+    def _expired(signum, frame):
+        raise _StepTimeout()
