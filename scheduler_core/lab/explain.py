@@ -7,6 +7,10 @@ from .exercises import Exercise
 from .view import EngineView
 
 
+def count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def names(ids: list[str]) -> str:
     ids = list(ids)
     return ids[0] if len(ids) == 1 else ", ".join(ids[:-1]) + " and " + ids[-1]
@@ -40,8 +44,8 @@ def _preemption(view, yours, reference, decisions, who) -> str:
         first = preemptions[0] if preemptions else None
         victims = names(list(reference.preempted))
         if first is not None:
-            why = (f"{first['request']} needed {first['blocks_needed']} more KV blocks for its next "
-                   f"{first['tokens']:,} tokens and {first['blocks_free']} were free")
+            why = (f"{first['request']} needed {count(first['blocks_needed'], 'more KV block')} for its next "
+                   f"{count(first['tokens'], 'token')} and {first['blocks_free']} were free")
         else:
             why = "the running requests' next tokens did not fit in the free blocks"
         return (f"you preempted nobody, but {why}; {who} preempts the newest running request when blocks run out "
@@ -66,18 +70,24 @@ def _running(exercise, view, yours, reference, decisions) -> str:
     admitted = [rid for rid in mine if rid in waiting]
     shorted = [rid for rid in differing if mine.get(rid, 0) < theirs.get(rid, 0)]
     if admitted and shorted:
-        first = max(admitted, key=lambda rid: mine[rid])
         decodes = all(theirs[rid] == 1 for rid in shorted)
-        return (f"you gave {first} {_chunk_word(first, mine[first], view)} before the running requests' "
-                f"{'decodes' if decodes else 'chunks'}; vLLM schedules running requests first, so {names(shorted)} "
-                f"{'decode' if decodes else 'get their tokens'} in this step")
+        if len(admitted) == 1:
+            given = f"{admitted[0]} {_chunk_word(admitted[0], mine[admitted[0]], view)}"
+        else:
+            given = f"{names(admitted)} {sum(mine[rid] for rid in admitted):,} tokens"
+        if decodes:
+            then = f"{names(shorted)} {'decodes' if len(shorted) == 1 else 'decode'} in this step"
+        else:
+            then = f"{names(shorted)} {'gets its' if len(shorted) == 1 else 'get their'} tokens first"
+        return (f"you gave {given} before the running requests' {'decodes' if decodes else 'chunks'}; "
+                f"vLLM schedules running requests first, so {then}")
     rid = differing[0]
     if rid not in mine:
         return (f"you left running {rid} out of the batch; "
                 + ("every member of a static batch decodes one token a step until the batch is done"
                    if not exercise.has_token_budget else
                    f"vLLM schedules every running request, in order, while the budget lasts, so {rid} gets "
-                   f"{theirs[rid]:,} {'token' if theirs[rid] == 1 else 'tokens'}"))
+                   + count(theirs[rid], "token")))
     if rid not in theirs:
         return f"you gave running {rid} {mine[rid]:,} tokens; {_why_not_running(rid, decisions)}"
     entry = next((e for e in decisions.get("running", []) if e["request"] == rid), None)
@@ -120,9 +130,11 @@ def _admission(exercise, view, yours, reference, decisions, who) -> str:
     for rid in mine:
         if rid not in theirs:
             return f"you admitted {rid}, but {_why_not_admitted(exercise, rid, view, decisions, limits, theirs)}"
-    for rid in theirs:
-        if rid not in mine:
-            return f"{who} admits {rid} in this step with {theirs[rid]:,} tokens: {_why_admitted(exercise, rid, view)}"
+    missing = [rid for rid in theirs if rid not in mine]
+    if missing:
+        tokens = ", ".join(f"{theirs[rid]:,}" for rid in missing)
+        return (f"{who} admits {names(missing)} in this step (with {tokens} tokens): "
+                f"{_why_admitted(exercise, view)}")
     for rid in theirs:
         if mine[rid] != theirs[rid]:
             entry = next((e for e in decisions.get("waiting", []) if e["request"] == rid), None)
@@ -162,7 +174,7 @@ def _reason(reason: str, entry: dict, decisions: dict, view: EngineView) -> str:
     return template.format(**values)
 
 
-def _why_admitted(exercise, rid, view) -> str:
+def _why_admitted(exercise, view) -> str:
     if not exercise.has_token_budget:
         return "the last batch has finished, so the next batch is formed from the head of the queue, up to max_num_seqs"
     return (f"continuous batching fills a free seat at once ({len(view.running)} of max_num_seqs={view.max_num_seqs} "

@@ -134,7 +134,7 @@ def check_workload(exercise: Exercise, spec: WorkloadSpec, student_cls: type) ->
         try:
             your_batch = _record_batch(yours.step()) if not yours.done else Batch((), ())
         except InvalidBatch as e:
-            result.divergence = Divergence(spec.name, step, "invalid", str(e), _student_batch(lab), ref_batch)
+            result.divergence = Divergence(spec.name, step, "invalid", f"step {step}: {e}", _student_batch(lab), ref_batch)
             return result
         except SimulationStalled:
             your_batch = _student_batch(lab)

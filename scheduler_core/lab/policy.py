@@ -103,7 +103,8 @@ class LabScheduler(Scheduler):
             needed = view.blocks_needed(next(r for r in view.running + view.waiting if r.request_id == request.request_id),
                                         num_tokens)
             raise InvalidBatch(
-                f"{request.request_id} needs {needed} more KV blocks for its {num_tokens} tokens but only "
+                f"{request.request_id} needs {needed} more KV block{'s' if needed != 1 else ''} for {num_tokens:,} "
+                f"token{'s' if num_tokens != 1 else ''} but only "
                 f"{self.kv_cache_manager.num_free_blocks} are free at that point: schedule fewer requests, or preempt "
                 "a running one first")
 
@@ -116,7 +117,7 @@ class LabScheduler(Scheduler):
                 where = "waiting" if rid in waiting else "not in the engine (finished, or not arrived yet)"
                 raise InvalidBatch(f"you preempted {rid}, which is {where}; only running requests can be preempted")
             if rid in batch.tokens:
-                raise InvalidBatch(f"{rid} is both preempted and given {batch.tokens[rid]} tokens in this step")
+                raise InvalidBatch(f"{rid} is both preempted and given tokens ({batch.tokens[rid]:,}) in this step")
         for rid, num_tokens in batch.tokens.items():
             request = running.get(rid) or waiting.get(rid)
             if request is None:

@@ -7,6 +7,7 @@ goes wrong inside it is reported as the student's file and line, never as serves
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import signal
 import sys
@@ -89,6 +90,10 @@ class StudentPolicy:
             where, line = _student_frame(e, self.path)
             raise LabFileError(where, f"schedule() ran past its time budget of {self.time_budget_s:g} s at step "
                                       f"{view.step} (a loop that never ends?)", line) from None
+        except dataclasses.FrozenInstanceError as e:
+            where, line = _student_frame(e, self.path)
+            raise LabFileError(where, f"schedule() tried to change the view at step {view.step} ({e}): the view is "
+                                      "read-only; say what should happen by returning the batch", line) from None
         except Exception as e:
             where, line = _student_frame(e, self.path)
             raise LabFileError(where, f"{type(e).__name__} in schedule() at step {view.step}: {e}", line) from None
