@@ -73,9 +73,9 @@ def load_student(path: str) -> type:
 class StudentPolicy:
     """One instance of the student's class, called once a step within the time budget."""
 
-    def __init__(self, cls: type, time_budget_s: float = STEP_TIME_BUDGET_S):
+    def __init__(self, cls: type, time_budget_s: float | None = None):
         self.path: Path = cls.lab_source_path
-        self.time_budget_s = time_budget_s
+        self.time_budget_s = STEP_TIME_BUDGET_S if time_budget_s is None else time_budget_s
         try:
             self.instance = cls()
         except Exception as e:
