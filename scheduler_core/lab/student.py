@@ -22,6 +22,9 @@ from .view import EngineView
 CLASS_NAME = "StudentScheduler"
 # Seconds one `schedule()` call may take: the lab's workloads need microseconds, so only a loop hits it.
 STEP_TIME_BUDGET_S = 2.0
+# Seconds all of a workload's `schedule()` calls may take together (a slow policy, not a stuck one).
+WORKLOAD_TIME_BUDGET_S = 30.0
+MODULE_NAME = "servescope_lab_student"
 
 
 class LabFileError(Exception):
@@ -53,15 +56,19 @@ def load_student(path: str) -> type:
     file = Path(path).resolve()
     if not file.is_file():
         raise LabFileError(path, "no such file")
-    spec = importlib.util.spec_from_file_location("servescope_lab_student", file)
+    spec = importlib.util.spec_from_file_location(MODULE_NAME, file)
     module = importlib.util.module_from_spec(spec)
+    # Registered while it runs, as an import would be (a @dataclass in it looks its module up).
+    sys.modules[MODULE_NAME] = module
     try:
         spec.loader.exec_module(module)
     except SyntaxError as e:
         raise LabFileError(f"{path}:{e.lineno}", f"SyntaxError: {e.msg}", (e.text or "").strip()) from None
-    except Exception as e:  # the student's module-level code failed
+    except (Exception, SystemExit) as e:  # the student's module-level code failed (or called exit())
         where, line = _student_frame(e, file)
         raise LabFileError(where, f"{type(e).__name__} while loading the file: {e}", line) from None
+    finally:
+        sys.modules.pop(MODULE_NAME, None)
     cls = getattr(module, CLASS_NAME, None)
     if not isinstance(cls, type) or not callable(getattr(cls, "schedule", None)):
         raise LabFileError(path, f"defines no class {CLASS_NAME} with a schedule(self, view) method "
@@ -76,15 +83,20 @@ class StudentPolicy:
     def __init__(self, cls: type, time_budget_s: float | None = None):
         self.path: Path = cls.lab_source_path
         self.time_budget_s = STEP_TIME_BUDGET_S if time_budget_s is None else time_budget_s
+        self.time_left_s = WORKLOAD_TIME_BUDGET_S
         try:
             self.instance = cls()
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             where, line = _student_frame(e, self.path)
             raise LabFileError(where, f"{type(e).__name__} in {CLASS_NAME}(): {e}", line) from None
 
     def schedule(self, view: EngineView):
+        if self.time_left_s <= 0:
+            raise LabFileError(str(self.path), f"schedule() took more than {WORKLOAD_TIME_BUDGET_S:g} s in all on one "
+                                               f"workload, by step {view.step}: the lab's workloads need milliseconds")
+        start = time.monotonic()
         try:
-            with _time_budget(self.time_budget_s):
+            with _time_budget(min(self.time_budget_s, self.time_left_s)):
                 return self.instance.schedule(view)
         except _StepTimeout as e:
             where, line = _student_frame(e, self.path)
@@ -94,9 +106,11 @@ class StudentPolicy:
             where, line = _student_frame(e, self.path)
             raise LabFileError(where, f"schedule() tried to change the view at step {view.step} ({e}): the view is "
                                       "read-only; say what should happen by returning the batch", line) from None
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             where, line = _student_frame(e, self.path)
             raise LabFileError(where, f"{type(e).__name__} in schedule() at step {view.step}: {e}", line) from None
+        finally:
+            self.time_left_s -= time.monotonic() - start
 
 
 class _time_budget:

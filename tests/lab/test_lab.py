@@ -213,3 +213,46 @@ def test_the_report_puts_the_two_batches_side_by_side(capsys):
     assert out[3].split() == ["step", "1", "yours", "vLLM"]
     assert out[4].split() == ["req-4", "-", "23", "prefill"]
     assert out[-1].split() == ["preempted", "-", "-"]
+
+
+def test_exit_in_the_students_code_is_reported_not_obeyed(tmp_path):
+    path = write(tmp_path, """
+        import sys
+        class StudentScheduler:
+            def schedule(self, view):
+                sys.exit("done")
+    """)
+    with pytest.raises(LabFileError, match="SystemExit in schedule\\(\\) at step 0: done"):
+        check(exercise(1), load_student(path))
+
+
+def test_a_dataclass_in_the_students_file_loads(tmp_path):
+    path = write(tmp_path, """
+        from dataclasses import dataclass
+
+        @dataclass
+        class Seat:
+            request_id: str
+
+        class StudentScheduler:
+            def schedule(self, view):
+                return {}
+    """)
+    assert check(exercise(1), load_student(path)).divergence.step == 0
+
+
+def test_the_time_budget_holds_off_the_main_thread(monkeypatch):
+    """Where no signal can be delivered (a check run from a worker thread) a trace function keeps the budget."""
+    import threading
+    monkeypatch.setattr(student, "STEP_TIME_BUDGET_S", 0.2)
+    errors = []
+
+    def run():
+        try:
+            run_check("mistakes/loops", 1)
+        except LabFileError as e:
+            errors.append(e)
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive() and "ran past its time budget" in errors[0].message
