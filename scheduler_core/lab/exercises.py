@@ -99,7 +99,9 @@ EXERCISES: tuple[Exercise, ...] = (
         "(view.blocks_needed(request, request.num_remaining_tokens)).",
         dict(SMALL, max_num_seqs=8, num_gpu_blocks=40, max_num_batched_tokens=256, enable_chunked_prefill=True),
         (WorkloadSpec("tight", 401, 8, (40, 200), (40, 160), 10),
-         WorkloadSpec("squeeze", 402, 12, (40, 160), (20, 200), 40)),
+         WorkloadSpec("squeeze", 402, 12, (40, 160), (20, 200), 40),
+         # Prompts of up to 30 blocks in a pool of 39: a chunk may fit where the whole context does not.
+         WorkloadSpec("long-prompts", 407, 10, (40, 480), (20, 120), 40)),
     ),
     Exercise(
         5, "priority", "Priority (optional)",

@@ -117,8 +117,8 @@ WAIT_REASONS = {
     "preempted_this_step": "a step that preempted admits nobody (the blocks just freed are not for newcomers)",
     "prompt_exceeds_budget_unchunked": "its whole prompt does not fit in the budget left, and chunked prefill is off",
     "blocks": "not even this step's chunk fits in the {blocks_free} free blocks",
-    "blocks_full_context": "vLLM admits a request only if the free blocks hold its whole context: it needs "
-                           "{blocks_needed_full} blocks and {blocks_free} are free",
+    "blocks_full_context": "its whole context needs {blocks_needed_full} blocks and {blocks_free} are free, and vLLM "
+                           "admits a request only if the free blocks hold its whole context, not just this step's chunk",
 }
 
 
@@ -133,6 +133,12 @@ def _admission(exercise, view, yours, reference, decisions, who) -> str:
     missing = [rid for rid in theirs if rid not in mine]
     if missing:
         tokens = ", ".join(f"{theirs[rid]:,}" for rid in missing)
+        chunked = [rid for rid in missing if theirs[rid] < _remaining(view, rid)]
+        if chunked and exercise.has_token_budget:
+            rid = chunked[0]
+            return (f"vLLM admits {rid} in this step with a {theirs[rid]:,}-token chunk of the {_remaining(view, rid):,} "
+                    "tokens it has to compute: with chunked prefill a prompt need not fit the budget whole, it takes "
+                    "what is left of the budget and the rest follows in later steps")
         return (f"{who} admits {names(missing)} in this step (with {tokens} tokens): "
                 f"{_why_admitted(exercise, view)}")
     for rid in theirs:

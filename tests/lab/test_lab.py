@@ -256,3 +256,20 @@ def test_the_time_budget_holds_off_the_main_thread(monkeypatch):
     thread.start()
     thread.join(10)
     assert not thread.is_alive() and "ran past its time budget" in errors[0].message
+
+
+@pytest.mark.parametrize("name, number, workload, step, words", [
+    ("admits_after_preempting", 4, "tight", 24,
+     "step 24: you admitted req-6, but vLLM does not admit it in this step: a step that preempted admits nobody"),
+    ("chunk_gate", 4, "long-prompts", 6,
+     "step 6: you admitted req-0, but vLLM does not admit it in this step: its whole context needs 29 blocks and 24 are "
+     "free, and vLLM admits a request only if the free blocks hold its whole context"),
+    ("skips_the_head", 4, "tight", 25,
+     "step 25: you admitted req-6, but vLLM stops at the head of the waiting queue, req-1, which cannot be admitted"),
+    ("whole_prompts_only", 3, "long-prompts", 0,
+     "step 0: vLLM admits req-4 in this step with a 256-token chunk of the 279 tokens it has to compute"),
+])
+def test_admission_mistakes_are_told_the_rule_they_broke(name, number, workload, step, words):
+    d = run_check(f"mistakes/{name}", number).divergence
+    assert (d.workload, d.step, d.kind) == (workload, step, "diverged")
+    assert d.message.startswith(words), d.message
