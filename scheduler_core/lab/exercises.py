@@ -25,6 +25,12 @@ class WorkloadSpec:
     # Priorities drawn from 0..max_priority (0: every request at priority 0).
     max_priority: int = 0
 
+    def describe(self) -> str:
+        arrivals = "all at step 0" if self.last_arrival_step == 0 else f"arriving at steps 0-{self.last_arrival_step}"
+        priorities = f", priorities 0-{self.max_priority}" if self.max_priority else ""
+        return (f"`{self.name}`: {self.num_requests} requests, prompts of {self.prompt_len[0]}-{self.prompt_len[1]} "
+                f"tokens, {self.output_len[0]}-{self.output_len[1]} output tokens, {arrivals}{priorities} (seed {self.seed})")
+
     def build(self) -> Workload:
         rng = random.Random(self.seed)
         specs = []
@@ -96,7 +102,8 @@ EXERCISES: tuple[Exercise, ...] = (
         "the request itself, preempt it and schedule no more running requests this step. Preemption is by "
         "recompute: the victim goes back to the head of the waiting queue and starts again from token 0. A step "
         "that preempted admits nobody. Admit a waiting request only if the free blocks hold its whole context "
-        "(view.blocks_needed(request, request.num_remaining_tokens)).",
+        "(view.blocks_needed(request, request.num_remaining_tokens)); stop at the first one that does not fit: "
+        "nobody behind it is admitted (head-of-line blocking, as in vLLM).",
         dict(SMALL, max_num_seqs=8, num_gpu_blocks=40, max_num_batched_tokens=256, enable_chunked_prefill=True),
         (WorkloadSpec("tight", 401, 8, (40, 200), (40, 160), 10),
          WorkloadSpec("squeeze", 402, 12, (40, 160), (20, 200), 40),
@@ -108,7 +115,8 @@ EXERCISES: tuple[Exercise, ...] = (
         "As exercise 4, but the waiting queue is ordered by priority (lower value first, then arrival: the "
         "view lists it in that order) and the preemption victim is the running request that ranks last: the "
         "largest (priority, arrival_index). A victim already given tokens earlier in this step loses them "
-        "(they return to the budget).",
+        "(they return to the budget). A request that is its own victim does not end the scan: the running "
+        "requests after it rank higher and may fit in the blocks it gave back.",
         dict(SMALL, max_num_seqs=8, num_gpu_blocks=40, max_num_batched_tokens=256, enable_chunked_prefill=True,
              scheduling_order="priority"),
         (WorkloadSpec("urgent-late", 501, 10, (40, 160), (30, 160), 40, max_priority=2),),

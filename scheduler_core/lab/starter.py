@@ -63,8 +63,8 @@ def readme_text() -> str:
             settings.append(f"max_num_batched_tokens={config.max_num_batched_tokens}")
             settings.append(f"chunked prefill {'on' if config.enable_chunked_prefill else 'off'}")
         lines += [f"## {ex.number}. {ex.title}", "", ex.rules, "",
-                  f"Graded against {ex.reference_name} with {', '.join(settings)}, on "
-                  + ", ".join(f"`{w.name}` ({w.num_requests} requests)" for w in ex.workloads) + ".", ""]
+                  f"Graded against {ex.reference_name} with {', '.join(settings)}, on:", ""]
+        lines += [f"- {w.describe()}" for w in ex.workloads] + [""]
     return "\n".join(lines)
 
 
