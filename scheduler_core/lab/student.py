@@ -55,7 +55,7 @@ def load_student(path: str) -> type:
     """The `StudentScheduler` class of the file at `path`."""
     file = Path(path).resolve()
     if not file.is_file():
-        raise LabFileError(path, "no such file")
+        raise LabFileError(path, "no such file" if not file.exists() else "not a file")
     spec = importlib.util.spec_from_file_location(MODULE_NAME, file)
     module = importlib.util.module_from_spec(spec)
     # Registered while it runs, as an import would be (a @dataclass in it looks its module up).

@@ -273,3 +273,19 @@ def test_admission_mistakes_are_told_the_rule_they_broke(name, number, workload,
     d = run_check(f"mistakes/{name}", number).divergence
     assert (d.workload, d.step, d.kind) == (workload, step, "diverged")
     assert d.message.startswith(words), d.message
+
+
+def test_the_issues_example_reads_as_the_issue_wrote_it():
+    from scheduler_core.lab.explain import explain
+    from scheduler_core.lab.grader import Batch, Chunk
+    from scheduler_core.lab.view import EngineView, RequestView
+
+    def request(rid, prompt, output, computed):
+        return RequestView(rid, prompt, output, 64, computed, 4, 0, 0, 0)
+    view = EngineView(14, (request("req-7", 40, 3, 42), request("req-9", 30, 5, 34)), (request("req-3", 600, 0, 0),),
+                      100, 16, 512, 8, True, "fcfs")
+    yours = Batch((Chunk("req-3", 512, "prefill"),), ())
+    reference = Batch((Chunk("req-7", 1, "decode"), Chunk("req-9", 1, "decode"), Chunk("req-3", 510, "prefill")), ())
+    assert explain(exercise(3), 14, view, yours, reference, {}) == (
+        "step 14: you gave req-3 a 512-token chunk before the running requests' decodes; vLLM schedules running "
+        "requests first, so req-7 and req-9 decode in this step")
