@@ -9,6 +9,7 @@ from ..engine.step_record import StepRecord
 from ..sim.simulation import Simulation, SimulationStalled
 from ..timing.cost_model import CostModel
 from ..timing.presets import GPUS, MODELS
+from ..workload.workload import Workload
 from .exercises import Exercise, WorkloadSpec
 from .explain import explain
 from .policy import InvalidBatch, LabScheduler
@@ -117,14 +118,25 @@ def same_decision(yours: Batch, reference: Batch, view: EngineView) -> bool:
             and _admissions(yours, view) == _admissions(reference, view))
 
 
-def check_workload(exercise: Exercise, spec: WorkloadSpec, student_cls: type) -> WorkloadResult:
+def simulations(exercise: Exercise, workload: Workload, student_cls: type) -> tuple[Simulation, Simulation]:
+    """The reference's simulation (its decision trace on) and the student's, on the same workload, engine
+    settings and cost model; the student's differs only in its scheduler."""
     config = exercise.engine_config()
-    workload = spec.build()
+    # The student's schedule() sees the engine between steps: no batch queue (async scheduling) in between.
+    assert not config.async_scheduling
     cost_model = CostModel(MODELS["llama-3.1-8b"], GPUS["h200"])
     reference = Simulation(config, workload, cost_model)
     reference.scheduler.enable_decision_trace()
     yours = Simulation(config, workload, cost_model)
-    lab = yours.scheduler = LabScheduler(config, StudentPolicy(student_cls), exercise.has_token_budget)
+    # Swapped before the first step, when the scheduler still holds nothing.
+    yours.scheduler = LabScheduler(config, StudentPolicy(student_cls), exercise.has_token_budget)
+    return reference, yours
+
+
+def check_workload(exercise: Exercise, spec: WorkloadSpec, student_cls: type) -> WorkloadResult:
+    workload = spec.build()
+    reference, yours = simulations(exercise, workload, student_cls)
+    lab = yours.scheduler
     result = WorkloadResult(spec.name, len(workload.requests), 0)
     while not reference.done:
         step = reference.step_index
