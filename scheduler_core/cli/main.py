@@ -14,6 +14,7 @@ from .compare import add_compare_command
 from .demo import add_demo_command, add_scenarios_command
 from .export import add_export_command
 from .fleet import add_sweep_command
+from .lab import add_lab_command
 from .lesson import add_lesson_command
 from .replay import add_replay_command
 from .run import add_run_command
@@ -22,7 +23,7 @@ from .step_time import add_step_time_command
 # Each command's name and the function adding its parser, in the order `--help` lists them.
 COMMANDS = {"run": add_run_command, "compare": add_compare_command, "sweep": add_sweep_command, "export": add_export_command,
             "step-time": add_step_time_command, "lesson": add_lesson_command, "scenarios": add_scenarios_command,
-            "replay": add_replay_command, "demo": add_demo_command}
+            "replay": add_replay_command, "demo": add_demo_command, "lab": add_lab_command}
 
 # A hook that adds commands or flags, given what argparse's `add_subparsers()` returned (to add
 # commands to) and each command's parser by name (to add flags to). The `servescope` command adds

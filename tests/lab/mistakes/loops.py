@@ -1,0 +1,7 @@
+"""A policy that never returns."""
+
+
+class StudentScheduler:
+    def schedule(self, view):
+        while True:
+            pass

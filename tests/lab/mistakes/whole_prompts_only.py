@@ -1,0 +1,25 @@
+"""Exercise 3's mistake: a prompt admitted only if it fits the budget whole."""
+
+
+class StudentScheduler:
+    def schedule(self, view):
+        batch, budget, free = {}, view.token_budget, view.num_free_blocks
+        for request in view.running:
+            if budget == 0:
+                break
+            tokens = min(request.num_remaining_tokens, budget)
+            batch[request.request_id] = tokens
+            budget -= tokens
+            free -= view.blocks_needed(request, tokens)
+        seats = view.max_num_seqs - len(view.running)
+        for request in view.waiting:
+            if budget == 0 or seats == 0 or request.num_remaining_tokens > budget:
+                break
+            tokens = min(request.num_remaining_tokens, budget)
+            if view.blocks_needed(request, request.num_remaining_tokens) > free:
+                break
+            batch[request.request_id] = tokens
+            budget -= tokens
+            free -= view.blocks_needed(request, tokens)
+            seats -= 1
+        return batch

@@ -1,0 +1,37 @@
+"""Reference solution, exercise 4: preemption by recompute, newest victim first."""
+
+
+class StudentScheduler:
+    def schedule(self, view):
+        batch, budget, free = {}, view.token_budget, view.num_free_blocks
+        running = list(view.running)
+        preempted = []
+        index = 0
+        while index < len(running) and budget > 0:
+            request = running[index]
+            tokens = min(request.num_remaining_tokens, budget)
+            while view.blocks_needed(request, tokens) > free:
+                victim = running.pop()
+                preempted.append(victim.request_id)
+                free += victim.num_blocks
+                if victim is request:
+                    break
+            if request.request_id in preempted:
+                break
+            batch[request.request_id] = tokens
+            budget -= tokens
+            free -= view.blocks_needed(request, tokens)
+            index += 1
+        if not preempted:
+            seats = view.max_num_seqs - len(running)
+            for request in view.waiting:
+                if budget == 0 or seats == 0:
+                    break
+                if view.blocks_needed(request, request.num_remaining_tokens) > free:
+                    break
+                tokens = min(request.num_remaining_tokens, budget)
+                batch[request.request_id] = tokens
+                budget -= tokens
+                free -= view.blocks_needed(request, tokens)
+                seats -= 1
+        return batch, preempted
