@@ -24,6 +24,7 @@ const LANES = [
 const RELABELS_PER_FRAME = 24;
 
 export function mount(el, store, { onSelect }) {
+  mineOf = (id) => Boolean(store.mine && store.mine.has(id));
   el.addEventListener("click", (event) => {
     const chip = event.target.closest(".chip");
     if (chip) onSelect(chip.dataset.id);
@@ -66,7 +67,7 @@ export function mount(el, store, { onSelect }) {
     // whether or not a new state has come.
     update() {
       // Pausing redraws: chips out of view wait while playing, never in a paused view.
-      const key = `${store.step}/${store.seq}/${store.selected}/${store.status.playing}`;
+      const key = `${store.step}/${store.seq}/${store.selected}/${store.status.playing}/${store.mineVersion}`;
       if (key === shownKey && !behind) return false; // nothing this panel shows has changed
       shownKey = key;
       behind = render(store, lanes, visibility, relabels);
@@ -97,13 +98,13 @@ const shortId = (id) => id.replace(/^req-0*(?=\d)/, "#");
 // A chip's parts, parsed once and cloned.
 const CHIP_PARTS = document.createElement("template");
 // Fixed widths (dashboard.css) scaled by a transform: a bar that grows every step then costs no layout.
-write(CHIP_PARTS, html`<span class="label"></span><span class="prio" hidden></span><span class="badge" aria-hidden="true" hidden></span><span class="bar"><i class="prompt"></i><i class="out"></i></span>`);
+write(CHIP_PARTS, html`<span class="label"></span><span class="mine" hidden>yours</span><span class="prio" hidden></span><span class="badge" aria-hidden="true" hidden></span><span class="bar"><i class="prompt"></i><i class="out"></i></span>`);
 
 function createSlot() {
   const chip = document.createElement("button");
   chip.className = "chip";
   chip.append(CHIP_PARTS.content.cloneNode(true));
-  chip.parts = Object.fromEntries(["label", "prio", "badge", "prompt", "out"].map((part) => [part, chip.querySelector(`.${part}`)]));
+  chip.parts = Object.fromEntries(["label", "mine", "prio", "badge", "prompt", "out"].map((part) => [part, chip.querySelector(`.${part}`)]));
   chip.shown = "";
   return chip;
 }
@@ -127,6 +128,8 @@ function fill(chip, id, request, showPriority, selected, lazy, mayRelabel) {
     chip.dataset.id = id;
     chip.bare = bare;
     chip.showPriority = showPriority;
+    chip.mine = isMine(id);
+    setProp(chip.parts.mine, "hidden", !chip.mine);
     chip.shown = "";
     setProp(chip, "className", `chip${bare ? " bare" : ""}${showPriority && request && request.priority === 0 ? " urgent" : ""}`);
     setText(chip.parts.label, shortId(id));
@@ -138,7 +141,7 @@ function fill(chip, id, request, showPriority, selected, lazy, mayRelabel) {
       chip.style.removeProperty("border-left-color");
       chip.title = `${id}: waiting`;
       chip.describedAs = "";
-      chip.setAttribute("aria-label", `${shortId(id)}: ${id}, waiting`);
+      chip.setAttribute("aria-label", `${shortId(id)}${chip.mine ? " yours" : ""}: ${id}, waiting`);
     } else {
       chip.removeAttribute("title"); // the last request's: a pointer on the chip writes this one's
       // Not a custom property: that would restyle the chip's every part, not just its border.
@@ -151,7 +154,11 @@ function fill(chip, id, request, showPriority, selected, lazy, mayRelabel) {
 }
 
 const needsRelabel = (chip, id, request, showPriority) =>
-  chip.dataset.id !== id || chip.bare !== !request || chip.showPriority !== showPriority;
+  chip.dataset.id !== id || chip.bare !== !request || chip.showPriority !== showPriority || chip.mine !== isMine(id);
+
+// The requests this browser sent from the class form (class_desk.js): shown as "yours" here alone.
+let mineOf = () => false;
+const isMine = (id) => mineOf(id);
 
 // While playing, the chips that take a new request this frame (null: all that need one): at most
 // RELABELS_PER_FRAME of those in view, in lane order from where the last frame stopped.
@@ -169,12 +176,12 @@ function relabelsThisFrame(slots, relabels, store, showPriority) {
 // focus on the chip) brings the progress up to date and writes the tooltip too. A chip relabelled
 // and updated in one frame is described once: a batch turning over relabels a hundred chips.
 function describeChip(chip, request, fresh = false) {
-  const key = `${request.id}/${request.status}/${request.preemptions}/${chip.showPriority}`;
+  const key = `${request.id}/${request.status}/${request.preemptions}/${chip.showPriority}/${chip.mine}`;
   if (chip.describedAs === key && !fresh) return;
   chip.describedAs = key;
   const text = title(request);
   if (fresh) chip.title = text;
-  const visible = `${shortId(request.id)}${chip.showPriority ? ` P${request.priority}` : ""}${request.preemptions ? ` ↺${request.preemptions}` : ""}`;
+  const visible = `${shortId(request.id)}${chip.mine ? " yours" : ""}${chip.showPriority ? ` P${request.priority}` : ""}${request.preemptions ? ` ↺${request.preemptions}` : ""}`;
   chip.setAttribute("aria-label", `${visible}: ${text}`);
 }
 
