@@ -67,7 +67,7 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
     const events = detail.timeline.filter((run) => run.kind !== "prefill" && run.kind !== "decode")
       .map((run) => `step ${run.step + 1}: ${run.kind}${run.cached ? ` (${run.cached} tokens from the prefix cache)` : ""}`).join(" · ");
     const previous = { table: el.querySelector(".vlist.table")?.scrollTop, history: el.querySelector(".vlist.history")?.scrollTop };
-    write(el, html`<div class="inspector"><h3><i class="swatch"></i>${r.id} <span class="pill">${r.status}</span></h3>
+    write(el, html`<div class="inspector"><h3><i class="swatch"></i>${r.id} <span class="pill">${r.status}</span>${store.mine && store.mine.has(r.id) ? html` <span class="pill mine">yours</span>` : ""}</h3>
       ${why}
       <dl class="kvlist">
         <dt>prompt</dt><dd>${fmtInt(Math.min(r.computed, r.prompt))} / ${fmtInt(r.prompt)} computed${r.cached ? ` (${fmtInt(r.cached)} cached)` : ""}</dd>

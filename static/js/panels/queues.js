@@ -98,7 +98,7 @@ const shortId = (id) => id.replace(/^req-0*(?=\d)/, "#");
 // A chip's parts, parsed once and cloned.
 const CHIP_PARTS = document.createElement("template");
 // Fixed widths (dashboard.css) scaled by a transform: a bar that grows every step then costs no layout.
-write(CHIP_PARTS, html`<span class="label"></span><span class="mine" hidden>yours</span><span class="prio" hidden></span><span class="badge" aria-hidden="true" hidden></span><span class="bar"><i class="prompt"></i><i class="out"></i></span>`);
+write(CHIP_PARTS, html`<span class="label"></span><span class="mine" hidden> yours</span><span class="prio" hidden></span><span class="badge" aria-hidden="true" hidden></span><span class="bar"><i class="prompt"></i><i class="out"></i></span>`);
 
 function createSlot() {
   const chip = document.createElement("button");
