@@ -11,8 +11,10 @@ Send at once but keeps one machine that makes keys in a loop to a share of the s
 
 Whose request is whose is never broadcast: the answer to the POST (its `X-Request-Id` header and
 the stream's ids) tells the sender alone, and the page marks that request "yours" for itself.
-The prompt's text is tokenized and dropped, as the API's is: no screen, the projector's included,
-can show it.
+The prompt's text is tokenized and dropped, as the API's is, so no screen, the projector's
+included, can show a stranger's words; unless the lecturer opts in when starting the server
+(`show_class_prompts`): then the form's prompts (their first SHOWN_PROMPT_CHARS) are kept and any
+page's inspector shows them, as text, and the form tells the class so.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ router = APIRouter()
 MAX_PROMPT_CHARS = 2_000
 MAX_OUTPUT_TOKENS = 256
 SENDER_PATTERN = r"^[0-9a-f]{32}$"
-FORM_BOUNDS = {"max_prompt_chars": MAX_PROMPT_CHARS, "max_output_tokens": MAX_OUTPUT_TOKENS}  # the page's form states them
+# What the projector shows of a prompt when the lecturer opted in: a line, not an essay.
+SHOWN_PROMPT_CHARS = 200
 
 
 class ClassRequest(BaseModel):
@@ -47,12 +50,24 @@ class ClassRequest(BaseModel):
     sender: str = Field(pattern=SENDER_PATTERN)
 
 
-class ClassLimits:
-    """All the senders behind one address together: a room of 100 may send one each at once
-    (the burst), then 5 a second; the server's bucket is the engine's own (ServeLimits)."""
+class ClassDesk:
+    """The class form's server side: its limit per address, all the senders behind one address
+    together (a room of 100 may send one each at once, the burst, then 5 a second; the engine's
+    quotas hold per sender and for the server), and the prompts kept when the lecturer opted in."""
 
-    def __init__(self, per_address_per_s: float = 5.0, burst: float = 100.0, per_server_per_s: float = 20.0):
+    def __init__(self, show_prompts: bool = False, max_prompts: int = 20_000, per_address_per_s: float = 5.0,
+                 burst: float = 100.0, per_server_per_s: float = 20.0):
         self.rate = RateLimit("requests from the class form", per_address_per_s, per_server_per_s, burst)
+        self.show_prompts = show_prompts
+        self.max_prompts = max_prompts  # the session's request budget: each at most SHOWN_PROMPT_CHARS
+        self.prompts: dict[str, str] = {}
+        # What the page's form states and the template needs.
+        self.form = {"max_prompt_chars": MAX_PROMPT_CHARS, "max_output_tokens": MAX_OUTPUT_TOKENS,
+                     "shows_prompts": show_prompts, "shown_prompt_chars": SHOWN_PROMPT_CHARS}
+
+    def keep_prompt(self, request_id: str, prompt: str) -> None:
+        if self.show_prompts and len(self.prompts) < self.max_prompts:
+            self.prompts[request_id] = prompt[:SHOWN_PROMPT_CHARS]
 
 
 def served_session(request: Request, session_id: str):
@@ -68,13 +83,25 @@ async def send_request(request: Request, session_id: str, body: ClassRequest) ->
     (with the usage after every step's tokens, so the page can time them)."""
     served = served_session(request, session_id)
     address = client_of(request)
-    request.app.state.class_limits.rate.check(address)
+    desk = request.app.state.class_desk
+    desk.rate.check(address)
     data = {"prompt": body.prompt, "max_tokens": body.max_tokens, "stream": True,
             "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
     try:
         stream, wanted = await submit(served, CompletionRequest, data, f"{address}/{body.sender}")
     except OpenAIError as e:
         return JSONResponse({"detail": e.message, "field": e.param}, status_code=e.status, headers=e.headers)
+    desk.keep_prompt(stream.request_id, body.prompt)
     completion = Completion(stream, wanted, served.model_name, False, served.output_tokenizer)
     return StreamingResponse(completion.events(), media_type="text/event-stream",
                              headers={"X-Request-Id": stream.request_id})
+
+
+@router.get("/s/{session_id}/requests/{request_id}/prompt", include_in_schema=False)
+def shown_prompt(request: Request, session_id: str, request_id: str) -> dict:
+    """A class form's prompt, for the inspector, when the lecturer opted in; else a 404."""
+    served_session(request, session_id)
+    prompt = request.app.state.class_desk.prompts.get(request_id)
+    if prompt is None:
+        raise HTTPException(404, "no prompt to show: this server shows none, or that request was not sent from the class form")
+    return {"request_id": request_id, "prompt": prompt}

@@ -72,7 +72,8 @@ def attach_openai(app: FastAPI, options: ServeOptions) -> FastAPI:
     """Add the OpenAI routes to `app` and the served session to its lifespan."""
     app.include_router(routes.router)
     app.include_router(class_requests.router)  # the dashboard's "send a request" form
-    app.state.class_limits, app.state.class_form = class_requests.ClassLimits(), class_requests.FORM_BOUNDS
+    settings = app.state.settings
+    app.state.class_desk = class_requests.ClassDesk(settings.show_class_prompts, settings.max_requests_per_session)
     # This server's /metrics is the served session's: ahead of the dashboard's own route.
     app.add_api_route("/metrics", routes.served_metrics, methods=["GET"], include_in_schema=False)
     app.router.routes.insert(0, app.router.routes.pop())

@@ -70,7 +70,7 @@ def render(request: Request, session_id: str) -> HTMLResponse:
             request, "ended.html", {"session_id": session_id, "query": query}, status_code=404)
     session = live.session
     served = getattr(request.app.state, "served", None)
-    class_form = request.app.state.class_form if served is not None and served.engine.live is live else None
+    class_form = request.app.state.class_desk.form if served is not None and served.engine.live is live else None
     return page(request, session_id, session.scenario.name, session.lesson[0] if session.lesson else "", class_form=class_form)
 
 

@@ -113,3 +113,17 @@ async function reason(response) {
     return String(detail);
   } catch { return `HTTP ${response.status}`; }
 }
+
+// A class form's prompt, on a server whose lecturer opted in to showing them (the page says so):
+// asked once per request, null when there is none to show. Written by the inspector as text.
+const prompts = new Map();
+export async function shownPrompt(sessionId, id) {
+  if (document.body.dataset.classPrompts !== "1") return null;
+  if (!prompts.has(id)) {
+    const response = await fetch(`/s/${encodeURIComponent(sessionId)}/requests/${encodeURIComponent(id)}/prompt`);
+    const prompt = response.ok ? (await response.json()).prompt : null;
+    if (prompt !== null || response.status === 404) prompts.set(id, typeof prompt === "string" ? prompt : null);
+    return prompt;
+  }
+  return prompts.get(id);
+}

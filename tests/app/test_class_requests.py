@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from app.openai.class_requests import ClassLimits
+from app.openai.class_requests import ClassDesk
 from app.openai.engine import ServeLimits
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 from tests.app.openai_server import OpenAIServer
@@ -116,7 +116,7 @@ def test_browsers_behind_one_address_have_a_quota_each_and_the_address_one_for_a
                 second = client.post(url, json={"prompt": "second", "max_tokens": 4, "sender": ALICE})
                 bob = client.post(url, json={"prompt": "mine", "max_tokens": 4, "sender": BOB})
                 assert first.status_code == 200
-            server.app.state.class_limits = ClassLimits(per_address_per_s=0.01, burst=2)
+            server.app.state.class_desk = ClassDesk(per_address_per_s=0.01, burst=2)
             keys = [f"{n:032x}" for n in range(3)]
             answers = [client.post(url, json={"prompt": "k", "max_tokens": 1, "sender": key}) for key in keys]
 
@@ -125,3 +125,23 @@ def test_browsers_behind_one_address_have_a_quota_each_and_the_address_one_for_a
     assert bob.status_code == 200
     assert [a.status_code for a in answers] == [200, 200, 429]
     assert "class form" in answers[2].json()["detail"]
+
+
+def test_no_prompt_is_kept_or_shown_unless_the_lecturer_opted_in(server):
+    response = httpx.post(requests_url(server), json={"prompt": "private words", "max_tokens": 2, "sender": ALICE}, timeout=20)
+    shown = httpx.get(f"{requests_url(server)}/{response.headers['x-request-id']}/prompt")
+
+    assert shown.status_code == 404 and server.app.state.class_desk.prompts == {}
+    assert "private words" not in shown.text
+    assert 'data-class-prompts' not in httpx.get(requests_url(server).removesuffix("/requests") + "/view").text
+
+
+def test_with_the_opt_in_the_forms_prompts_are_shown_cut_to_a_line():
+    with OpenAIServer(show_class_prompts=True) as server:
+        sent = httpx.post(requests_url(server), json={"prompt": "<b>hi</b> " * 100, "max_tokens": 2, "sender": ALICE},
+                          timeout=20)
+        shown = httpx.get(f"{requests_url(server)}/{sent.headers['x-request-id']}/prompt")
+        page = httpx.get(requests_url(server).removesuffix("/requests") + "/view").text
+
+    assert shown.status_code == 200 and shown.json()["prompt"] == ("<b>hi</b> " * 100)[:200]
+    assert 'data-class-prompts="1"' in page and "prompts are shown to the class" in page

@@ -76,7 +76,8 @@ def test_the_sender_sees_their_answer_and_their_request_marked_yours_and_nobody_
     assert mine.errors == [] and other.errors == []
 
 
-@pytest.mark.parametrize("theme, viewport", [("projector", PROJECTOR), ("normal", NORMAL)], ids=["projector-1280x720", "1920x1080"])
+@pytest.mark.parametrize("theme, viewport", [("projector", PROJECTOR), ("normal", NORMAL)],
+                         ids=["projector-1280x720", "1920x1080"])
 def test_the_page_with_the_form_reads_well_and_is_accessible(served, new_page, theme, viewport):
     page = open_page(new_page, view_url(served), theme, viewport)
     wait_until(page, "window.servescope && window.servescope.store.session !== null")
@@ -88,3 +89,24 @@ def test_the_page_with_the_form_reads_well_and_is_accessible(served, new_page, t
     check_layout(page, f"class form, {theme}", projector=theme == "projector")
     assert axe_violations(page) == []
     assert page.errors == []
+
+
+def test_with_the_lecturers_opt_in_the_projector_shows_a_prompt_as_text(new_page):
+    """Text from a stranger, markup included, is shown as the characters sent: nothing of it runs or renders."""
+    with OpenAIServer(long_answers(), show_class_prompts=True) as served:
+        student = open_dashboard(new_page(), view_url(served))
+        projector = open_page(new_page, view_url(served), "projector", PROJECTOR)
+        wait_until(projector, "window.servescope && window.servescope.store.session !== null")
+        hostile = '<img src=x id=injected onerror="window.pwned=1">is this <b>bold</b>?'
+        send_with_the_keyboard(student, hostile, 8)
+        request_id = wait_until(student, "() => [...window.servescope.store.mine][0]")
+        wait_until(projector, f"() => document.querySelector(\"#queues .chip[data-id='{request_id}']\")")
+        projector.click(f"#queues .chip[data-id='{request_id}']")
+        wait_until(projector, "() => document.querySelector('#inspector .prompt-text')")
+        shot(projector, "projector-prompt-opted-in-1280x720")
+
+        assert projector.locator("#inspector .prompt-text").text_content() == hostile
+        assert projector.locator("#injected").count() == 0 and projector.locator("#inspector b").count() == 0
+        assert not projector.evaluate("window.pwned")
+        assert projector.locator(".class-public").is_visible()
+        assert student.errors == [] and projector.errors == []
