@@ -145,3 +145,34 @@ def test_with_the_opt_in_the_forms_prompts_are_shown_cut_to_a_line():
 
     assert shown.status_code == 200 and shown.json()["prompt"] == ("<b>hi</b> " * 100)[:200]
     assert 'data-class-prompts="1"' in page and "prompts are shown to the class" in page
+
+
+def test_a_room_of_100_behind_one_address_is_served_at_once_under_public_limits():
+    """130 browsers behind one NAT press Send together: the first 100 or so are served (the
+    address's burst, and what it refills meanwhile), the rest are asked to wait a moment."""
+    import asyncio
+    import statistics
+    import time
+
+    import aiohttp
+
+    with OpenAIServer(limits=ServeLimits.public(), public=True) as server:
+        url = requests_url(server)
+
+        async def room():
+            async with aiohttp.ClientSession() as session:
+                async def one(n):
+                    sent = time.monotonic()
+                    async with session.post(url, json={"prompt": f"student {n} asks", "max_tokens": 16,
+                                                       "sender": f"{n:032x}"}) as response:
+                        first = None
+                        async for _ in response.content.iter_any():
+                            first = first or time.monotonic() - sent
+                        return response.status, first, response.headers.get("retry-after")
+                return await asyncio.gather(*(one(n) for n in range(130)))
+        answers = asyncio.run(room())
+    firsts = sorted(first for status, first, _ in answers if status == 200)
+    print(f"130 at once: {len(firsts)} served, first event after median {statistics.median(firsts) * 1e3:.0f} ms, "
+          f"max {firsts[-1] * 1e3:.0f} ms; {sum(status == 429 for status, _, _ in answers)} asked to retry")
+    assert 100 <= len(firsts) <= 110
+    assert all(status == 429 and retry for status, _, retry in answers if status != 200)
