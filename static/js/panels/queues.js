@@ -24,7 +24,6 @@ const LANES = [
 const RELABELS_PER_FRAME = 24;
 
 export function mount(el, store, { onSelect }) {
-  mineOf = (id) => Boolean(store.mine && store.mine.has(id));
   el.addEventListener("click", (event) => {
     const chip = event.target.closest(".chip");
     if (chip) onSelect(chip.dataset.id);
@@ -52,7 +51,7 @@ export function mount(el, store, { onSelect }) {
       if (!chip.inView) continue;
       if (chip.pending) {
         const { id, showPriority } = chip.pending;
-        fill(chip, id, store.requests.get(id), showPriority, id === store.selected, false, true);
+        fill(chip, id, store.requests.get(id), showPriority, id === store.selected, false, true, isMine(store, id));
         continue;
       }
       const request = store.requests.get(chip.dataset.id);
@@ -114,7 +113,7 @@ function createSlot() {
 // is made or thrown away. A request the frame names without its details (beyond the head of a
 // long queue) shows its id only ("bare"), until its details arrive. A chip not `mayRelabel` keeps
 // its request this frame.
-function fill(chip, id, request, showPriority, selected, lazy, mayRelabel) {
+function fill(chip, id, request, showPriority, selected, lazy, mayRelabel, mine) {
   if (lazy && chip.inView === false) {
     // While playing, a chip scrolled out of its lane's view (a third of them at 1920x1080, when a
     // batch turning over changes every position's request) takes its request as it comes into view.
@@ -123,12 +122,12 @@ function fill(chip, id, request, showPriority, selected, lazy, mayRelabel) {
   }
   chip.pending = null;
   const bare = !request;
-  if (needsRelabel(chip, id, request, showPriority)) {
+  if (needsRelabel(chip, id, request, showPriority, mine)) {
     if (!mayRelabel) return;
     chip.dataset.id = id;
     chip.bare = bare;
     chip.showPriority = showPriority;
-    chip.mine = isMine(id);
+    chip.mine = mine;
     setProp(chip.parts.mine, "hidden", !chip.mine);
     chip.shown = "";
     setProp(chip, "className", `chip${bare ? " bare" : ""}${showPriority && request && request.priority === 0 ? " urgent" : ""}`);
@@ -153,17 +152,16 @@ function fill(chip, id, request, showPriority, selected, lazy, mayRelabel) {
   else updateChip(chip, request, selected);
 }
 
-const needsRelabel = (chip, id, request, showPriority) =>
-  chip.dataset.id !== id || chip.bare !== !request || chip.showPriority !== showPriority || chip.mine !== isMine(id);
+const needsRelabel = (chip, id, request, showPriority, mine) =>
+  chip.dataset.id !== id || chip.bare !== !request || chip.showPriority !== showPriority || chip.mine !== mine;
 
 // The requests this browser sent from the class form (class_desk.js): shown as "yours" here alone.
-let mineOf = () => false;
-const isMine = (id) => mineOf(id);
+const isMine = (store, id) => Boolean(store.mine && store.mine.has(id));
 
 // While playing, the chips that take a new request this frame (null: all that need one): at most
 // RELABELS_PER_FRAME of those in view, in lane order from where the last frame stopped.
 function relabelsThisFrame(slots, relabels, store, showPriority) {
-  const stale = slots.filter(({ chip, id }) => chip.inView !== false && needsRelabel(chip, id, store.requests.get(id), showPriority));
+  const stale = slots.filter(({ chip, id }) => chip.inView !== false && needsRelabel(chip, id, store.requests.get(id), showPriority, isMine(store, id)));
   if (stale.length <= RELABELS_PER_FRAME) return null;
   const start = Math.max(0, stale.findIndex((slot) => slot.order >= relabels.cursor));
   const chosen = [...stale.slice(start), ...stale.slice(0, start)].slice(0, RELABELS_PER_FRAME);
@@ -258,7 +256,8 @@ function render(store, lanes, visibility, relabels) {
   }
   const allowed = playing ? relabelsThisFrame(slots, relabels, store, showPriority) : null;
   for (const { chip, id } of slots) {
-    fill(chip, id, store.requests.get(id), showPriority, id === store.selected, playing, !allowed || allowed.has(chip));
+    fill(chip, id, store.requests.get(id), showPriority, id === store.selected, playing, !allowed || allowed.has(chip),
+      isMine(store, id));
   }
   return allowed !== null;
 }
