@@ -41,6 +41,9 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     # A classroom server (`serve --public`): IP-address Hosts allowed, per-client session quotas.
     public: bool = False
+    # `serve --openai`: the class form's prompts shown on every page's inspector, the projector's
+    # included (SERVESCOPE_SHOW_CLASS_PROMPTS=1: the lecturer's opt-in; off, no page can show them).
+    show_class_prompts: bool = False
     # Sessions one client address may hold at once (0: no limit).
     max_sessions_per_client: int = 0
     # Websockets a session takes, and one client address may hold across the server (0: no limit);

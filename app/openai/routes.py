@@ -17,6 +17,7 @@ from ..rate_limits import limit
 from ..routes.api import client_of
 from ..routes.metrics import session_series
 from ..vllm_metrics import render_metrics
+from .engine import TokenStream
 from .errors import OpenAIError
 from .protocol import ChatCompletionRequest, CompletionRequest, ServedRequest, parse
 from .responses import Completion
@@ -33,27 +34,34 @@ async def body_of(request: Request) -> object:
         raise OpenAIError(400, "the body is not valid JSON", "body") from None
 
 
+async def submit(served, model: type, data: object, client: str) -> tuple[TokenStream, ServedRequest]:
+    """The one way into the served engine, for the API and the dashboard's class form
+    (`class_requests.py`): `data` checked as vLLM checks it, tokenized and submitted for
+    `client`'s quotas; OpenAIError naming the field when it cannot be served."""
+    body = parse(model, data)
+    wanted = ServedRequest.of(body)
+    if wanted.model and wanted.model != served.model_name:
+        raise OpenAIError(404, f"The model `{wanted.model}` does not exist. Valid aliases: {served.model_name}.",
+                          "model", "NotFoundError")
+    tokenizer = served.tokenizer
+    if isinstance(body, ChatCompletionRequest):
+        text = tokenizer.apply_chat_template([(m.role, m.text()) for m in body.messages])
+    else:
+        text = wanted.prompt_text
+    if text is None:
+        ids = wanted.prompt_token_ids
+    elif len(text) > THREAD_TOKENIZE_CHARS:
+        ids = await asyncio.to_thread(tokenizer.encode, text)
+    else:
+        ids = tokenizer.encode(text)
+    stream = await served.engine.submit(ids, wanted.max_tokens, wanted.ignore_eos, client, wanted.max_tokens_param)
+    return stream, wanted
+
+
 async def serve(request: Request, model: type, chat: bool) -> Response:
     served = request.app.state.served
     try:
-        body = parse(model, await body_of(request))
-        wanted = ServedRequest.of(body)
-        if wanted.model and wanted.model != served.model_name:
-            raise OpenAIError(404, f"The model `{wanted.model}` does not exist. Valid aliases: {served.model_name}.",
-                              "model", "NotFoundError")
-        tokenizer = served.tokenizer
-        if chat:
-            text = tokenizer.apply_chat_template([(m.role, m.text()) for m in body.messages])
-        else:
-            text = wanted.prompt_text
-        if text is None:
-            ids = wanted.prompt_token_ids
-        elif len(text) > THREAD_TOKENIZE_CHARS:
-            ids = await asyncio.to_thread(tokenizer.encode, text)
-        else:
-            ids = tokenizer.encode(text)
-        stream = await served.engine.submit(ids, wanted.max_tokens, wanted.ignore_eos, client_of(request),
-                                            wanted.max_tokens_param)
+        stream, wanted = await submit(served, model, await body_of(request), client_of(request))
         completion = Completion(stream, wanted, served.model_name, chat, served.output_tokenizer)
         if wanted.stream:
             return StreamingResponse(completion.events(), media_type="text/event-stream")

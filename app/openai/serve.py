@@ -20,7 +20,7 @@ from scheduler_core.workload.standin_tokenizer import StandInTokenizer
 
 from ..live import LiveSession
 from ..session import Session
-from . import routes
+from . import class_requests, routes
 from .engine import ServedEngine, ServeLimits
 
 
@@ -74,6 +74,9 @@ def start_served(app: FastAPI, options: ServeOptions) -> Served:
 def attach_openai(app: FastAPI, options: ServeOptions) -> FastAPI:
     """Add the OpenAI routes to `app` and the served session to its lifespan."""
     app.include_router(routes.router)
+    app.include_router(class_requests.router)  # the dashboard's "send a request" form
+    settings = app.state.settings
+    app.state.class_desk = class_requests.ClassDesk(settings.show_class_prompts, settings.max_requests_per_session)
     # This server's /metrics is the served session's: ahead of the dashboard's own route.
     app.add_api_route("/metrics", routes.served_metrics, methods=["GET"], include_in_schema=False)
     app.router.routes.insert(0, app.router.routes.pop())

@@ -21,7 +21,8 @@ from .api import lesson_arm, manager_of, scenario_from
 router = APIRouter()
 
 
-def page(request: Request, session_id: str, scenario_name: str, lesson: str, create: SessionCreate | None = None):
+def page(request: Request, session_id: str, scenario_name: str, lesson: str, create: SessionCreate | None = None,
+         class_form: dict | None = None):
     return request.app.state.templates.TemplateResponse(
         request,
         "dashboard.html",
@@ -35,6 +36,8 @@ def page(request: Request, session_id: str, scenario_name: str, lesson: str, cre
             "current_lesson": lesson,
             "scenario_name": scenario_name,
             "idle_minutes": round(request.app.state.settings.idle_timeout_s / 60),
+            # A served session's page has the class's "send a request" form (app/openai/class_requests.py).
+            "class_form": class_form,
         },
     )
 
@@ -66,7 +69,9 @@ def render(request: Request, session_id: str) -> HTMLResponse:
         return request.app.state.templates.TemplateResponse(
             request, "ended.html", {"session_id": session_id, "query": query}, status_code=404)
     session = live.session
-    return page(request, session_id, session.scenario.name, session.lesson[0] if session.lesson else "")
+    served = getattr(request.app.state, "served", None)
+    class_form = request.app.state.class_desk.form if served is not None and served.engine.live is live else None
+    return page(request, session_id, session.scenario.name, session.lesson[0] if session.lesson else "", class_form=class_form)
 
 
 @router.get("/s/{session_id}", include_in_schema=False)

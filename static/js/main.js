@@ -1,6 +1,7 @@
 // Boot: one store, one websocket, one module per panel, and a single requestAnimationFrame
 // loop that redraws only what changed since the last frame (never once per message).
 
+import { mount as mountClassDesk } from "./class_desk.js";
 import { connect } from "./connection.js";
 import { mount as mountControls } from "./controls.js";
 import { mount as mountBatch } from "./panels/batch.js";
@@ -100,6 +101,7 @@ function showNote(text) {
   noteTimer = setTimeout(() => store.dirty.add("status"), 3000);
 }
 
+mountClassDesk($("class-desk"), store, { sessionId }); // before the panels: they read store.mine
 const controls = mountControls(store, { send, sessionId, canControl, onTheme: toggleTheme });
 const queues = mountQueues($("queues"), store, { onSelect: select });
 const batch = mountBatch($("batch"), store, { onSelect: select });

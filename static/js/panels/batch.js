@@ -50,7 +50,7 @@ function watchRows(el, store) {
 function render(el, store) {
   const record = store.lastRecord;
   if (!store.session) return; // the budget is not known before the first snapshot
-  const key = `${record ? record.step : -1}/${store.selected}/${store.requests.size}/${store.session.session_id}`;
+  const key = `${record ? record.step : -1}/${store.selected}/${store.requests.size}/${store.session.session_id}/${store.mineVersion}`;
   if (el.shownKey === key) return; // nothing this panel shows has changed
   el.shownKey = key;
   const budget = store.session.max_num_batched_tokens;
@@ -89,7 +89,9 @@ function render(el, store) {
     const verified = id in accepted ? `; ${accepted[id]} draft${accepted[id] === 1 ? "" : "s"} accepted in this step's verification` : "";
     const title = kind === "prefill" ? `${id}: prefill chunk of ${n} tokens after ${before} cached`
       : `${id}: decode, 1 token${draftCount ? ` and ${draftCount} draft tokens to verify` : ""} after ${before} cached${verified}`;
-    return { id, title, colour, label: id.replace(/^req-0*(?=\d)/, "#"), kind, width: `${width}%`,
+    // The class form's requests this browser sent (class_desk.js) read "#12 yours".
+    const mine = Boolean(store.mine && store.mine.has(id));
+    return { id, title, colour, label: `${id.replace(/^req-0*(?=\d)/, "#")}${mine ? " yours" : ""}`, mine, kind, width: `${width}%`,
       size: `${kind === "prefill" ? "P " : "D "}${label}`, selected: id === store.selected };
   });
   const notes = [];
@@ -153,6 +155,7 @@ function renderRows(rows, wanted, first, total) {
     if (was.width !== row.width) shown.fill.style.width = row.width;
     if (was.size !== row.size) shown.size.textContent = row.size;
     if (was.selected !== row.selected) shown.el.classList.toggle("selected", row.selected);
+    if (was.mine !== row.mine) shown.el.classList.toggle("mine", row.mine);
     if (was.id !== row.id) shown.el.dataset.id = row.id;
     shown.shown = row;
     // The title (tokens cached so far) changes every step: written when the pointer reaches it.

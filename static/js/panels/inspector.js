@@ -8,6 +8,7 @@ import { virtualList } from "../virtual_list.js";
 import { reasonsOf } from "../why_data.js";
 import { el as element, html, render as write } from "../dom.js";
 import { explainRequest } from "../why_words.js";
+import { shownPrompt } from "../class_desk.js";
 
 export function mount(el, store, { sessionId, onWhy, onSelect }) {
   let shown = null; // `${id}@${step}` last fetched
@@ -31,6 +32,7 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
       const response = await fetch(`/api/sessions/${sessionId}/requests/${encodeURIComponent(id)}?history=${paused}`);
       if (!response.ok) { write(el, html`<p class="muted">${id} has not arrived by step ${store.step}.</p>`); shown = key; return; }
       const detail = await response.json();
+      detail.prompt = await shownPrompt(sessionId, id);
       // The evidence only while paused: each answer replays a stretch of the run on the server.
       const record = store.lastRecord;
       const answer = record && !store.status.playing ? await reasonsOf(sessionId, record.step) : null;
@@ -67,9 +69,10 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
     const events = detail.timeline.filter((run) => run.kind !== "prefill" && run.kind !== "decode")
       .map((run) => `step ${run.step + 1}: ${run.kind}${run.cached ? ` (${run.cached} tokens from the prefix cache)` : ""}`).join(" · ");
     const previous = { table: el.querySelector(".vlist.table")?.scrollTop, history: el.querySelector(".vlist.history")?.scrollTop };
-    write(el, html`<div class="inspector"><h3><i class="swatch"></i>${r.id} <span class="pill">${r.status}</span></h3>
+    write(el, html`<div class="inspector"><h3><i class="swatch"></i>${r.id} <span class="pill">${r.status}</span>${store.mine && store.mine.has(r.id) ? html` <span class="pill mine">yours</span>` : ""}</h3>
       ${why}
       <dl class="kvlist">
+        ${detail.prompt === null ? "" : html`<dt>its text</dt><dd class="prompt-text">${detail.prompt}</dd>`}
         <dt>prompt</dt><dd>${fmtInt(Math.min(r.computed, r.prompt))} / ${fmtInt(r.prompt)} computed${r.cached ? ` (${fmtInt(r.cached)} cached)` : ""}</dd>
         <dt>output</dt><dd>${fmtInt(r.output)} / ${fmtInt(r.max_tokens)} tokens${detail.in_flight ? ` + ${fmtInt(detail.in_flight)} in flight` : ""}</dd>
         <dt>priority</dt><dd>${r.priority}</dd>

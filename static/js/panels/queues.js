@@ -51,7 +51,7 @@ export function mount(el, store, { onSelect }) {
       if (!chip.inView) continue;
       if (chip.pending) {
         const { id, showPriority } = chip.pending;
-        fill(chip, id, store.requests.get(id), showPriority, id === store.selected, false, true);
+        fill(chip, id, store.requests.get(id), showPriority, id === store.selected, false, true, isMine(store, id));
         continue;
       }
       const request = store.requests.get(chip.dataset.id);
@@ -66,7 +66,7 @@ export function mount(el, store, { onSelect }) {
     // whether or not a new state has come.
     update() {
       // Pausing redraws: chips out of view wait while playing, never in a paused view.
-      const key = `${store.step}/${store.seq}/${store.selected}/${store.status.playing}`;
+      const key = `${store.step}/${store.seq}/${store.selected}/${store.status.playing}/${store.mineVersion}`;
       if (key === shownKey && !behind) return false; // nothing this panel shows has changed
       shownKey = key;
       behind = render(store, lanes, visibility, relabels);
@@ -97,13 +97,13 @@ const shortId = (id) => id.replace(/^req-0*(?=\d)/, "#");
 // A chip's parts, parsed once and cloned.
 const CHIP_PARTS = document.createElement("template");
 // Fixed widths (dashboard.css) scaled by a transform: a bar that grows every step then costs no layout.
-write(CHIP_PARTS, html`<span class="label"></span><span class="prio" hidden></span><span class="badge" aria-hidden="true" hidden></span><span class="bar"><i class="prompt"></i><i class="out"></i></span>`);
+write(CHIP_PARTS, html`<span class="label"></span><span class="mine" hidden> yours</span><span class="prio" hidden></span><span class="badge" aria-hidden="true" hidden></span><span class="bar"><i class="prompt"></i><i class="out"></i></span>`);
 
 function createSlot() {
   const chip = document.createElement("button");
   chip.className = "chip";
   chip.append(CHIP_PARTS.content.cloneNode(true));
-  chip.parts = Object.fromEntries(["label", "prio", "badge", "prompt", "out"].map((part) => [part, chip.querySelector(`.${part}`)]));
+  chip.parts = Object.fromEntries(["label", "mine", "prio", "badge", "prompt", "out"].map((part) => [part, chip.querySelector(`.${part}`)]));
   chip.shown = "";
   return chip;
 }
@@ -113,7 +113,7 @@ function createSlot() {
 // is made or thrown away. A request the frame names without its details (beyond the head of a
 // long queue) shows its id only ("bare"), until its details arrive. A chip not `mayRelabel` keeps
 // its request this frame.
-function fill(chip, id, request, showPriority, selected, lazy, mayRelabel) {
+function fill(chip, id, request, showPriority, selected, lazy, mayRelabel, mine) {
   if (lazy && chip.inView === false) {
     // While playing, a chip scrolled out of its lane's view (a third of them at 1920x1080, when a
     // batch turning over changes every position's request) takes its request as it comes into view.
@@ -122,11 +122,13 @@ function fill(chip, id, request, showPriority, selected, lazy, mayRelabel) {
   }
   chip.pending = null;
   const bare = !request;
-  if (needsRelabel(chip, id, request, showPriority)) {
+  if (needsRelabel(chip, id, request, showPriority, mine)) {
     if (!mayRelabel) return;
     chip.dataset.id = id;
     chip.bare = bare;
     chip.showPriority = showPriority;
+    chip.mine = mine;
+    setProp(chip.parts.mine, "hidden", !chip.mine);
     chip.shown = "";
     setProp(chip, "className", `chip${bare ? " bare" : ""}${showPriority && request && request.priority === 0 ? " urgent" : ""}`);
     setText(chip.parts.label, shortId(id));
@@ -138,7 +140,7 @@ function fill(chip, id, request, showPriority, selected, lazy, mayRelabel) {
       chip.style.removeProperty("border-left-color");
       chip.title = `${id}: waiting`;
       chip.describedAs = "";
-      chip.setAttribute("aria-label", `${shortId(id)}: ${id}, waiting`);
+      chip.setAttribute("aria-label", `${shortId(id)}${chip.mine ? " yours" : ""}: ${id}, waiting`);
     } else {
       chip.removeAttribute("title"); // the last request's: a pointer on the chip writes this one's
       // Not a custom property: that would restyle the chip's every part, not just its border.
@@ -150,13 +152,16 @@ function fill(chip, id, request, showPriority, selected, lazy, mayRelabel) {
   else updateChip(chip, request, selected);
 }
 
-const needsRelabel = (chip, id, request, showPriority) =>
-  chip.dataset.id !== id || chip.bare !== !request || chip.showPriority !== showPriority;
+const needsRelabel = (chip, id, request, showPriority, mine) =>
+  chip.dataset.id !== id || chip.bare !== !request || chip.showPriority !== showPriority || chip.mine !== mine;
+
+// The requests this browser sent from the class form (class_desk.js): shown as "yours" here alone.
+const isMine = (store, id) => Boolean(store.mine && store.mine.has(id));
 
 // While playing, the chips that take a new request this frame (null: all that need one): at most
 // RELABELS_PER_FRAME of those in view, in lane order from where the last frame stopped.
 function relabelsThisFrame(slots, relabels, store, showPriority) {
-  const stale = slots.filter(({ chip, id }) => chip.inView !== false && needsRelabel(chip, id, store.requests.get(id), showPriority));
+  const stale = slots.filter(({ chip, id }) => chip.inView !== false && needsRelabel(chip, id, store.requests.get(id), showPriority, isMine(store, id)));
   if (stale.length <= RELABELS_PER_FRAME) return null;
   const start = Math.max(0, stale.findIndex((slot) => slot.order >= relabels.cursor));
   const chosen = [...stale.slice(start), ...stale.slice(0, start)].slice(0, RELABELS_PER_FRAME);
@@ -169,12 +174,12 @@ function relabelsThisFrame(slots, relabels, store, showPriority) {
 // focus on the chip) brings the progress up to date and writes the tooltip too. A chip relabelled
 // and updated in one frame is described once: a batch turning over relabels a hundred chips.
 function describeChip(chip, request, fresh = false) {
-  const key = `${request.id}/${request.status}/${request.preemptions}/${chip.showPriority}`;
+  const key = `${request.id}/${request.status}/${request.preemptions}/${chip.showPriority}/${chip.mine}`;
   if (chip.describedAs === key && !fresh) return;
   chip.describedAs = key;
   const text = title(request);
   if (fresh) chip.title = text;
-  const visible = `${shortId(request.id)}${chip.showPriority ? ` P${request.priority}` : ""}${request.preemptions ? ` ↺${request.preemptions}` : ""}`;
+  const visible = `${shortId(request.id)}${chip.mine ? " yours" : ""}${chip.showPriority ? ` P${request.priority}` : ""}${request.preemptions ? ` ↺${request.preemptions}` : ""}`;
   chip.setAttribute("aria-label", `${visible}: ${text}`);
 }
 
@@ -251,7 +256,8 @@ function render(store, lanes, visibility, relabels) {
   }
   const allowed = playing ? relabelsThisFrame(slots, relabels, store, showPriority) : null;
   for (const { chip, id } of slots) {
-    fill(chip, id, store.requests.get(id), showPriority, id === store.selected, playing, !allowed || allowed.has(chip));
+    fill(chip, id, store.requests.get(id), showPriority, id === store.selected, playing, !allowed || allowed.has(chip),
+      isMine(store, id));
   }
   return allowed !== null;
 }
