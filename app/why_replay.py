@@ -66,7 +66,10 @@ def replay_reasons(scenario, step: int, payload: bytes) -> str:
     parts = pickle.loads(payload)
     frozen = FrozenState.__new__(FrozenState)
     frozen.data, frozen.prompts = parts["data"], prompts_of(parts["prompts"])
-    sim = ServedSimulation(scenario.engine, scenario.cost_model(), api_server=scenario.api_server()) if parts["served"] else scenario.build(keep_finished=True)
+    if parts["served"]:
+        sim = ServedSimulation(scenario.engine, scenario.cost_model(), api_server=scenario.api_server())
+    else:
+        sim = scenario.build(keep_finished=True)
     record = traced_record(sim, dataclasses.replace(parts["state"], frozen=frozen), step)
     answer = None if record is None else {"step": step, "record": record_view(record), "decisions": record.decisions}
     return json.dumps(finite(answer), separators=(",", ":"))
