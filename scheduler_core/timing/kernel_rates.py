@@ -39,11 +39,23 @@ MATMUL_TABLE = {
 }
 
 
+# A form factor the table lacks: its measured sibling times NVIDIA's own relative rating. NVIDIA's A100 PCIe
+# launch (June 2020) rated the PCIe card at 90% of the SXM4 module's performance at the same peaks and clocks,
+# the power limit being the difference (250 W against 400 W): hardwaretimes.com/nvidia-launches-pcie-variant-
+# of-the-a100-ampere-gpu-accelerator, "Relative Performance (SXM Version) 90%", "as per NVIDIA's official
+# documentation". The 80GB PCIe card is rated 300 W, so 90% is the low end for it. Memory bandwidth is not
+# scaled (HBM clocks do not follow the power limit): decode keeps the datasheet's 1,935 GB/s.
+FORM_FACTOR_RATIO = {"a100-80g-pcie": ("a100-80g", 0.90)}
+
+
 def gemm_ratio(name: str) -> float:
     """This GPU's matmul fraction of its datasheet over the H200's, in the same table; 1 for a GPU the
     table lacks (the datasheet rule: it achieves the H200's fraction). The GPU's fp8 and fp4 tensor
     cores are taken to keep the same ratio (no FP8 GEMM figure on these GPUs from one consistent
     source; on the H100 cutlass issue #1662 and the calibration used different cuBLAS releases)."""
+    if name in FORM_FACTOR_RATIO:
+        sibling, relative = FORM_FACTOR_RATIO[name]
+        return gemm_ratio(sibling) * relative
     if name not in MATMUL_TABLE:
         return 1.0
     measured, datasheet = MATMUL_TABLE[name]

@@ -47,7 +47,16 @@ def test_gemm_ceilings_keep_the_matmul_tables_ratios_to_the_h200():
         assert GPUS[name].bf16_flops / h200 == pytest.approx(MATMUL_TABLE[name][0] / MATMUL_TABLE["h200"][0], rel=1e-9)
     assert 0.93 < gemm_ratio("b200") < 0.95 and 1.05 < gemm_ratio("a100-80g") < 1.07
     # A GPU the table lacks keeps the datasheet rule.
-    assert gemm_ratio("a100-80g-pcie") == gemm_ratio("mi300x") == 1.0
+    assert gemm_ratio("mi300x") == 1.0
+
+
+def test_the_a100_pcie_computes_at_nvidias_90_percent_of_the_measured_sxm4():
+    """NVIDIA rated the A100 PCIe at 90% of the SXM4 (the power limit): its GEMM ceiling is the measured
+    SXM4's times 0.9, and its memory bandwidth its own datasheet's, not scaled."""
+    assert gemm_ratio("a100-80g-pcie") == pytest.approx(0.9 * gemm_ratio("a100-80g"))
+    pcie, sxm = GPUS["a100-80g-pcie"], GPUS["a100-80g"]
+    assert pcie.bf16_flops / sxm.bf16_flops == pytest.approx(0.9)
+    assert pcie.mem_bandwidth / sxm.mem_bandwidth == pytest.approx(1.935 / 2.039)
 
 
 def test_hopper_prefill_attention_runs_at_flashattention_3s_rate():

@@ -99,3 +99,27 @@ def test_only_the_fp8_slopes_and_the_api_servers_burst_informed_a_parameter():
     assert "Rows 1 informed a parameter (marked): calibration, not counted above." in text
     assert "over 1 figures" in text
     assert "No figure in this table informed any parameter" in validate_published.table([(ROWS[0], ROWS[0].published)])
+
+
+def test_an_excluded_figure_is_shown_with_its_reason_and_left_out_of_the_summary():
+    """A figure whose own source shows it measures something other than vLLM stays in the table, marked,
+    with the reason printed, and out of the error summary: never dropped silently."""
+    check = validate_published.ROWS[0]
+    client_bound = dataclasses.replace(check, label="client-bound", excluded="the client sets the pace")
+    text = validate_published.table([(check, check.published * 1.1), (client_bound, client_bound.published * 5)])
+    assert "| 2 | client-bound (excluded: see below) |" in text
+    assert "worst 10% over 1 figures." in text
+    assert "Rows 2 excluded from the summary: the client sets the pace." in text
+
+
+def test_only_the_client_bound_inferencebench_points_are_excluded():
+    """InferenceBench's 16- and 64-client points: its tok/s is flat from 16 to 64 clients while its TPOT
+    grows 4.3x, so clients / TPOT is a fixed token rate (the harness's client), not an engine's."""
+    excluded = [row for row in validate_published.ROWS + validate_published.MOE_ROWS if row.excluded]
+    assert {row.label.split(":")[0] for row in excluded} == {"8B H100, 16 clients", "8B H100, 64 clients"}
+    assert all(row.source == validate_published.INFERENCEBENCH for row in excluded)
+    published = {row.label: row.published for row in validate_published.ROWS if row.source == validate_published.INFERENCEBENCH}
+    rate_16 = 16 / published["8B H100, 16 clients: median TPOT"] * 1e3
+    rate_64 = 64 / published["8B H100, 64 clients: median TPOT"] * 1e3
+    assert abs(rate_64 / rate_16 - 1) < 0.1  # the same tokens a second at 4x the clients
+    assert published["8B H100, 64 clients: output tok/s"] < published["8B H100, 16 clients: output tok/s"]
