@@ -231,8 +231,8 @@ V0_ENGINE_ASSUMPTION = ("run under servescope's oldest profile, 0.10.0, the last
                         "V0's CPU time per scheduler call (timing/v0_host_time.py: 4 ms + 35 us per request, from "
                         "vLLM RFC #6854 and the v0.6.0 post, both profiling 0.5.3, so an upper estimate for 0.6.0) "
                         "and --num-scheduler-steps as the row says, 1 or 10 (engine/multi_step.py); the API "
-                        "server's time (the post's other third: detokenizing and streaming 256 streams' tokens) is "
-                        "not charged")
+                        "server (the post's other third: detokenizing and streaming 256 streams' tokens) at V1's "
+                        "measured costs per request and per token (sim/api_server.py), for want of a V0 figure")
 LAMBDA_ASSUMPTIONS = ("the section names no GPU: H100 80GB SXM inferred from its 8B and 405B-FP8 rows, which are of the "
                       "report's H100 magnitude (3,032 and 1,220 tok/s) and not its A100's (1,518 and 468), and from "
                       "benchmark.sh's default GPU; 'Llama 3.1 70B' read as bf16 (the table marks only the 405B as FP8); "

@@ -4,7 +4,7 @@ V0 (vLLM 0.5-0.10.0, servescope's `vllm-v0` policy) ran its scheduler, its input
 bookkeeping of the last step's sampled tokens in Python on the GPU's critical path: the GPU sat idle
 while they ran. Multi-step scheduling (`num_scheduler_steps`, multi_step.py) pays them once per window
 of decode passes instead of once per pass. Detokenization and the OpenAI-format streaming are the API
-server's (a front end of its own since vLLM 0.6.0, PR #6883), not charged here.
+server's (a front end of its own since vLLM 0.6.0, PR #6883): charged by sim/api_server.py, not here.
 """
 
 from __future__ import annotations
