@@ -1,0 +1,166 @@
+"""`serve --openai --replicas N`: N served engines, each a whole vLLM-compatible server on a port
+of its own, driven by real clients over one real uvicorn listening on both ports: a request lands
+on the replica it was sent to, each /metrics counts its own engine alone, vLLM's
+`X-data-parallel-rank` header reaches a replica through the first port, and the budgets that
+bound the machine hold for the fleet as a whole."""
+
+import threading
+import time
+
+import httpx
+import openai
+import pytest
+import uvicorn
+
+from app.main import create_app, uvicorn_options
+from app.openai.engine import ServeLimits
+from app.openai.replicas import bind_replica_sockets
+from app.openai.serve import ServeOptions, attach_openai
+from app.settings import Settings
+from tests.app.openai_server import MODEL, default_scenario
+
+pytestmark = pytest.mark.slow
+
+
+class ReplicaServers:
+    """`serve --openai --replicas N` under a real uvicorn in a thread, each replica on a free port."""
+
+    def __init__(self, replicas: int = 2, limits: ServeLimits | None = None, trace_path=None):
+        self.settings = Settings()
+        self.sockets = bind_replica_sockets("127.0.0.1", 0, replicas)
+        self.ports = [sock.getsockname()[1] for sock in self.sockets]
+        self.options = ServeOptions(default_scenario(), MODEL, trace_path, limits=limits, replicas=replicas)
+        self.app = attach_openai(create_app(self.settings), self.options, self.ports)
+        self.server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", **uvicorn_options(self.settings)))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": self.sockets}, daemon=True)
+        self.urls = [f"http://127.0.0.1:{port}" for port in self.ports]
+
+    def __enter__(self) -> "ReplicaServers":
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+
+    def sim(self, replica: int):
+        return self.app.state.served_fleet.served[replica].engine.sim
+
+    def client(self, replica: int) -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{self.urls[replica]}/v1", api_key="unused", max_retries=0)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    with ReplicaServers(trace_path=tmp_path_factory.mktemp("traces") / "served.jsonl") as fleet:
+        yield fleet
+
+
+def metric_value(text: str, name: str) -> float:
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
+
+
+def test_a_request_lands_on_the_replica_whose_port_it_was_sent_to(fleet):
+    first = fleet.client(0).completions.create(model=MODEL, prompt="to replica zero", max_tokens=4,
+                                               extra_body={"ignore_eos": True})
+    second = fleet.client(1).completions.create(model=MODEL, prompt="to replica one " * 3, max_tokens=6,
+                                                extra_body={"ignore_eos": True})
+    # Each replica numbers its own requests (`cmpl-req-00000` on both): its engine's are its alone.
+    engines = [fleet.app.state.served_fleet.served[replica].engine for replica in (0, 1)]
+    prompts = [[len(spec.prompt_token_ids) for spec in engine.source.requests] for engine in engines]
+
+    assert first.usage.prompt_tokens in prompts[0] and second.usage.prompt_tokens in prompts[1]
+    assert first.usage.prompt_tokens not in prompts[1] and second.usage.prompt_tokens not in prompts[0]
+    assert second.usage.completion_tokens == 6 and first.usage.completion_tokens == 4
+
+
+def test_each_replicas_metrics_count_its_own_engine_alone(fleet):
+    client = fleet.client(1)
+    for _ in range(2):
+        client.completions.create(model=MODEL, prompt="counted on one", max_tokens=3, extra_body={"ignore_eos": True})
+    scraped = [httpx.get(f"{url}/metrics").text for url in fleet.urls]
+    sessions = [fleet.app.state.served_fleet.served[i].engine.live.session.session_id for i in (0, 1)]
+
+    for replica in (0, 1):
+        sim = fleet.sim(replica)
+        assert metric_value(scraped[replica], "vllm:request_success_total") == sim.metrics.num_finished
+        assert f'engine="{sessions[replica]}' in scraped[replica]
+        assert f'engine="{sessions[1 - replica]}' not in scraped[replica]
+
+
+def test_every_replica_is_healthy_and_serves_the_model(fleet):
+    for url in fleet.urls:
+        assert httpx.get(f"{url}/health").status_code == 200
+        assert httpx.get(f"{url}/v1/models").json()["data"][0]["id"] == MODEL
+
+
+def test_the_rank_header_on_the_first_port_reaches_another_replica(fleet):
+    before = len(fleet.app.state.served_fleet.served[1].engine.source.requests)
+    answer = httpx.post(f"{fleet.urls[0]}/v1/completions", headers={"X-data-parallel-rank": "1"},
+                        json={"prompt": "by header", "max_tokens": 2}, timeout=30)
+
+    assert answer.status_code == 200
+    assert len(fleet.app.state.served_fleet.served[1].engine.source.requests) == before + 1
+
+
+def test_a_rank_out_of_range_is_vllms_400(fleet):
+    answer = httpx.post(f"{fleet.urls[0]}/v1/completions", headers={"X-data-parallel-rank": "2"},
+                        json={"prompt": "nowhere", "max_tokens": 2})
+
+    assert answer.status_code == 400
+    assert answer.json()["error"]["message"] == "data_parallel_rank 2 is out of range [0, 2)."
+    assert answer.json()["error"]["param"] == "X-data-parallel-rank"
+
+
+def test_the_dashboard_is_on_the_first_port_only(fleet):
+    assert httpx.get(f"{fleet.urls[0]}/fleet").status_code == 200
+    answer = httpx.get(f"{fleet.urls[1]}/fleet")
+    assert answer.status_code == 404 and f"port {fleet.ports[0]}" in answer.json()["detail"]
+    assert httpx.get(f"{fleet.urls[1]}/api/sessions").status_code == 404
+
+
+def test_every_port_checks_the_host_and_the_origin(fleet):
+    for url in fleet.urls:
+        assert httpx.get(f"{url}/v1/models", headers={"Host": "evil.example"}).status_code in (400, 421)
+        refused = httpx.post(f"{url}/v1/completions", headers={"Origin": "http://evil.example"},
+                             json={"prompt": "x", "max_tokens": 1})
+        assert refused.status_code == 403
+
+
+def test_the_fleet_api_shows_each_replica_live(fleet):
+    picture = httpx.get(f"{fleet.urls[0]}/api/served/replicas").json()
+
+    assert [r["port"] for r in picture["replicas"]] == fleet.ports
+    for replica, shown in enumerate(picture["replicas"]):
+        engine = fleet.app.state.served_fleet.served[replica].engine
+        assert shown["requests"] == len(engine.source.requests) and shown["view_url"].endswith("/view")
+        assert len(shown["grid"]) <= 160 and 0 <= shown["kv"] <= 1
+
+
+def test_each_replica_writes_a_trace_of_its_own(fleet):
+    fleet.client(0).completions.create(model=MODEL, prompt="traced", max_tokens=1)
+    paths = [fleet.options.trace_path_of(replica) for replica in (0, 1)]
+
+    assert [p.name for p in paths] == ["served.0.jsonl", "served.1.jsonl"]
+    for replica, path in enumerate(paths):
+        assert len(path.read_text().splitlines()) == len(fleet.app.state.served_fleet.served[replica].engine.source.requests)
+
+
+def test_the_unfinished_requests_are_bounded_for_the_whole_fleet():
+    """Two replicas, a server budget of two unfinished requests: one long stream on each, and a
+    third request on either replica finds the server full."""
+    with ReplicaServers(limits=ServeLimits(max_live_requests=2)) as fleet:
+        streams = [fleet.client(replica).completions.create(model=MODEL, prompt="hold on", max_tokens=200, stream=True,
+                                                           extra_body={"ignore_eos": True}) for replica in (0, 1)]
+        firsts = [next(iter(stream)) for stream in streams]
+        with pytest.raises(openai.APIStatusError) as refused:
+            fleet.client(1).completions.create(model=MODEL, prompt="one more", max_tokens=1)
+        for stream in streams:
+            stream.close()
+
+    assert all(first.choices for first in firsts)
+    assert refused.value.status_code == 503 and "at most 2 unfinished requests" in refused.value.message
