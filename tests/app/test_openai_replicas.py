@@ -4,54 +4,14 @@ on the replica it was sent to, each /metrics counts its own engine alone, vLLM's
 `X-data-parallel-rank` header reaches a replica through the first port, and the budgets that
 bound the machine hold for the fleet as a whole."""
 
-import threading
-import time
-
 import httpx
 import openai
 import pytest
-import uvicorn
 
-from app.main import create_app, uvicorn_options
 from app.openai.engine import ServeLimits
-from app.openai.replicas import bind_replica_sockets
-from app.openai.serve import ServeOptions, attach_openai
-from app.settings import Settings
-from tests.app.openai_server import MODEL, default_scenario
+from tests.app.openai_server import MODEL, ReplicaServers
 
 pytestmark = pytest.mark.slow
-
-
-class ReplicaServers:
-    """`serve --openai --replicas N` under a real uvicorn in a thread, each replica on a free port."""
-
-    def __init__(self, replicas: int = 2, limits: ServeLimits | None = None, trace_path=None):
-        self.settings = Settings()
-        self.sockets = bind_replica_sockets("127.0.0.1", 0, replicas)
-        self.ports = [sock.getsockname()[1] for sock in self.sockets]
-        self.options = ServeOptions(default_scenario(), MODEL, trace_path, limits=limits, replicas=replicas)
-        self.app = attach_openai(create_app(self.settings), self.options, self.ports)
-        self.server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", **uvicorn_options(self.settings)))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": self.sockets}, daemon=True)
-        self.urls = [f"http://127.0.0.1:{port}" for port in self.ports]
-
-    def __enter__(self) -> "ReplicaServers":
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=15)
-
-    def sim(self, replica: int):
-        return self.app.state.served_fleet.served[replica].engine.sim
-
-    def client(self, replica: int) -> openai.OpenAI:
-        return openai.OpenAI(base_url=f"{self.urls[replica]}/v1", api_key="unused", max_retries=0)
 
 
 @pytest.fixture(scope="module")
