@@ -25,8 +25,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     options = None
     if args.openai:
         from .openai.cli import served_options
+        from .session_limits import check_session_limits
 
         options = served_options(args)
+        check_session_limits(options.scenario, settings)  # each replica is a session: the same bounds as any
     replicas = options.replicas if options else 1
     kv_event_publishers = open_kv_event_publishers(args, replicas)
     app = create_app(settings, kv_event_publishers[0] if kv_event_publishers else None)

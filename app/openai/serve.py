@@ -131,6 +131,7 @@ def attach_openai(app: FastAPI, options: ServeOptions, ports: Sequence[int] = ()
                     served.append(start_served(app, options, replica, fleet))
                 app.state.served = served[0]
                 app.state.served_fleet = ServedFleet(served, list(ports))
+                app.state.served_fleet_picture = fleet_view.FleetPicture()
                 app.state.served_fleet.apps = [app, *(replica_app(app, s) for s in served[1:])]
                 yield state
             finally:

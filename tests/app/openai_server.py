@@ -14,6 +14,7 @@ import httpx
 import openai
 import uvicorn
 
+from app.kv_events_publisher import ZmqEventPublisher
 from app.main import create_app, uvicorn_options
 from app.openai.engine import ServeLimits
 from app.openai.replicas import bind_replica_sockets
@@ -75,12 +76,16 @@ class OpenAIServer:
 class ReplicaServers:
     """`serve --openai --replicas N` under a real uvicorn in a thread, each replica on a free port."""
 
-    def __init__(self, replicas: int = 2, limits: ServeLimits | None = None, trace_path=None):
+    def __init__(self, replicas: int = 2, limits: ServeLimits | None = None, trace_path=None, kv_events=None):
         self.settings = Settings()
         self.sockets = bind_replica_sockets("127.0.0.1", 0, replicas)
         self.ports = [sock.getsockname()[1] for sock in self.sockets]
-        self.options = ServeOptions(default_scenario(), MODEL, trace_path, limits=limits, replicas=replicas)
-        self.app = attach_openai(create_app(self.settings), self.options, self.ports)
+        # --kv-events-config: a publisher per replica, as the CLI opens them (rank i's endpoints offset by i).
+        self.publishers = [ZmqEventPublisher(kv_events.for_rank(rank)) for rank in range(replicas)] if kv_events else []
+        self.options = ServeOptions(default_scenario(), MODEL, trace_path, limits=limits, replicas=replicas,
+                                    kv_event_publishers=tuple(self.publishers[1:]))
+        self.app = attach_openai(create_app(self.settings, self.publishers[0] if self.publishers else None),
+                                 self.options, self.ports)
         self.server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", **uvicorn_options(self.settings)))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": self.sockets}, daemon=True)
         self.urls = [f"http://127.0.0.1:{port}" for port in self.ports]

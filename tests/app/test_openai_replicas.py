@@ -4,12 +4,17 @@ on the replica it was sent to, each /metrics counts its own engine alone, vLLM's
 `X-data-parallel-rank` header reaches a replica through the first port, and the budgets that
 bound the machine hold for the fleet as a whole."""
 
+import time
+
 import httpx
 import openai
 import pytest
 
+from app.cli import main as servescope_main
+from app.kv_events_config import KVEventsConfig, offset_endpoint
 from app.openai.engine import ServeLimits
-from tests.app.openai_server import MODEL, ReplicaServers
+from tests.app.openai_server import MODEL, ReplicaServers, ServeProcess
+from tests.app.test_kv_events import Subscriber, caught_up
 
 pytestmark = pytest.mark.slow
 
@@ -124,3 +129,55 @@ def test_the_unfinished_requests_are_bounded_for_the_whole_fleet():
 
     assert all(first.choices for first in firsts)
     assert refused.value.status_code == 503 and "at most 2 unfinished requests" in refused.value.message
+
+
+def test_each_replica_publishes_its_kv_events_as_a_data_parallel_rank(tmp_path):
+    """A publisher per replica, at the endpoint offset as vLLM offsets a DP rank's: replica 1's
+    subscriber gets replica 1's blocks, marked data_parallel_rank 1; replica 0's, none of them."""
+    config = KVEventsConfig(enable_kv_cache_events=True, endpoint=f"ipc://{tmp_path}/kv")
+    with ReplicaServers(kv_events=config) as fleet:
+        assert [p.endpoint for p in fleet.publishers] == [f"ipc://{tmp_path}/kv", f"ipc://{tmp_path}/kv_dp1"]
+        subscribers = [Subscriber(publisher.endpoint, None) for publisher in fleet.publishers]
+        try:
+            time.sleep(0.3)  # a SUB's subscription reaches the PUB a moment after it connects
+            fleet.client(1).completions.create(model=MODEL, prompt="cached on one " * 40, max_tokens=4)
+            for subscriber, publisher in zip(subscribers, fleet.publishers):
+                subscriber.receive(until=caught_up(publisher))
+        finally:
+            for subscriber in subscribers:
+                subscriber.close()
+
+    assert subscribers[1].batches and {batch.data_parallel_rank for batch in subscribers[1].batches} == {1}
+    assert subscribers[1].cached
+    assert not subscribers[0].cached and {batch.data_parallel_rank for batch in subscribers[0].batches} <= {0}
+
+
+@pytest.mark.parametrize("endpoint, rank, offset", [
+    ("tcp://*:5557", 0, "tcp://*:5557"), ("tcp://*:5557", 3, "tcp://*:5560"), ("tcp://*:0", 2, "tcp://*:0"),
+    ("tcp://router.lan:6000", 1, "tcp://router.lan:6001"), ("inproc://kv", 1, "inproc://kv_dp1"),
+    ("ipc:///run/kv", 2, "ipc:///run/kv_dp2")])
+def test_a_ranks_endpoint_is_offset_as_vllm_offsets_it(endpoint, rank, offset):
+    assert offset_endpoint(endpoint, rank) == offset
+    assert KVEventsConfig(enable_kv_cache_events=True, endpoint=endpoint, replay_endpoint="tcp://*:5558") \
+        .for_rank(rank).replay_endpoint == f"tcp://*:{5558 + rank}"
+
+
+def test_serve_replicas_listens_on_consecutive_ports_and_names_each(tmp_path):
+    trace = tmp_path / "served.jsonl"
+    server = ServeProcess(tmp_path / "log.txt", "--openai", "--replicas", "2", "--save-trace", str(trace))
+    try:
+        second = f"http://127.0.0.1:{server.port + 1}"
+        assert httpx.get(f"{second}/health").status_code == 200
+        httpx.post(f"{second}/v1/completions", json={"prompt": "on the second port", "max_tokens": 2}, timeout=30)
+        log = server.read_log()
+    finally:
+        server.stop()
+    assert f"replica 1: {second}/v1" in log and "X-data-parallel-rank: 0 to 1" in log
+    assert len((tmp_path / "served.1.jsonl").read_text().splitlines()) == 1
+    assert (tmp_path / "served.0.jsonl").read_text() == ""
+
+
+def test_a_replica_count_out_of_bounds_is_an_error_line(capsys):
+    assert servescope_main(["serve", "--openai", "--replicas", "17"]) == 2
+    err = capsys.readouterr().err
+    assert "replicas: must be >= 1 and <= 16, got 17" in err and "Traceback" not in err
