@@ -7,6 +7,7 @@ import sys
 
 from scheduler_core.cli.main import build_parser
 from scheduler_core.cli.main import main as core_main
+from scheduler_core.errors import ConfigError
 
 from .kv_events_cli import add_kv_events_flag, open_kv_event_publishers
 from .openai.cli import add_openai_flags
@@ -23,6 +24,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                  public=args.public or None)
     host = args.host or ("0.0.0.0" if args.public else "127.0.0.1")
     options = None
+    if args.replicas != 1 and not args.openai:
+        raise ConfigError("replicas", "--replicas N serves N engines on vLLM's OpenAI API: give --openai too")
     if args.openai:
         from .openai.cli import served_options
         from .session_limits import check_session_limits

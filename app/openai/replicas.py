@@ -46,20 +46,19 @@ def bind_replica_sockets(host: str, port: int, num_replicas: int) -> list[socket
     if port and port + num_replicas - 1 > 65_535:
         raise ConfigError("port", f"{num_replicas} replicas from port {port} pass port 65535")
     sockets: list[socket.socket] = []
-    try:
-        for replica in range(num_replicas):
-            address = socket.getaddrinfo(host, port + replica if port else 0, type=socket.SOCK_STREAM)[0]
+    for replica in range(num_replicas):
+        replica_port = port + replica if port else 0
+        try:
+            address = socket.getaddrinfo(host, replica_port, type=socket.SOCK_STREAM)[0]
             sock = socket.socket(address[0], socket.SOCK_STREAM)
             sockets.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(address[4])
             sock.listen(2048)
-            sock.set_inheritable(True)
-    except OSError as e:
-        for sock in sockets:
-            sock.close()
-        raise ConfigError("port", f"replica {len(sockets) - 1} cannot listen on {host}:{port + len(sockets) - 1}: "
-                                  f"{e.strerror or e}") from None
+        except OSError as e:
+            for opened in sockets:
+                opened.close()
+            raise ConfigError("port", f"replica {replica} cannot listen on {host}:{replica_port}: {e.strerror or e}") from None
     return sockets
 
 
