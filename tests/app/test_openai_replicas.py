@@ -224,3 +224,29 @@ def test_every_replica_paces_its_own_streams_on_the_wall_clock():
         print(f"\nreplica {replica}: token events late by min {ms[0]:.2f}, median {statistics.median(ms):.2f}, "
               f"p90 {ms[int(len(ms) * 0.9)]:.2f}, max {ms[-1]:.2f} ms over {len(ms)} events")
         assert ms[0] > -1.0 and ms[-1] < 200.0 and statistics.median(ms) < 40.0
+
+
+def completion(url: str, prompt, **headers) -> httpx.Response:
+    return httpx.post(f"{url}/v1/completions", json={"prompt": prompt, "max_tokens": 1}, headers=headers, timeout=30)
+
+
+def test_the_prompt_tokens_kept_are_bounded_for_the_whole_fleet():
+    with ReplicaServers(limits=ServeLimits(max_prompt_tokens=30)) as fleet:
+        first = completion(fleet.urls[0], list(range(1, 21)))
+        second = completion(fleet.urls[1], list(range(1, 21)))
+
+    assert first.status_code == 200
+    assert second.status_code == 503
+    assert second.json()["error"]["message"].startswith("this server's 2 served sessions have taken 30 prompt tokens in all")
+
+
+def test_the_servers_request_rate_is_shared_by_the_fleet_and_a_clients_is_each_replicas():
+    """A client's bucket is each replica's own, the server's is the fleet's: with a server burst of
+    3, three requests spread over two replicas pass and a fourth anywhere is refused by the server."""
+    limits = ServeLimits(requests_per_client_per_s=0.01, requests_per_server_per_s=0.015, burst=2)
+    with ReplicaServers(limits=limits) as fleet:
+        answers = [completion(url, "rate") for url in (fleet.urls[0], fleet.urls[1], fleet.urls[1])]
+        server_refused = completion(fleet.urls[0], "rate")  # replica 0 has a token left for this client
+
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    assert server_refused.status_code == 429 and "the server answers" in server_refused.json()["error"]["message"]
