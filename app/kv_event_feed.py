@@ -10,6 +10,10 @@ session that ends leaves an `AllBlocksCleared`.
 
 As in vLLM, `PYTHONHASHSEED` seeds NONE_HASH, and `VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=0` sends
 hashes as their 32 bytes instead of ints.
+
+`serve --openai --replicas N` has N engines, each with a feed and a publisher of its own, as
+vLLM's data-parallel ranks have: rank i's batches carry `data_parallel_rank` i
+(`kv_events_cli.py` offsets its endpoints as vLLM does).
 """
 
 from __future__ import annotations
@@ -24,16 +28,15 @@ from scheduler_core.exports.vllm_kv_events import AllBlocksCleared, KVEventBatch
 from .kv_event_wire import BatchEncoder
 from .kv_events_publisher import ZmqEventPublisher
 
-DATA_PARALLEL_RANK = 0
-
 
 class KVEventFeed:
     """The followed session's batches onto one publisher (see above); `follow` may be called by
     whoever makes a session outside the manager."""
 
-    def __init__(self, publisher: ZmqEventPublisher, environ: dict[str, str] | None = None):
+    def __init__(self, publisher: ZmqEventPublisher, environ: dict[str, str] | None = None, data_parallel_rank: int = 0):
         environ = os.environ if environ is None else environ
         self.publisher = publisher
+        self.data_parallel_rank = data_parallel_rank
         self.encoder = BatchEncoder()
         self.none_hash_seed = environ.get("PYTHONHASHSEED", DEFAULT_NONE_HASH_SEED)
         self.int_block_hashes = environ.get("VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES", "1") != "0"
@@ -48,7 +51,7 @@ class KVEventFeed:
     def session_deleted(self, session) -> None:
         if session is self.session:
             self._unfollow()
-            self._send(KVEventBatch(time.time(), [AllBlocksCleared()], DATA_PARALLEL_RANK))
+            self._send(KVEventBatch(time.time(), [AllBlocksCleared()], self.data_parallel_rank))
 
     def follow(self, session) -> None:
         """Publish `session`'s blocks from now on, starting with what it holds cached."""
@@ -56,7 +59,7 @@ class KVEventFeed:
         self.session = session
         sim = session.sim
         self.batcher = KVEventBatcher(sim.config, sim.request, self.none_hash_seed, self.int_block_hashes,
-                                      DATA_PARALLEL_RANK)
+                                      self.data_parallel_rank)
         session.step_observers.append(self)
         self.resync()
 

@@ -13,6 +13,7 @@ every interface (see `check_exposure`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from dataclasses import dataclass, fields
@@ -69,6 +70,12 @@ class KVEventsConfig:
     def publishes(self) -> bool:
         return self.enable_kv_cache_events and self.publisher == "zmq"
 
+    def for_rank(self, data_parallel_rank: int) -> "KVEventsConfig":
+        """The config of data-parallel rank `data_parallel_rank`'s publisher (`serve --openai --replicas`):
+        its endpoints offset as vLLM offsets them (see `offset_endpoint`)."""
+        return dataclasses.replace(self, endpoint=offset_endpoint(self.endpoint, data_parallel_rank),
+                                   replay_endpoint=offset_endpoint(self.replay_endpoint, data_parallel_rank))
+
     @classmethod
     def from_json(cls, text: str) -> "KVEventsConfig":
         try:
@@ -92,6 +99,25 @@ def binds(endpoint: str) -> bool:
     """vLLM's rule (`ZmqEventPublisher._is_bind_endpoint`): a wildcard address, ipc:// or inproc://
     is bound; any other address is a subscriber's (a router's) to connect to."""
     return "*" in endpoint or "::" in endpoint or endpoint.startswith(("ipc://", "inproc://"))
+
+
+def offset_endpoint(endpoint: str | None, data_parallel_rank: int) -> str | None:
+    """Rank `data_parallel_rank`'s endpoint, by vLLM's rule (`ZmqEventPublisher.offset_endpoint_port`):
+    rank 0 keeps it; a tcp:// port goes up by the rank (port 0, the system's choice, stays), an
+    inproc:// name gets `_dp` and the rank. vLLM refuses ipc:// for ranks past 0; here an ipc://
+    path gets the same suffix as an inproc:// name, so a --public fleet can publish on ipc:// too."""
+    if endpoint is None or data_parallel_rank == 0:
+        return endpoint
+    if endpoint.startswith("tcp://"):
+        address, _, port = endpoint.rpartition(":")
+        if not port.isdigit():
+            raise _error("endpoint", f"{endpoint} has no port to offset for data-parallel rank {data_parallel_rank}")
+        if int(port) == 0:
+            return endpoint
+        if int(port) + data_parallel_rank > 65_535:
+            raise _error("endpoint", f"{endpoint} offset by rank {data_parallel_rank} passes port 65535")
+        return f"{address}:{int(port) + data_parallel_rank}"
+    return f"{endpoint}_dp{data_parallel_rank}"
 
 
 def listens_on_network(endpoint: str) -> bool:

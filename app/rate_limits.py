@@ -48,10 +48,12 @@ class TokenBucket:
 class RateLimit:
     """One kind of work's limits: a bucket per client and one for the whole server."""
 
-    def __init__(self, what: str, per_client_per_s: float, per_server_per_s: float, burst: float):
+    def __init__(self, what: str, per_client_per_s: float, per_server_per_s: float, burst: float,
+                 per_server: TokenBucket | None = None):
         self.what = what
         self.per_client = TokenBucket(per_client_per_s, burst)
-        self.per_server = TokenBucket(per_server_per_s, burst * per_server_per_s / per_client_per_s)
+        # `per_server` given: a bucket shared with other limits (the served engines of one server).
+        self.per_server = per_server or TokenBucket(per_server_per_s, burst * per_server_per_s / per_client_per_s)
 
     def check(self, client: str, cost: float = 1.0) -> None:
         """Take `cost` tokens for `client` (at most a burst's worth), or raise 429 naming the limit

@@ -31,6 +31,7 @@ from scheduler_core.workload.standin_eos import StandInEOS
 from ..live import LiveSession
 from ..rate_limits import RateLimit
 from .errors import OpenAIError
+from .fleet_budget import FleetBudget
 
 log = logging.getLogger("servescope.openai")
 # The longest a pass of the loop steps before letting the event loop answer clients (a long
@@ -102,14 +103,16 @@ class ServedEngine:
     """The live session `live`, whose ServedSimulation takes its requests from `submit`."""
 
     def __init__(self, live: LiveSession, source: LiveRequestSource, eos: StandInEOS, limits: ServeLimits,
-                 trace_file=None):
+                 trace_file=None, fleet: FleetBudget | None = None):
         self.live = live
         self.sim: ServedSimulation = live.session.sim
         self.source = source
         self.eos = eos
         self.limits = limits
+        self.fleet = fleet or FleetBudget(limits)  # the server's budgets, shared with the other replicas' engines
+        self.fleet.engines.append(self)
         self.rate = RateLimit("completion requests", limits.requests_per_client_per_s, limits.requests_per_server_per_s,
-                              limits.burst)
+                              limits.burst, per_server=self.fleet.per_server)
         self.trace_file = trace_file  # an open text file the operator named: each request as a JSONL line
         self.streams: dict[str, TokenStream] = {}
         self.live_per_client: Counter[str] = Counter()
@@ -149,7 +152,7 @@ class ServedEngine:
         except HTTPException as e:  # rate_limits' 429, in vLLM's shape
             raise OpenAIError(429, str(e.detail), headers=e.headers) from None
         async with self.live.lock:  # checked and counted at once: a burst waiting on the lock cannot overshoot
-            self.check_room(client)
+            self.check_room(client, len(prompt_token_ids))
             if self.origin is None:  # the first request arrives at 0 exactly, as a trace's first does
                 self.origin = time.monotonic()
             arrival_s = self.now_s() if self.source.requests else 0.0
@@ -170,13 +173,17 @@ class ServedEngine:
         self.wakeup.set()
         return stream
 
-    def check_room(self, client: str) -> None:
-        """OpenAIError unless the session has steps left and room for one more of `client`'s requests."""
+    def check_room(self, client: str, num_prompt_tokens: int) -> None:
+        """OpenAIError unless the session has steps left and room for one more of `client`'s
+        requests, and the server (all its replicas' engines) room for one more request of that prompt."""
         session = self.live.session
         if session.out_of_steps:
             raise OpenAIError(503, f"this served session has taken its {session.settings.max_steps_per_session} steps; "
                                    "start the server again for more")
-        if len(self.streams) >= self.limits.max_live_requests:
+        if self.fleet.num_prompt_tokens() + num_prompt_tokens > self.limits.max_prompt_tokens:
+            raise OpenAIError(503, f"{self.fleet.holders()} taken {self.limits.max_prompt_tokens} prompt tokens in all; "
+                                   "start the server again for more")
+        if self.fleet.num_live() >= self.limits.max_live_requests:
             raise OpenAIError(503, f"the server holds at most {self.limits.max_live_requests} unfinished requests; "
                                    "try again shortly", headers={"Retry-After": "1"})
         if self.live_per_client[client] >= self.limits.max_live_per_client:

@@ -80,6 +80,7 @@ def fleet_page(request: Request) -> HTMLResponse:
         "presets": {name: data["description"] for name, data in PRESET_SCENARIOS.items()},
         "lessons": {lesson.name: {"title": lesson.title, "summary": lesson.summary, "arms": list(lesson.arms)}
                     for lesson in FLEET_LESSONS_BY_NAME.values()},
+        "served": hasattr(request.app.state, "served_fleet"),  # serve --openai: its replicas, live (app/openai/fleet_view.py)
     })
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..cluster.cluster import Cluster
 from ..cluster.fleet_metrics import fleet_report
 from ..cluster.replica import Replica
+from ..sim.simulation import Simulation
 from ..utils import cdiv
 from .fleet_moments import FleetMoments
 
@@ -18,9 +19,10 @@ from .fleet_moments import FleetMoments
 FREE, CACHED = ".", "c"
 
 
-def kv_cells(replica: Replica, num_cells: int) -> str:
-    """The replica's KV blocks folded into at most `num_cells` cells, one character each."""
-    kv = replica.sim.kv_view()
+def kv_cells(sim: Simulation, num_cells: int) -> str:
+    """An engine's KV blocks folded into at most `num_cells` cells, one character each (a fleet's
+    replica here, a served replica's in `app/openai/fleet_view.py`)."""
+    kv = sim.kv_view()
     if not kv.has_block_state:  # the contiguous allocator: only its usage to show
         used = round(kv.usage * num_cells)
         return "#" * used + FREE * (num_cells - used)
@@ -46,7 +48,7 @@ def replica_frame(replica: Replica, num_cells: int) -> dict:
         "running": len(scheduler.running),
         "kv": round(replica.kv_usage, 4),
         "finished": replica.sim.metrics.num_finished,
-        "grid": kv_cells(replica, num_cells),
+        "grid": kv_cells(replica.sim, num_cells),
     }
 
 

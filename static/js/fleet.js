@@ -3,8 +3,9 @@
 // and the link's events, the fleet's metrics. Clicking a replica opens the single-engine panels
 // of the requests the router sent it (a new session, created here from the page). A fleet
 // lesson's arm tells its story in the caption bar, beat by beat (fleet_story.js).
-import { cssVar, fmtInt, fmtSeconds } from "./colors.js";
+import { fmtInt, fmtSeconds } from "./colors.js";
 import { html, render } from "./dom.js";
+import { drawGrid } from "./kv_cells.js";
 import { mount as mountStory } from "./fleet_story.js";
 import { rememberToken } from "./sessions.js";
 
@@ -157,33 +158,6 @@ function queueScale() {
   return most;
 }
 
-function drawGrid(canvas, cells) {
-  const columns = 20;
-  const rows = Math.ceil(cells.length / columns);
-  const width = canvas.clientWidth || 200;
-  const size = Math.max(2, Math.floor(width / columns));
-  const ratio = window.devicePixelRatio || 1;
-  canvas.width = columns * size * ratio;
-  canvas.height = rows * size * ratio;
-  canvas.style.height = `${rows * size}px`;
-  const ctx = canvas.getContext("2d");
-  ctx.scale(ratio, ratio);
-  const free = cssVar("--free"), cached = cssVar("--cached"), used = cssVar("--decode");
-  for (let i = 0; i < cells.length; i++) {
-    const c = cells[i];
-    const x = (i % columns) * size, y = Math.floor(i / columns) * size;
-    if (c === "." || c === "c") {
-      ctx.fillStyle = c === "c" ? cached : free;
-      ctx.globalAlpha = c === "c" ? 0.55 : 1;
-    } else {
-      ctx.fillStyle = used;
-      ctx.globalAlpha = c === "#" ? 1 : 0.25 + 0.075 * Number(c);
-    }
-    ctx.fillRect(x, y, size - 1, size - 1);
-  }
-  ctx.globalAlpha = 1;
-}
-
 // Requests sent to each replica by time t (a decode replica's are its transfers), when the run
 // kept every event; otherwise the cards keep the whole run's totals.
 function routedBy(t) {
@@ -204,7 +178,7 @@ function show(index) {
   $("clock").textContent = `${f.t.toFixed(3)} s`;
   const scale = queueScale();
   const routed = routedBy(f.t);
-  document.querySelectorAll(".replica").forEach((card) => {
+  document.querySelectorAll("#replicas-grid .replica").forEach((card) => {
     const r = f.replicas[Number(card.dataset.index)];
     if (routed) card.querySelector(".routed").textContent = fmtInt(routed[run.replicas[Number(card.dataset.index)].name] || 0);
     card.querySelector(".running-n").textContent = fmtInt(r.running);

@@ -11,10 +11,13 @@ import time
 from pathlib import Path
 
 import httpx
+import openai
 import uvicorn
 
+from app.kv_events_publisher import ZmqEventPublisher
 from app.main import create_app, uvicorn_options
 from app.openai.engine import ServeLimits
+from app.openai.replicas import bind_replica_sockets
 from app.openai.serve import ServeOptions, attach_openai
 from app.settings import Settings
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
@@ -68,6 +71,42 @@ class OpenAIServer:
         while self.sim.has_work() or self.served.engine.taken:
             assert time.monotonic() < deadline, "the served engine did not finish its requests"
             time.sleep(0.02)
+
+
+class ReplicaServers:
+    """`serve --openai --replicas N` under a real uvicorn in a thread, each replica on a free port."""
+
+    def __init__(self, replicas: int = 2, limits: ServeLimits | None = None, trace_path=None, kv_events=None):
+        self.settings = Settings()
+        self.sockets = bind_replica_sockets("127.0.0.1", 0, replicas)
+        self.ports = [sock.getsockname()[1] for sock in self.sockets]
+        # --kv-events-config: a publisher per replica, as the CLI opens them (rank i's endpoints offset by i).
+        self.publishers = [ZmqEventPublisher(kv_events.for_rank(rank)) for rank in range(replicas)] if kv_events else []
+        self.options = ServeOptions(default_scenario(), MODEL, trace_path, limits=limits, replicas=replicas,
+                                    kv_event_publishers=tuple(self.publishers[1:]))
+        self.app = attach_openai(create_app(self.settings, self.publishers[0] if self.publishers else None),
+                                 self.options, self.ports)
+        self.server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", **uvicorn_options(self.settings)))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": self.sockets}, daemon=True)
+        self.urls = [f"http://127.0.0.1:{port}" for port in self.ports]
+
+    def __enter__(self) -> "ReplicaServers":
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+
+    def sim(self, replica: int):
+        return self.app.state.served_fleet.served[replica].engine.sim
+
+    def client(self, replica: int) -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{self.urls[replica]}/v1", api_key="unused", max_retries=0)
 
 
 class ServeProcess:
