@@ -19,7 +19,7 @@ class FileTokenizer(StandInTokenizer):
             from tokenizers import Tokenizer
         except ImportError:
             raise ConfigError("tokenizer", "reading a tokenizer file needs the `tokenizers` package "
-                                           "(pip install tokenizers)") from None
+                                           "(pip install 'servescope[tokenizer]')") from None
         if not path.is_file() or path.stat().st_size > MAX_TRACE_BYTES:
             raise ConfigError("tokenizer", f"{path} is not a readable tokenizer.json within {MAX_TRACE_BYTES >> 20} MiB")
         try:

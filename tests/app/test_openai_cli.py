@@ -68,7 +68,7 @@ def test_a_served_process_writes_a_trace_that_run_replays(tmp_path):
 def test_a_tokenizer_file_counts_the_prompt_with_the_models_own_ids(tmp_path):
     """A tokenizer.json the operator names is read locally; prompts are its ids (built here with the
     `tokenizers` package itself, so no file is downloaded)."""
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers  # the test extra installs it (pyproject.toml: servescope[tokenizer])
     from tokenizers.models import WordLevel
     from tokenizers.pre_tokenizers import Whitespace
 
