@@ -18,10 +18,10 @@ from scheduler_core.sim.metrics import SLO
 from scheduler_core.workload.standin_eos import StandInEOS
 from scheduler_core.workload.standin_tokenizer import StandInTokenizer
 
-from ..live import LiveSession
 from ..session import Session
 from . import class_requests, routes
 from .engine import ServedEngine, ServeLimits
+from .served_frames import ServedLiveSession
 
 
 @dataclass
@@ -56,7 +56,7 @@ def start_served(app: FastAPI, options: ServeOptions) -> Served:
                            scenario.api_server())
     session = Session(options.session_id, scenario, settings, budget=manager.memory, sim=sim)
     manager.memory.admit(session.checkpoints)
-    live = LiveSession(session, settings, owner="served", stepping=manager.stepping)
+    live = ServedLiveSession(session, settings, owner="served", stepping=manager.stepping)
     manager.sessions[session.session_id] = live
     if feed := getattr(app.state, "kv_event_feed", None):
         # --kv-events-config: the router in front of this server sees the served engine's blocks, and
