@@ -2,6 +2,11 @@
 requests together, however many steps the engine has taken past it."""
 
 import asyncio
+import threading
+import time
+
+import openai
+import pytest
 
 from app.frames import Delta
 from app.openai.served_frames import ServedLiveSession
@@ -9,7 +14,7 @@ from app.session import Session
 from app.settings import Settings
 from scheduler_core.sim.live_source import LiveRequestSource, ServedSimulation
 from scheduler_core.sim.metrics import SLO
-from tests.app.openai_server import default_scenario
+from tests.app.openai_server import MODEL, OpenAIServer, default_scenario
 
 
 class FakeViewer:
@@ -70,3 +75,34 @@ def test_a_viewer_whose_snapshot_came_after_some_held_steps_gets_only_the_later_
 
     assert [(d.base_seq, d.seq, d.num_steps) for d in caught_up.deltas] == [(0, 4, 4)]
     assert [(d.base_seq, d.seq, d.num_steps) for d in joined.deltas] == [(3, 4, 1)]
+
+
+@pytest.mark.slow
+def test_after_the_event_loop_is_held_up_the_catch_up_steps_wait_for_their_release():
+    """The event loop held up 100 ms (a busy machine): the engine takes the ~17 steps it owes at
+    once, and a viewer woken by the last release used to be sent the engine's step number and
+    clock with the last released step's record, 17 steps apart (the top bar against the batch)."""
+    with OpenAIServer() as server:
+        live, viewer = server.served.engine.live, FakeViewer()
+        loop = server.served.engine.task.get_loop()
+
+        async def send_loop() -> None:  # as a viewer's: woken by each release, flushing under the lock
+            while True:
+                await viewer.wakeup.wait()
+                viewer.wakeup.clear()
+                async with live.lock:
+                    live.flush()
+
+        loop.call_soon_threadsafe(lambda: (live.viewers.add(viewer), loop.create_task(send_loop())))
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
+        ask = threading.Thread(target=lambda: client.completions.create(
+            model=MODEL, prompt="held up " * 50, max_tokens=400, extra_body={"ignore_eos": True}))
+        ask.start()
+        for _ in range(4):
+            time.sleep(0.3)
+            loop.call_soon_threadsafe(time.sleep, 0.1)
+        ask.join(timeout=30)
+
+    shown = [(d.envelope["step"], d.last_record["step"] + 1) for d in viewer.deltas if d.last_record]
+    assert len(shown) > 100
+    assert [step for step, batch_step in shown if step != batch_step] == []
