@@ -71,6 +71,7 @@ class Viewer:
         self.client = websocket.client.host if websocket.client else ""
         self.can_control = can_control
         self.needs_snapshot = True
+        self.snapshot_seq = -1  # the sequence number of the last snapshot sent: deltas up to it are in it
         self.pending_delta: Delta | None = None
         # Sequence numbers of the state frames sent and not yet acknowledged; a viewer that never
         # acknowledges (a script) is sent frames as fast as its socket takes them.
@@ -177,6 +178,7 @@ class Viewer:
                 async with live.lock:
                     live.flush()  # steps taken since the last delta: the others need them as one
                     seq, data = live.session.seq, live.session.snapshot_frame()
+                self.snapshot_seq = seq
                 # Deltas offered while waiting for the lock are already in the snapshot.
                 if self.pending_delta is not None and self.pending_delta.seq <= seq:
                     self.pending_delta = None

@@ -28,10 +28,10 @@ from scheduler_core.sim.live_source import LiveRequestSource, ServedSimulation
 from scheduler_core.sim.simulation import SimulationStalled
 from scheduler_core.workload.standin_eos import StandInEOS
 
-from ..live import LiveSession
 from ..rate_limits import RateLimit
 from .errors import OpenAIError
 from .fleet_budget import FleetBudget
+from .served_frames import ServedLiveSession
 
 log = logging.getLogger("servescope.openai")
 # The longest a pass of the loop steps before letting the event loop answer clients (a long
@@ -102,7 +102,7 @@ def sent_at(record) -> float:
 class ServedEngine:
     """The live session `live`, whose ServedSimulation takes its requests from `submit`."""
 
-    def __init__(self, live: LiveSession, source: LiveRequestSource, eos: StandInEOS, limits: ServeLimits,
+    def __init__(self, live: ServedLiveSession, source: LiveRequestSource, eos: StandInEOS, limits: ServeLimits,
                  trace_file=None, fleet: FleetBudget | None = None):
         self.live = live
         self.sim: ServedSimulation = live.session.sim
@@ -228,6 +228,7 @@ class ServedEngine:
                 log.error("served engine stalled: %s", e)
                 self.stalled = True
                 return
+            self.live.hold(records)  # its frame, of the state right after it, waits for its release too
             for record in records:
                 ids = {*record.sampled, *record.finished}
                 self.taken.append((record, {rid: self.sim.request(rid).num_output_tokens for rid in ids}))

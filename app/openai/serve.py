@@ -21,12 +21,12 @@ from scheduler_core.workload.standin_eos import StandInEOS
 from scheduler_core.workload.standin_tokenizer import StandInTokenizer
 
 from ..kv_event_feed import KVEventFeed
-from ..live import LiveSession
 from ..session import Session
 from . import class_requests, fleet_view, routes
 from .engine import ServedEngine, ServeLimits
 from .fleet_budget import FleetBudget
 from .replicas import ServedFleet, dispatch_middleware, replica_app
+from .served_frames import ServedLiveSession
 
 
 @dataclass
@@ -94,7 +94,7 @@ def start_served(app: FastAPI, options: ServeOptions, replica: int = 0, fleet: F
                            scenario.api_server())
     session = Session(options.session_ids[replica], scenario, settings, budget=manager.memory, sim=sim)
     manager.memory.admit(session.checkpoints)  # MemoryBudgetSpent: the N sessions do not fit
-    live = LiveSession(session, settings, owner="served", stepping=manager.stepping)
+    live = ServedLiveSession(session, settings, owner="served", stepping=manager.stepping)
     manager.sessions[session.session_id] = live
     if feed := kv_event_feed_of(app, options, replica):
         # --kv-events-config: the router in front of this server sees the served engine's blocks, and
