@@ -10,6 +10,7 @@ from scheduler_core.cli.main import main as core_main
 
 from .kv_events_cli import add_kv_events_flag, open_kv_event_publisher
 from .openai.cli import add_openai_flags
+from .policy_file import PolicyFileError, add_policy_file_flags, attach_policy, policy_from_args
 from .ray_sweep import run_ray
 
 
@@ -22,6 +23,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = Settings.from_env(default_scenario=args.scenario, allowed_hosts=tuple(args.allowed_host) or None,
                                  public=args.public or None)
     host = args.host or ("0.0.0.0" if args.public else "127.0.0.1")
+    try:
+        policy = policy_from_args(args, settings.public)  # before anything starts: a broken file is the student's file and line
+    except PolicyFileError as e:
+        print(f"servescope serve: {e}", file=sys.stderr)
+        if e.error.source_line:
+            print(f"    {e.error.source_line}", file=sys.stderr)
+        return 2
     kv_event_publisher = open_kv_event_publisher(args)
     app = create_app(settings, kv_event_publisher)
     if args.openai:
@@ -33,6 +41,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"servescope: serving {options.model_name} on vLLM's OpenAI API at http://{host}:{args.port}/v1 "
               f"({options.scenario.model} on {options.scenario.tensor_parallel_size} x {options.scenario.gpu})"
               f"; on the dashboard: http://{host}:{args.port}/s/{options.session_id}/view", flush=True)
+    if policy:
+        attach_policy(app, policy)
+        print(f"servescope: your scheduler beside vLLM's: http://{host}:{args.port}/lab?exercise={policy.exercise.number}",
+              flush=True)
     print(f"servescope dashboard: http://{host}:{args.port}/", flush=True)
     if args.public:
         print(f"public: any address of this machine, at most {settings.max_sessions_per_client} sessions per client, "
@@ -54,6 +66,7 @@ def add_app_commands(commands, parsers: dict[str, argparse.ArgumentParser]) -> N
     serve.add_argument("--log-level", default="warning")
     add_kv_events_flag(serve)
     add_openai_flags(serve)
+    add_policy_file_flags(serve)
     serve.set_defaults(func=cmd_serve)
     sweep = parsers["sweep"]
     sweep.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
