@@ -24,6 +24,8 @@ from scheduler_core.lab.student import LabFileError, load_student
 from scheduler_core.scenario.scenario import Scenario
 from scheduler_core.sim.simulation import Simulation, SimulationStalled
 
+from .lab_sides import mark_lab_side
+
 SIDES = ("yours", "vllm")
 # Steps the student's run may take at startup: the lab's workloads end in a few hundred.
 MAX_STUDENT_STEPS = 100_000
@@ -64,11 +66,12 @@ class LabPolicy:
     def simulation(self, side: str) -> Simulation:
         # Both made together, as `lab check` makes them: only the scheduler differs.
         reference, yours = simulations(self.exercise, self.workload.build(), self.student_cls)
-        if side == "vllm":
-            return reference
-        yours.__class__ = HaltingSimulation  # adds a property only: the same object, which can now end early
-        yours.halt_at = self.halt_at
-        return yours
+        if side == "yours":
+            yours.__class__ = HaltingSimulation  # adds a property only: the same object, which can now end early
+            yours.halt_at = self.halt_at
+        sim = yours if side == "yours" else reference
+        mark_lab_side(sim, side)
+        return sim
 
     def scenario(self, side: str) -> Scenario:
         """What the session reports of itself: the exercise's engine settings under a name saying whose side it is."""

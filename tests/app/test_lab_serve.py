@@ -55,7 +55,7 @@ def test_the_page_shows_the_first_divergence_in_the_labs_words(policy):
     assert page.status_code == 200
     d = policy.divergence
     assert (d.workload, d.step) == ("long-prompts", 1)
-    assert f'data-step="{d.step}"' in page.text and "A is your scheduler (prefill_first.py)" in page.text
+    assert f'data-step="{d.step}"' in page.text and "<strong>A</strong> is your scheduler (prefill_first.py)" in page.text
     assert "you gave req-7 and req-2 256 tokens before the running requests" in page.text
 
 
@@ -98,3 +98,8 @@ def check_both_sides(client):
     info = client.get(f"/api/sessions/{yours['session_id']}").json()
     assert info["step"] == 1 and info["scenario"]["name"].startswith("lab 3 · your scheduler")
     assert step_session(client, yours, 1)[0]["scheduled"] == records["yours"][1]["scheduled"]
+    # A worker's replay rebuilds a run from the scenario, which is not a lab side's run: refused, not wrong.
+    for created in sides.values():
+        sid, token = created["session_id"], {"x-control-token": created["control_token"]}
+        assert client.get(f"/api/sessions/{sid}/steps/0/why").status_code == 409
+        assert client.get(f"/api/sessions/{sid}/export/steps.jsonl", headers=token).status_code == 409
