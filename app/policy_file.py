@@ -9,6 +9,7 @@ server (`--public`) refuses the flag: its pages are for strangers, and so would 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import types
 from dataclasses import dataclass
@@ -26,9 +27,9 @@ from scheduler_core.sim.simulation import Simulation, SimulationStalled
 
 from .lab_sides import mark_lab_side
 
-SIDES = ("yours", "vllm")
-# Steps the student's run may take at startup: the lab's workloads end in a few hundred.
-MAX_STUDENT_STEPS = 100_000
+# The student's run ends, at the latest, after this many times the reference's steps: a policy that
+# never finishes (one that never preempts can leave requests waiting for blocks forever) stops there.
+MAX_STEPS_PER_REFERENCE_STEP = 4
 
 
 class PolicyFileError(Exception):
@@ -62,6 +63,8 @@ class LabPolicy:
     divergence: Divergence | None
     num_steps: dict
     halt_at: int | None
+    # Why the student's side stops at `halt_at`, as the page says it.
+    halt_reason: str = ""
 
     def simulation(self, side: str) -> Simulation:
         # Both made together, as `lab check` makes them: only the scheduler differs.
@@ -85,7 +88,7 @@ class LabPolicy:
         return {"exercise": self.exercise.number, "title": self.exercise.title, "file": self.file_name,
                 "workload": self.workload.name, "reference": self.exercise.reference_name,
                 "steps": max(self.num_steps.values()), "step": d.step if d else None, "words": d.message if d else "",
-                "halt_at": self.halt_at}
+                "halt_at": self.halt_at, "halt_reason": self.halt_reason}
 
 
 def _keep_module(cls: type) -> None:
@@ -96,15 +99,20 @@ def _keep_module(cls: type) -> None:
     sys.modules[cls.__module__] = module
 
 
-def _student_steps(policy: LabPolicy) -> tuple[int, int | None]:
-    """The student's run alone to its end: (steps, the step it cannot take or None)."""
+def _student_steps(policy: LabPolicy, max_steps: int) -> tuple[int, int | None, str]:
+    """The student's run alone to its end: (steps, the step it stops at or None, why)."""
     sim = policy.simulation("yours")
-    while not sim.done and sim.step_index < MAX_STUDENT_STEPS:
+    while not sim.done:
+        if sim.step_index >= max_steps:
+            return sim.step_index, sim.step_index, (f"it has not finished after {max_steps:,} steps "
+                                                    f"({MAX_STEPS_PER_REFERENCE_STEP} times the reference's)")
         try:
             sim.step()
-        except (InvalidBatch, SimulationStalled):
-            return sim.step_index, sim.step_index
-    return sim.step_index, None
+        except InvalidBatch:
+            return sim.step_index, sim.step_index, "its next batch is one the engine cannot run"
+        except SimulationStalled:
+            return sim.step_index, sim.step_index, "nothing it schedules can run, and no request is left to arrive"
+    return sim.step_index, None, ""
 
 
 def load_policy(path: str, number: int) -> LabPolicy:
@@ -116,12 +124,12 @@ def load_policy(path: str, number: int) -> LabPolicy:
         result = check(ex, cls)
         d = result.divergence
         spec = next(spec for spec in ex.workloads if d is None or spec.name == d.workload)
-        reference = simulations(ex, spec.build(), cls)[0]
-        policy = LabPolicy(ex, cls, cls.lab_source_path.name, spec, d, {"vllm": reference.run()}, None)
-        yours_steps, halt_at = _student_steps(policy)
+        reference_steps = simulations(ex, spec.build(), cls)[0].run()
+        policy = LabPolicy(ex, cls, cls.lab_source_path.name, spec, d, {"vllm": reference_steps}, None)
+        steps, halt_at, why = _student_steps(policy, MAX_STEPS_PER_REFERENCE_STEP * reference_steps)
     except LabFileError as e:
         raise PolicyFileError(e) from None
-    return LabPolicy(ex, cls, policy.file_name, spec, d, {"vllm": policy.num_steps["vllm"], "yours": yours_steps}, halt_at)
+    return dataclasses.replace(policy, num_steps={"vllm": reference_steps, "yours": steps}, halt_at=halt_at, halt_reason=why)
 
 
 def add_policy_file_flags(serve) -> None:

@@ -103,3 +103,16 @@ def check_both_sides(client):
         sid, token = created["session_id"], {"x-control-token": created["control_token"]}
         assert client.get(f"/api/sessions/{sid}/steps/0/why").status_code == 409
         assert client.get(f"/api/sessions/{sid}/export/steps.jsonl", headers=token).status_code == 409
+
+
+@pytest.mark.parametrize("mistake,number,halt_at,why", [
+    ("ignores_budget", 3, 0, "its next batch is one the engine cannot run"),
+    ("no_preemption", 4, 4 * 343, "it has not finished after 1,372 steps"),
+])
+def test_the_students_side_stops_before_a_step_it_cannot_take(mistake, number, halt_at, why):
+    policy = load_policy(str(MISTAKES / f"{mistake}.py"), number)
+    assert policy.halt_at == halt_at and policy.halt_reason.startswith(why)
+    sim = policy.simulation("yours")
+    assert sim.run() == halt_at and sim.done
+    with lab_client(policy) as client:
+        assert f"Your side stops after {halt_at:,} steps: {why}" in client.get(f"/lab?exercise={number}").text
