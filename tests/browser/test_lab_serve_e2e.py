@@ -56,6 +56,8 @@ def test_the_marker_sits_at_the_first_divergence_with_its_words(lab_server, new_
     assert not tip.is_visible()
     page.locator(".lab-marker").focus()
     assert tip.is_visible() and tip.inner_text() == d.message
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / f"lab-{viewport['width']}x{viewport['height']}-{theme}-focused.png"))
     # The marker takes both sides to the state just after that step: the two batches that differ.
     page.locator(".lab-marker").click()
     page.wait_for_function("s => window.servescope.sides.every((side) => side.store.step === s)", arg=d.step + 1,
