@@ -10,7 +10,7 @@ from scheduler_core.cli.main import main as core_main
 
 from .kv_events_cli import add_kv_events_flag, open_kv_event_publisher
 from .openai.cli import add_openai_flags
-from .policy_file import PolicyFileError, add_policy_file_flags, attach_policy, policy_from_args
+from .policy_file import add_policy_file_flags, attach_policy, policy_from_args
 from .ray_sweep import run_ray
 
 
@@ -22,14 +22,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env(default_scenario=args.scenario, allowed_hosts=tuple(args.allowed_host) or None,
                                  public=args.public or None)
+    policy = policy_from_args(args, settings.public)  # loaded before anything starts: a broken file is exit 2
     host = args.host or ("0.0.0.0" if args.public else "127.0.0.1")
-    try:
-        policy = policy_from_args(args, settings.public)  # before anything starts: a broken file is the student's file and line
-    except PolicyFileError as e:
-        print(f"servescope serve: {e}", file=sys.stderr)
-        if e.error.source_line:
-            print(f"    {e.error.source_line}", file=sys.stderr)
-        return 2
     kv_event_publisher = open_kv_event_publisher(args)
     app = create_app(settings, kv_event_publisher)
     if args.openai:
@@ -41,11 +35,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"servescope: serving {options.model_name} on vLLM's OpenAI API at http://{host}:{args.port}/v1 "
               f"({options.scenario.model} on {options.scenario.tensor_parallel_size} x {options.scenario.gpu})"
               f"; on the dashboard: http://{host}:{args.port}/s/{options.session_id}/view", flush=True)
-    if policy:
-        attach_policy(app, policy)
-        print(f"servescope: your scheduler beside vLLM's: http://{host}:{args.port}/lab?exercise={policy.exercise.number}",
-              flush=True)
     print(f"servescope dashboard: http://{host}:{args.port}/", flush=True)
+    if policy:
+        attach_policy(app, policy, f"http://{host}:{args.port}")
     if args.public:
         print(f"public: any address of this machine, at most {settings.max_sessions_per_client} sessions per client, "
               f"idle sessions end after {settings.idle_timeout_s / 60:g} min", flush=True)

@@ -32,12 +32,13 @@ from .lab_sides import mark_lab_side
 MAX_STEPS_PER_REFERENCE_STEP = 4
 
 
-class PolicyFileError(Exception):
-    """The student's file failed at startup: printed as file:line, and `serve` exits 2."""
+class PolicyFileError(ConfigError):
+    """The student's file failed at startup: its file:line and source line, and `serve` exits 2 (as for
+    any bad setting of the command line)."""
 
     def __init__(self, error: LabFileError):
-        super().__init__(f"{error.where}: {error.message}")
-        self.error = error
+        source = f"\n    {error.source_line}" if error.source_line else ""
+        super().__init__(error.where, error.message + source)
 
 
 class HaltingSimulation(Simulation):
@@ -155,10 +156,12 @@ def policy_from_args(args, public: bool) -> LabPolicy | None:
     return load_policy(args.policy_file, args.exercise or 1)
 
 
-def attach_policy(app: FastAPI, policy: LabPolicy) -> FastAPI:
+def attach_policy(app: FastAPI, policy: LabPolicy, base_url: str = "") -> FastAPI:
     """The lab's page and its sessions, on this app only: a server started without the flag has neither."""
     from .routes import lab
 
     app.state.lab_policy = policy
     app.include_router(lab.router)
+    if base_url:
+        print(f"servescope: your scheduler beside vLLM's: {base_url}/lab?exercise={policy.exercise.number}", flush=True)
     return app

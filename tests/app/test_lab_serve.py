@@ -35,7 +35,8 @@ def test_public_refuses_the_policy_file(capsys):
 def test_a_broken_file_is_its_file_and_line(capsys):
     assert main(["serve", "--policy-file", str(MISTAKES / "broken.py"), "--exercise", "3"]) == 2
     err = capsys.readouterr().err
-    assert f"{MISTAKES / 'broken.py'}:9: KeyError in schedule() at step 0" in err and "Traceback" not in err
+    assert f"servescope: error: {MISTAKES / 'broken.py'}:9: KeyError in schedule() at step 0" in err
+    assert "    return batch[view.waiting[0].request_id]" in err and "Traceback" not in err
 
 
 def test_exercise_needs_a_policy_file(capsys):
