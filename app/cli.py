@@ -11,6 +11,7 @@ from scheduler_core.errors import ConfigError
 
 from .kv_events_cli import add_kv_events_flag, open_kv_event_publishers
 from .openai.cli import add_openai_flags
+from .policy_file import add_policy_file_flags, attach_policy, policy_from_args
 from .ray_sweep import run_ray
 
 
@@ -22,6 +23,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env(default_scenario=args.scenario, allowed_hosts=tuple(args.allowed_host) or None,
                                  public=args.public or None)
+    policy = policy_from_args(args, settings.public)  # loaded before anything starts: a broken file is exit 2
     host = args.host or ("0.0.0.0" if args.public else "127.0.0.1")
     options = None
     if args.replicas != 1 and not args.openai:
@@ -46,6 +48,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         attach_openai(app, options, ports if sockets else ())
         print_served(options, host, ports)
     print(f"servescope dashboard: http://{host}:{args.port}/", flush=True)
+    if policy:
+        attach_policy(app, policy, f"http://{host}:{args.port}")
     if args.public:
         print(f"public: any address of this machine, at most {settings.max_sessions_per_client} sessions per client, "
               f"idle sessions end after {settings.idle_timeout_s / 60:g} min", flush=True)
@@ -86,6 +90,7 @@ def add_app_commands(commands, parsers: dict[str, argparse.ArgumentParser]) -> N
     serve.add_argument("--log-level", default="warning")
     add_kv_events_flag(serve)
     add_openai_flags(serve)
+    add_policy_file_flags(serve)
     serve.set_defaults(func=cmd_serve)
     sweep = parsers["sweep"]
     sweep.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",

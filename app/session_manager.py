@@ -33,7 +33,7 @@ class SessionManager:
         check_session_limits(scenario, self.settings)
 
     def create(self, scenario: Scenario, lesson: tuple[str, str] | None = None, origin: str = "",
-               owner: str = "") -> LiveSession:
+               owner: str = "", sim=None) -> LiveSession:
         limits = self.settings
         if len(self.sessions) >= limits.max_sessions:
             raise ConfigError("session", f"the server holds at most {limits.max_sessions} sessions; delete one")
@@ -43,7 +43,8 @@ class SessionManager:
             raise ConfigError("session", f"each client may hold {sessions} at once on this server; end one first")
         self.check_limits(scenario)
         session_id = uuid.uuid4().hex[:12]
-        session = Session(session_id, scenario, limits, lesson, origin, self.memory)
+        # `sim`: one built by the server rather than from the scenario (the lab's sides, `policy_file.py`).
+        session = Session(session_id, scenario, limits, lesson, origin, self.memory, sim)
         self.memory.admit(session.checkpoints)  # MemoryBudgetSpent when there is no room
         self.sessions[session_id] = live = LiveSession(session, limits, owner, self.stepping)
         for observer in self.observers:

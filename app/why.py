@@ -18,6 +18,7 @@ from fastapi import Request
 
 from scheduler_core.sim.simulation import Simulation
 
+from .lab_sides import refuse_replay
 from .rate_limits import limit
 from .why_replay import checkpoint_payload
 from .workers import worker_output
@@ -64,6 +65,7 @@ async def step_reasons(request: Request, live, step: int) -> bytes | None:
         return answer
     if not 0 <= step < session.step:
         return None
+    refuse_replay(session.sim, "a step's reasons")
     app.why_workers.check()  # busy: refused before a rate token is taken
     limit(request, "why")
     # No lock needed: checkpoints at or before a step taken are immutable and stay valid whatever

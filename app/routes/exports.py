@@ -15,6 +15,7 @@ from fastapi import APIRouter, Header, HTTPException, Request
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from ..frames import finite
+from ..lab_sides import refuse_replay
 from ..live import LiveSession
 from ..rate_limits import limit
 from ..workers import start_worker, stream
@@ -64,6 +65,7 @@ async def export_trace(session_id: str, request: Request, x_control_token: str =
 
 async def streamed_export(request: Request, live: LiveSession, kind: str, media_type: str, filename: str) -> StreamingResponse:
     settings = request.app.state.settings
+    refuse_replay(live.session.sim, "exports of steps")
     limit(request, "export")
     job = {"kind": kind, "scenario": live.session.scenario.to_dict(), "steps": live.session.step}
     process = await start_worker(request, job)

@@ -10,6 +10,7 @@ import { mount as mountKv } from "./panels/kvgrid.js";
 import { mount as mountQueues } from "./panels/queues.js";
 import { reuseOrCreate, showStartFailure } from "./sessions.js";
 import { createStore } from "./store.js";
+import { mount as mountDivergence } from "./divergence.js";
 
 const $ = (id) => document.getElementById(id);
 const TICK_MS = 100;
@@ -31,7 +32,7 @@ const ROWS = [
 const sideElements = [...document.querySelectorAll("[data-create]")];
 let opened = [];
 try {
-  opened = await Promise.all(sideElements.map((el, i) => reuseOrCreate(`compare${location.search}:${i}`, el.dataset.create)));
+  opened = await Promise.all(sideElements.map((el, i) => reuseOrCreate(`compare${location.pathname}${location.search}:${i}`, el.dataset.create, el.dataset.createUrl)));
 } catch (error) {
   showStartFailure(error);
   await new Promise(() => {});  // the page now says why; nothing below can run without sessions
@@ -135,5 +136,6 @@ function frame() {
   }
   requestAnimationFrame(frame);
 }
+mountDivergence($("lab-strip"), sides, both);
 window.servescope = { sides, both };
 requestAnimationFrame(frame);

@@ -53,15 +53,16 @@ async function errorText(response) {
   }
 }
 
-// This tab's session for `key` (a page's query) while it exists, else a new one from `body`.
-export async function reuseOrCreate(key, body) {
+// This tab's session for `key` (a page's query) while it exists, else a new one from `body`
+// (POSTed to `url`: the lab's sides have their own, `/api/lab/sessions`).
+export async function reuseOrCreate(key, body, url = "/api/sessions") {
   const known = sessionStorage.getItem(sessionKey(key));
   if (known && tokenFor(known)) {
     const response = await fetch(`/api/sessions/${known}`);
     if (response.ok) return { sessionId: known, token: tokenFor(known) };
     forget(known);
   }
-  const response = await fetch("/api/sessions", { method: "POST", headers: { "content-type": "application/json" }, body });
+  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body });
   if (!response.ok) throw new SessionError(response.status, await errorText(response));
   const created = await response.json();
   sessionStorage.setItem(tokenKey(created.session_id), created.control_token);
