@@ -1,0 +1,54 @@
+"""Lessons that say what the screen shows (issue 29, part 2), in a real browser at 1280x720 in
+the projector theme: the caption follows every step, the claims slide fits the screen, and the
+panels' words match the arm on screen."""
+
+from __future__ import annotations
+
+import re
+
+from tests.browser.pages import PROJECTOR, SEEK_MS, open_page, wait_for_dashboard
+
+
+def open_lesson(server, new_page, query: str):
+    page = open_page(new_page, f"{server.url}/?lesson={query}", "projector", PROJECTOR)
+    wait_for_dashboard(page)
+    page.wait_for_function("window.servescope.narration.beats().length > 0", timeout=SEEK_MS)
+    return page
+
+
+def seek(page, step: int) -> None:
+    page.evaluate("step => window.servescope.send({type: 'seek', step})", step)
+    page.wait_for_function("step => window.servescope.store.step === step", arg=step, timeout=SEEK_MS)
+    page.wait_for_timeout(200)
+
+
+def shown_now(page) -> str:
+    """The caption's "(now at step N)", or "" when the step on screen is the beat's own."""
+    match = re.search(r"\(now at step [\d,]+\)", page.locator("#narration .beat-text").inner_text())
+    return match.group(0) if match else ""
+
+
+def expected_now(page) -> str:
+    step = page.evaluate("window.servescope.store.step")
+    beat = page.evaluate("window.servescope.narration.beats()[window.servescope.narration.current()]")
+    return "" if beat["step"] == step else f"(now at step {step:,})"
+
+
+def test_the_caption_says_the_step_on_screen_after_every_step_and_after_fast_play(server, new_page):
+    page = open_lesson(server, new_page, "chunked-prefill")
+    beats = page.evaluate("window.servescope.narration.beats()")
+    start = beats[-2]["step"]  # a long stretch before the end
+    seek(page, start)
+    assert shown_now(page) == ""
+    for n in (1, 2, 3):
+        page.evaluate("window.servescope.send({type: 'step', n: 1})")
+        page.wait_for_function("s => window.servescope.store.step === s", arg=start + n)
+        page.wait_for_timeout(100)
+        assert shown_now(page) == f"(now at step {start + n:,})"
+    page.evaluate("window.servescope.send({type: 'speed', steps_per_s: 250})")
+    page.evaluate("window.servescope.send({type: 'play'})")
+    page.wait_for_function("s => window.servescope.store.step > s + 40", arg=start, timeout=SEEK_MS)
+    page.evaluate("window.servescope.send({type: 'pause'})")
+    page.wait_for_function("window.servescope.store.status.playing === false")
+    page.wait_for_timeout(300)
+    assert shown_now(page) == expected_now(page) != ""
