@@ -52,3 +52,17 @@ def test_the_caption_says_the_step_on_screen_after_every_step_and_after_fast_pla
     page.wait_for_function("window.servescope.store.status.playing === false")
     page.wait_for_timeout(300)
     assert shown_now(page) == expected_now(page) != ""
+
+
+def test_a_contiguous_arm_names_its_allocator_and_its_captions_tell_its_story(server, new_page):
+    page = open_lesson(server, new_page, "paged-vs-contiguous&arm=contiguous")
+    assert page.locator("#view-paged").inner_text() == "Reserve max"
+    assert page.locator("#view-contiguous").is_hidden()
+    assert "reserves max_model_len" in page.locator("#narration .beat-text").inner_text()
+    admit = next(b for b in page.evaluate("window.servescope.narration.beats()") if b["event"] == "first_admit")
+    seek(page, admit["step"])
+    request = admit["facts"]["request"]
+    held = page.evaluate("id => window.servescope.store.tables.get(id).length", request)
+    assert f"holds {held}" in page.locator("#narration .beat-text").inner_text()
+    page = open_lesson(server, new_page, "paged-vs-contiguous&arm=paged")
+    assert page.locator("#view-paged").inner_text() == "Paged" and page.locator("#view-contiguous").is_visible()
