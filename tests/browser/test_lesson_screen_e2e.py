@@ -6,7 +6,23 @@ from __future__ import annotations
 
 import re
 
-from tests.browser.pages import PROJECTOR, SEEK_MS, open_page, wait_for_dashboard
+import pytest
+
+from scheduler_core.lessons.catalog import LESSONS
+from scheduler_core.lessons.fleet import FLEET_LESSONS
+from tests.browser.pages import NORMAL, PROJECTOR, SEEK_MS, check_layout, open_page, set_theme, wait_for_dashboard
+
+# Where the slide's parts end, against the dialog's own visible box and the screen.
+SLIDE_BOXES = """() => {
+  const dialog = document.getElementById('claims-dialog'), box = dialog.getBoundingClientRect();
+  const bottom = (el) => el.getBoundingClientRect().bottom;
+  const heads = [...dialog.querySelectorAll('thead th')];
+  const lines = (th) => th.getBoundingClientRect().height / parseFloat(getComputedStyle(th).lineHeight);
+  return {overflow: dialog.scrollHeight - dialog.clientHeight, bottom: Math.min(box.bottom, innerHeight),
+          close: bottom(dialog.querySelector('form button')),
+          claims: Math.max(...[...dialog.querySelectorAll('ul.claims li')].map(bottom)),
+          heads: heads.filter((th) => lines(th) > 1.6).map((th) => th.textContent)};
+}"""
 
 
 def open_lesson(server, new_page, query: str):
@@ -66,3 +82,33 @@ def test_a_contiguous_arm_names_its_allocator_and_its_captions_tell_its_story(se
     assert f"holds {held}" in page.locator("#narration .beat-text").inner_text()
     page = open_lesson(server, new_page, "paged-vs-contiguous&arm=paged")
     assert page.locator("#view-paged").inner_text() == "Paged" and page.locator("#view-contiguous").is_visible()
+
+
+def check_slide_fits(page, where: str, projector: bool = True) -> None:
+    """W: the Close button and every claim inside the slide on screen, nothing of the slide below
+    it (only the table's own box may scroll), and no arm's name broken across lines."""
+    page.keyboard.press("w")
+    page.locator("#claims-dialog").wait_for(state="visible")
+    page.wait_for_timeout(200)
+    boxes = page.evaluate(SLIDE_BOXES)
+    assert boxes["overflow"] <= 1, (where, boxes)
+    assert boxes["close"] <= boxes["bottom"] and boxes["claims"] <= boxes["bottom"], (where, boxes)
+    assert boxes["heads"] == [], (where, boxes)
+    check_layout(page, f"{where}: what it proves", projector=projector)
+    page.keyboard.press("Escape")
+    page.locator("#claims-dialog").wait_for(state="hidden")
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.name for lesson in LESSONS])
+def test_what_it_proves_fits_a_projector_screen(server, new_page, lesson):
+    page = open_lesson(server, new_page, lesson.name)
+    check_slide_fits(page, lesson.name)
+    set_theme(page, "normal", NORMAL)
+    check_slide_fits(page, f"{lesson.name}, normal 1920x1080", projector=False)
+
+
+@pytest.mark.parametrize("lesson", FLEET_LESSONS, ids=[lesson.name for lesson in FLEET_LESSONS])
+def test_what_a_fleet_lesson_proves_fits_a_projector_screen(server, new_page, lesson):
+    page = open_page(new_page, f"{server.url}/fleet?lesson={lesson.name}", "projector", PROJECTOR)
+    page.wait_for_function("window.servescope && window.servescope.story.beats().length > 0", timeout=180_000)
+    check_slide_fits(page, lesson.name)
