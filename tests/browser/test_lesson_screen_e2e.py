@@ -112,3 +112,17 @@ def test_what_a_fleet_lesson_proves_fits_a_projector_screen(server, new_page, le
     page = open_page(new_page, f"{server.url}/fleet?lesson={lesson.name}", "projector", PROJECTOR)
     page.wait_for_function("window.servescope && window.servescope.story.beats().length > 0", timeout=180_000)
     check_slide_fits(page, lesson.name)
+
+
+def test_a_static_batch_is_not_measured_against_a_token_budget(server, new_page):
+    page = open_lesson(server, new_page, "static-vs-continuous&arm=static")
+    assert "at most" not in page.locator("#batch").inner_text()
+    refill = next(b for b in page.evaluate("window.servescope.narration.beats()") if b["event"] == "refill")
+    seek(page, refill["step"])  # a new batch: every member's whole prompt in one step
+    used = page.evaluate("window.servescope.store.lastRecord.scheduled.reduce((a, s) => a + s[1], 0)")
+    budget = page.evaluate("window.servescope.store.session.max_num_batched_tokens")
+    header = page.locator("#batch .budget").inner_text()
+    assert used > budget and f"{used:,} tokens, no token budget" in header and f"of {budget:,}" not in header
+    page = open_lesson(server, new_page, "static-vs-continuous&arm=continuous")
+    seek(page, 1)
+    assert f"of {budget:,} tokens" in page.locator("#batch .budget").inner_text()
