@@ -126,3 +126,18 @@ def test_a_static_batch_is_not_measured_against_a_token_budget(server, new_page)
     page = open_lesson(server, new_page, "static-vs-continuous&arm=continuous")
     seek(page, 1)
     assert f"of {budget:,} tokens" in page.locator("#batch .budget").inner_text()
+
+
+def test_compare_plays_on_after_one_side_finishes_and_shows_the_step_still_running(server, new_page):
+    page = open_page(new_page, f"{server.url}/compare?lesson=memory-pressure", "projector", PROJECTOR)
+    page.wait_for_function("window.servescope && window.servescope.sides.every((s) => s.store.session)")
+    page.evaluate("window.servescope.both({type: 'seek', step: 5340})")  # swap, side B, ends at step 5,346
+    page.wait_for_function("window.servescope.sides.every((s) => s.store.step === 5340)", timeout=SEEK_MS)
+    page.select_option("#speed", "250")
+    page.keyboard.press(" ")
+    page.wait_for_function("window.servescope.sides[1].store.done")
+    page.wait_for_function("window.servescope.sides[0].store.step > 5370", timeout=20_000)
+    page.keyboard.press(" ")
+    page.wait_for_timeout(300)
+    steps = page.evaluate("window.servescope.sides.map((s) => s.store.step)")
+    assert page.locator("#step-counter").inner_text() == f"{max(steps):,}"
