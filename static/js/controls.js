@@ -1,6 +1,7 @@
 // The top bar: transport buttons, speed, breakpoints, scenario picker, configuration form
 // (built from the served JSON Schema), share and export links, theme, and the keyboard.
 
+import { askBeforeDiscarding, numberOf } from "./config_form_input.js";
 import { html, render } from "./dom.js";
 import { modelLines } from "./model_lines.js";
 import { downloadExport } from "./sessions.js";
@@ -175,13 +176,16 @@ async function openConfigForm(store, dialog) {
   // Prefix caching left to the server once the model changes, unless the user ticked the box: unset, a
   // Mamba hybrid runs without it (vLLM's align mode is not modelled) and the startup lines say why.
   const caching = dialog.querySelector("#cfg-engine-enable_prefix_caching");
+  let problems = []; // number fields the browser could not read, from the last formScenario()
   const formScenario = () => {
     const scenario = { engine: { ...(current.engine || {}) }, workload: { ...(current.workload || {}) } };
     delete scenario.engine.compat;
+    problems = [];
     for (const input of dialog.querySelectorAll("[data-path]")) {
       const { path, name, type } = input.dataset;
       let value = type === "boolean" ? input.checked : input.value;
-      if (type === "number") value = value === "" ? null : Number(value);
+      if (type === "number") value = numberOf(input);
+      if (value && value.problem) { problems.push(value.problem); continue; }
       if (value === null || value === "") continue; // left empty: the server's default (kv_cache_groups, say)
       if (path === "top") scenario[name] = value; else scenario[path][name] = value;
     }
@@ -212,7 +216,10 @@ async function openConfigForm(store, dialog) {
       if (!caching.dataset.touched) caching.dataset.unset = "1";
     }
     const asked = ++validations;
-    const response = await validate(formScenario());
+    const scenario = formScenario();
+    dialog.querySelector(".form-error").textContent = problems.join("; ");
+    if (problems.length) return;
+    const response = await validate(scenario);
     const body = await response.json();
     if (asked !== validations) return; // a later change's answer is on its way: this one is stale
     dialog.querySelector("#cfg-startup").textContent = response.ok ? body.memory.startup_lines.join("\n") : errorText(body);
@@ -227,10 +234,12 @@ async function openConfigForm(store, dialog) {
     if (caching.dataset.unset) caching.checked = body.engine.enable_prefix_caching;
   };
   dialog.querySelector("form").addEventListener("change", showStartup);
+  askBeforeDiscarding(dialog, dialog.querySelector("form"), (text) => { dialog.querySelector(".form-error").textContent = text; });
   showStartup();
   dialog.querySelector("#cfg-submit").addEventListener("click", async (event) => {
     event.preventDefault();
     const scenario = formScenario();
+    if (problems.length) { dialog.querySelector(".form-error").textContent = problems.join("; "); return; }
     const check = await validate(scenario);
     if (!check.ok) {
       dialog.querySelector(".form-error").textContent = errorText(await check.json());

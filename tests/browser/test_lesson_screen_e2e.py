@@ -141,3 +141,40 @@ def test_compare_plays_on_after_one_side_finishes_and_shows_the_step_still_runni
     page.wait_for_timeout(300)
     steps = page.evaluate("window.servescope.sides.map((s) => s.store.step)")
     assert page.locator("#step-counter").inner_text() == f"{max(steps):,}"
+
+
+# -- the configuration form ----------------------------------------------------------------
+def open_configure(page) -> None:
+    page.click("#configure")
+    page.wait_for_function("document.querySelector('#cfg-startup')?.textContent.includes('GPU KV cache size')")
+
+
+@pytest.mark.parametrize("typed", ["1e400", "12e"])
+def test_a_number_the_form_cannot_read_is_named_not_replaced_by_a_default(server, new_page, typed):
+    page = open_page(new_page, f"{server.url}/?scenario=default", "normal", NORMAL)
+    wait_for_dashboard(page)
+    url = page.url
+    open_configure(page)
+    field = page.locator("#cfg-workload-num_requests")
+    field.fill("")
+    field.press_sequentially(typed)
+    page.click("#cfg-submit")
+    page.wait_for_function("document.querySelector('#config-dialog .form-error').textContent.includes('num_requests')")
+    assert "num_requests: not a finite number" in page.locator("#config-dialog .form-error").inner_text()
+    page.wait_for_timeout(500)
+    assert page.url == url and page.locator("#config-dialog").is_visible()
+
+
+def test_esc_asks_before_discarding_edits(server, new_page):
+    page = open_page(new_page, f"{server.url}/?scenario=default", "normal", NORMAL)
+    wait_for_dashboard(page)
+    open_configure(page)
+    page.locator("#cfg-workload-num_requests").fill("12")
+    page.keyboard.press("Escape")
+    assert page.locator("#config-dialog").is_visible()
+    assert "press Esc again" in page.locator("#config-dialog .form-error").inner_text()
+    page.keyboard.press("Escape")
+    page.locator("#config-dialog").wait_for(state="hidden")
+    open_configure(page)  # opened again without edits, Esc closes at once
+    page.keyboard.press("Escape")
+    page.locator("#config-dialog").wait_for(state="hidden")
