@@ -15,9 +15,10 @@ export function numberOf(input) {
 }
 
 // Esc closes a <dialog> through its cancel event: with edits made, the first Esc only asks (in the
-// form's error line), a second one discards them. `onAsk(text)` shows the question.
-export function askBeforeDiscarding(dialog, form, onAsk) {
-  let edited = false, asked = false;
+// form's error line), a second one discards them. `onAsk(text)` shows the question; `edited`: the
+// form opens on settings that are already an edit (a pasted line's).
+export function askBeforeDiscarding(dialog, form, onAsk, edited = false) {
+  let asked = false;
   form.addEventListener("input", () => { edited = true; asked = false; });
   // A property, not a listener: the form is built afresh at every opening, the dialog is not.
   dialog.oncancel = (event) => {
@@ -26,4 +27,15 @@ export function askBeforeDiscarding(dialog, form, onAsk) {
     asked = true;
     onAsk("You have changed settings: press Esc again to discard them, or Start session to use them.");
   };
+}
+
+// A pasted `vllm serve` line, read by the server (the CLI's parser, the one validation path) over the
+// form's settings: { scenario, ignored } to show in the form, or { error } naming what is wrong.
+export async function pasteVllmLine(command, scenario) {
+  const response = await fetch("/api/scenarios/vllm-command", { method: "POST", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ command, scenario }) });
+  const body = await response.json();
+  if (response.ok) return body;
+  const detail = Array.isArray(body.detail) ? body.detail.map((d) => `${d.loc.filter((l) => l !== "body").join(".")}: ${d.msg}`).join("; ") : String(body.detail);
+  return { error: detail };
 }

@@ -1,7 +1,7 @@
 // The top bar: transport buttons, speed, breakpoints, scenario picker, configuration form
 // (built from the served JSON Schema), share and export links, theme, and the keyboard.
 
-import { askBeforeDiscarding, numberOf } from "./config_form_input.js";
+import { askBeforeDiscarding, numberOf, pasteVllmLine } from "./config_form_input.js";
 import { html, render } from "./dom.js";
 import { modelLines } from "./model_lines.js";
 import { downloadExport } from "./sessions.js";
@@ -140,9 +140,10 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
 }
 
 // -- the configuration form, built from the JSON Schema -------------------------------------
-async function openConfigForm(store, dialog) {
+// `given`: the settings to show instead of the session's (a pasted `vllm serve` line's).
+async function openConfigForm(store, dialog, given = null, note = "") {
   const schema = await (await fetch("/api/schema")).json();
-  const current = store.session ? store.session.scenario : {};
+  const current = given || (store.session ? store.session.scenario : {});
   const defs = schema.$defs || {};
   const field = (path, name, spec, value) => {
     const id = `cfg-${path}-${name}`;
@@ -167,7 +168,10 @@ async function openConfigForm(store, dialog) {
   const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "vllm_version", "tensor_parallel_size", "data_parallel_size", "enable_expert_parallel", "gpu_memory_utilization", "kv_cache_dtype"].includes(n))
     .map(([n, spec]) => field("top", n, spec, current[n]));
   render(dialog, html`<h2 id="config-title">Configuration</h2><p class="muted">Starts a new session with these settings; the URL then captures them.</p>
-    <form method="dialog"><fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div>
+    <form method="dialog"><div class="vllm-line"><label for="cfg-vllm-line"><span>a <code>vllm serve</code> line</span>
+    <input type="text" id="cfg-vllm-line" placeholder="vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 128"></label>
+    <button type="button" id="cfg-vllm-apply">Apply</button><span class="muted" id="cfg-vllm-note">${note}</span></div>
+    <fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div>
     <div class="startup-lines" aria-live="polite"><span class="muted">vLLM at startup, per GPU:</span><pre id="cfg-startup"></pre><p id="cfg-capacity" class="capacity-warning" hidden></p></div>
     <div class="model-summary" aria-live="polite"><span class="muted">The model:</span><div id="cfg-model"></div></div></fieldset>
     ${section("engine", "EngineModel", current.engine || {})}${section("workload", "WorkloadModel", current.workload || {})}
@@ -234,7 +238,12 @@ async function openConfigForm(store, dialog) {
     if (caching.dataset.unset) caching.checked = body.engine.enable_prefix_caching;
   };
   dialog.querySelector("form").addEventListener("change", showStartup);
-  askBeforeDiscarding(dialog, dialog.querySelector("form"), (text) => { dialog.querySelector(".form-error").textContent = text; });
+  askBeforeDiscarding(dialog, dialog.querySelector("form"), (text) => { dialog.querySelector(".form-error").textContent = text; },
+    Boolean(given));
+  // Enter in the line applies it (a form's implicit submission would close the dialog).
+  dialog.querySelector("#cfg-vllm-line").addEventListener("keydown", (event) => {
+    if (event.key === "Enter") { event.preventDefault(); dialog.querySelector("#cfg-vllm-apply").click(); }
+  });
   showStartup();
   dialog.querySelector("#cfg-submit").addEventListener("click", async (event) => {
     event.preventDefault();
@@ -247,7 +256,12 @@ async function openConfigForm(store, dialog) {
     }
     location.href = `/?config=${encodeURIComponent(JSON.stringify(scenario))}`;
   });
-  dialog.showModal();
+  dialog.querySelector("#cfg-vllm-apply").addEventListener("click", async () => {
+    const line = await pasteVllmLine(dialog.querySelector("#cfg-vllm-line").value, formScenario());
+    if (line.error) { dialog.querySelector(".form-error").textContent = line.error; return; }
+    openConfigForm(store, dialog, line.scenario, line.ignored.length ? `ignored: ${line.ignored.join(" ")}` : "applied");
+  });
+  if (!dialog.open) dialog.showModal();
 }
 
 // -- breakpoints ----------------------------------------------------------------------------

@@ -169,7 +169,9 @@ def test_esc_asks_before_discarding_edits(server, new_page):
     page = open_page(new_page, f"{server.url}/?scenario=default", "normal", NORMAL)
     wait_for_dashboard(page)
     open_configure(page)
-    page.locator("#cfg-workload-num_requests").fill("12")
+    field = page.locator("#cfg-workload-num_requests")
+    field.fill("")
+    field.press_sequentially("12")  # typed: a user activation, which Chromium needs to let a dialog's cancel be refused
     page.keyboard.press("Escape")
     assert page.locator("#config-dialog").is_visible()
     assert "press Esc again" in page.locator("#config-dialog .form-error").inner_text()
@@ -178,3 +180,19 @@ def test_esc_asks_before_discarding_edits(server, new_page):
     open_configure(page)  # opened again without edits, Esc closes at once
     page.keyboard.press("Escape")
     page.locator("#config-dialog").wait_for(state="hidden")
+
+
+def test_a_pasted_vllm_serve_line_fills_the_form(server, new_page):
+    page = open_page(new_page, f"{server.url}/?scenario=default", "normal", NORMAL)
+    wait_for_dashboard(page)
+    open_configure(page)
+    page.fill("#cfg-vllm-line", "vllm serve --max-num-seqs 96 --block-size 32 --port 8001")
+    page.click("#cfg-vllm-apply")
+    page.wait_for_function("document.querySelector('#cfg-engine-max_num_seqs').value === '96'")
+    assert page.locator("#cfg-engine-block_size").input_value() == "32"
+    assert "--port 8001" in page.locator("#cfg-vllm-note").inner_text()
+    page.fill("#cfg-vllm-line", "vllm serve --block-size 7")
+    page.locator("#cfg-vllm-line").press("Enter")
+    page.wait_for_function("document.querySelector('#config-dialog .form-error').textContent.includes('block_size')")
+    assert page.locator("#config-dialog").is_visible()
+    assert [e for e in page.errors if "status of 422" not in e] == []  # the refused line's own 422 aside
