@@ -101,8 +101,10 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
       Home: () => { send({ type: "reset" }); toast("back to step 0"); },
       "+": () => changeSpeed(1), "=": () => changeSpeed(1), "-": () => changeSpeed(-1),
       b: runToBreakpoint,
-      n: () => toast((lesson && lesson.next()) || "N: no lesson in this session"),
-      p: () => toast((lesson && lesson.prev()) || "P: no lesson in this session"),
+      // In a lesson the caption bar itself says which beat N / P went to: a toast would only
+      // cover the KV and chart legends beneath it for two seconds.
+      n: () => { if (!(lesson && lesson.next())) toast("N: no lesson in this session"); },
+      p: () => { if (!(lesson && lesson.prev())) toast("P: no lesson in this session"); },
     };
     const anyone = {
       "?": () => $("help-dialog").showModal(),

@@ -196,3 +196,28 @@ def test_a_pasted_vllm_serve_line_fills_the_form(server, new_page):
     page.wait_for_function("document.querySelector('#config-dialog .form-error').textContent.includes('block_size')")
     assert page.locator("#config-dialog").is_visible()
     assert [e for e in page.errors if "status of 422" not in e] == []  # the refused line's own 422 aside
+
+
+# -- the room's screen ---------------------------------------------------------------------
+PICKER_FITS = """() => {
+  const select = document.getElementById('scenario-picker'), style = getComputedStyle(select);
+  const ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+  const text = select.selectedOptions[0].textContent;
+  return {text, needed: ctx.measureText(text).width + parseFloat(style.paddingLeft) + 20, width: select.clientWidth};
+}"""
+
+
+@pytest.mark.parametrize("name", ["memory-pressure", "static-vs-continuous", "speculative-decoding"])
+def test_the_scenario_picker_shows_the_whole_lesson_name(server, new_page, name):
+    page = open_lesson(server, new_page, name)
+    picker = page.evaluate(PICKER_FITS)
+    assert picker["text"] == name and picker["needed"] <= picker["width"], picker
+
+
+def test_n_and_p_leave_the_legends_uncovered(server, new_page):
+    """The caption bar says where N went; no toast covers the KV and chart legends for two seconds."""
+    page = open_lesson(server, new_page, "chunked-prefill")
+    page.keyboard.press("n")
+    page.wait_for_function("window.servescope.narration.current() === 1", timeout=SEEK_MS)
+    assert page.locator("#toast").is_hidden()
