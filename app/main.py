@@ -25,7 +25,7 @@ from .kv_event_feed import KVEventFeed
 from .kv_events_publisher import ZmqEventPublisher
 from .log_redaction import log_config
 from .rate_limits import RateLimits
-from .routes import api, exports, fleet, metrics, pages, ws
+from .routes import api, exports, fleet, metrics, pages, vllm_line, ws
 from .session_manager import SessionManager
 from .settings import Settings
 from .viewer_bytes import ViewerBytes
@@ -108,7 +108,7 @@ def create_app(settings: Settings | None = None, kv_event_publisher: ZmqEventPub
     app.state.rate_limits = RateLimits(settings)
     app.state.templates = Jinja2Templates(directory=TEMPLATES_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    for module in (api, exports, ws, metrics, pages, fleet):
+    for module in (api, exports, ws, metrics, pages, fleet, vllm_line):
         app.include_router(module.router)
 
     app.add_middleware(RequestGuard, policy=HostPolicy(settings.allowed_hosts, allow_ip_literals=settings.public),

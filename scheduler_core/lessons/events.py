@@ -67,7 +67,8 @@ class StoryEvents:
         for rid in record.admitted:
             held = chunks[rid].num_computed_before + chunks[rid].num_tokens if rid in chunks else 0
             self._first("first_admit", record, request=rid, prompt=sim.request(rid).num_prompt_tokens,
-                        hit=record.cached_tokens.get(rid, 0), blocks=cdiv(held, config.block_size))
+                        hit=record.cached_tokens.get(rid, 0), blocks=cdiv(held, config.block_size),
+                        table=len(sim.block_table(rid)))  # what the grid shows it holding: all it reserved
         for chunk in prefill:
             prompt = sim.request(chunk.request_id).num_prompt_tokens
             partial = chunk.num_computed_before + chunk.num_tokens < prompt

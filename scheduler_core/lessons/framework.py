@@ -252,6 +252,8 @@ def story(lesson: Lesson, arm: str, results: dict[str, ArmResult]) -> list[dict]
     opening = {**{k: getattr(engine, k) for k in ("num_gpu_blocks", "block_size", "max_num_batched_tokens", "max_num_seqs",
                                                    "max_model_len")},
                "num_requests": results[arm].report["num_requests"],
+               "arrival_rate": scenario.workload.arrival_rate,
+               "reserve_blocks": cdiv(engine.max_model_len, engine.block_size),
                "reserve_fit": (engine.num_gpu_blocks - 1) // cdiv(engine.max_model_len, engine.block_size),
                "step": 0}
     beats = []

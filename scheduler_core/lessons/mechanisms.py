@@ -70,21 +70,32 @@ MECHANISM_LESSONS = [
                   lambda r: r["paged"].report["output_tokens_per_s"] > 1.5 * r["contiguous"].report["output_tokens_per_s"]),
         ],
         beats=[
-            Beat("opening", "Blocks as needed", "{num_requests} ShareGPT requests arrive in a burst at a pool of "
-                 "{num_gpu_blocks:,} blocks of {block_size} tokens. Step (→) and watch the KV grid: each request gets "
+            Beat("opening", "Blocks as needed", "{num_requests} ShareGPT requests arrive, {arrival_rate:.0f} a second, at a "
+                 "pool of {num_gpu_blocks:,} blocks of {block_size} tokens. Step (→) and watch the KV grid: each request gets "
                  "only the blocks its tokens fill.",
-                 ("kv", "queues")),
+                 ("kv", "queues"), arms=("paged",)),
+            Beat("opening", "Reserving the maximum", "{num_requests} ShareGPT requests arrive, {arrival_rate:.0f} a second, at "
+                 "a pool of {num_gpu_blocks:,} blocks of {block_size} tokens, and each one admitted reserves max_model_len: "
+                 "{max_model_len:,} tokens, {reserve_blocks} blocks, the way systems before vLLM did. Step (→) and watch the "
+                 "KV grid: a long run of blocks per request, most of it never written.",
+                 ("kv", "queues"), arms=("contiguous",)),
             Beat("first_admit", "The first blocks", "Step {step}: {request} is admitted with a {prompt}-token prompt and holds "
-                 "{blocks} blocks, no more; reserving max_model_len would set {max_model_len:,} tokens aside for it.",
-                 ("kv", "batch")),
+                 "{table} blocks, no more; reserving max_model_len would set {max_model_len:,} tokens aside for it.",
+                 ("kv", "batch"), arms=("paged", "paged-alpaca")),
+            Beat("first_admit", "A whole reservation", "Step {step}: {request} is admitted with a {prompt}-token prompt that "
+                 "fills {blocks} blocks, and holds {table}: the rest is set aside for tokens it may never write.",
+                 ("kv", "batch"), arms=("contiguous",)),
             Beat("first_finish", "Blocks come back", "Step {step}: {request} finished after {output} output tokens; its blocks "
-                 "go back to the free pool at once, for the next request.", ("kv", "queues")),
+                 "go back to the free pool at once, for the next request.", ("kv", "queues"), arms=("paged", "paged-alpaca")),
+            Beat("first_finish", "A reservation comes back", "Step {step}: {request} finished after {output} output tokens, "
+                 "having filled {blocks} of its {reserve_blocks} blocks; the whole reservation goes back to the free pool, "
+                 "for the next request.", ("kv", "queues"), arms=("contiguous",)),
             Beat("peak_running", "How many fit", "Step {step}: {running} requests run at once in {used_blocks:,} blocks "
                  "({kv}% used). Reserving {max_model_len:,} tokens each, only {reserve_fit} would fit: click 'Reserve max'.",
                  ("kv", "queues"), arms=("paged",)),
-            Beat("peak_running", "How many fit", "Step {step}: reserving {max_model_len:,} tokens each, only {running} requests "
-                 "run at once while {waiting} wait; most of the pool is reserved but unused.", ("kv", "queues"),
-                 arms=("contiguous",)),
+            Beat("peak_running", "How many fit", "Step {step}: reserving {max_model_len:,} tokens each, {running} requests hold "
+                 "{used_blocks:,} blocks ({kv}% of the pool) and no more fit; most of what they hold is reserved but unused.",
+                 ("kv", "queues"), arms=("contiguous",)),
             Beat("opening", "Short requests", "{num_requests} Alpaca requests, a few blocks of {block_size} tokens each: "
                  "watch how much of each request's last block stays empty.", ("kv", "queues"), arms=("paged-alpaca",)),
             Beat("end", "Result", "Paged: {paged:report.fragmentation:.1%} of allocated memory unused, {paged:peak_running} "
@@ -153,8 +164,9 @@ MECHANISM_LESSONS = [
                  "requests wait: {empty} empty seats.", ("queues", "charts"), arms=("static", "naive", "naive-fixed")),
             Beat("refill", "The next batch", "Step {step}: the last member finished; {admitted} requests are admitted at once "
                  "as the next batch.", ("queues", "batch"), arms=("static", "naive", "naive-fixed")),
-            Beat("first_finish", "A seat frees", "Step {step}: {request} finished after {output} tokens; the next waiting "
-                 "request takes its seat in the following step.", ("queues", "batch"), arms=("continuous",)),
+            Beat("first_finish", "A seat frees", "Step {step}: {request} finished after {output} tokens and leaves the batch "
+                 "at once; {running} others run on, and its seat goes to the next request as soon as one waits, not when the "
+                 "whole batch is done.", ("queues", "batch"), arms=("continuous",)),
             Beat("queue_drained", "Queue drained", "Step {step}: nobody waits any more; the {running} running requests finish.",
                  ("queues", "charts"), arms=("continuous",)),
             Beat("end", "Result", "Continuous batching: {continuous:report.output_tokens_per_s:,.0f} output tokens/s, TTFT p50 "
@@ -285,13 +297,22 @@ MECHANISM_LESSONS = [
         beats=[
             Beat("opening", "Shared system prompts", "{num_requests} requests each start with one of four 1,024-token system "
                  "prompts (64 blocks). The first request with a prompt computes it; its full blocks get hashed.",
-                 ("kv", "queues")),
+                 ("kv", "queues"), arms=("cache-on", "cache-on-small")),
+            Beat("opening", "No prefix caching", "{num_requests} requests each start with one of four 1,024-token system "
+                 "prompts (64 blocks), with prefix caching off: every request computes its whole prompt, the shared part "
+                 "included, and its blocks keep nothing for the next one.", ("kv", "queues"), arms=("cache-off",)),
             Beat("first_admit", "Nothing cached yet", "Step {step}: {request} is admitted with {hit} tokens from the cache: it "
-                 "computes its {prompt:,}-token prompt itself.", ("kv", "batch")),
+                 "computes its {prompt:,}-token prompt itself.", ("kv", "batch"), arms=("cache-on", "cache-on-small")),
+            Beat("first_admit", "Computed in full", "Step {step}: {request} is admitted and computes its {prompt:,}-token "
+                 "prompt itself, as every request here will, though most of it is a system prompt others share.",
+                 ("kv", "batch"), arms=("cache-off",)),
             Beat("first_hit", "A hit", "Step {step}: {request} is admitted and {tokens:,} of its {prompt:,} prompt tokens "
                  "hit the cache: {blocks} blocks shared (dot) instead of computed.", ("kv", "batch")),
             Beat("first_finish", "Cached, free", "Step {step}: {request} finished; its blocks are free but keep their hashes "
-                 "(corner mark), ready for the next hit.", ("kv", "side")),
+                 "(corner mark), ready for the next hit.", ("kv", "side"), arms=("cache-on", "cache-on-small")),
+            Beat("first_finish", "Free, forgotten", "Step {step}: {request} finished; its {blocks} blocks go back to the free "
+                 "pool as plain free blocks: the next request with the same system prompt computes it again.",
+                 ("kv", "side"), arms=("cache-off",)),
             Beat("first_eviction", "Evicted", "Step {step}: short of free blocks, {blocks} cached blocks are evicted, least "
                  "recently used first.", ("kv", "side")),
             Beat("end", "Result", "With caching {cache-on:report.prefix_cache_hit_rate:.0%} of prompt tokens came from the cache "

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..bounds import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Bound, bounds_of, check_all, check_text, setting, settings_of
+from ..engine.block_sizes import block_size_refusal
 from ..engine.config import (
     EngineConfig,
     implied_release,
@@ -163,7 +164,10 @@ class Scenario:
             raise ConfigError("engine", f"must be a table of engine settings, got {data['engine']!r:.80}")
         data = normalize_aliases(data)
         engine = dict(data.get("engine", {}))
-        data = {**data, "vllm_version": apply_release(data, engine).version}
+        release = apply_release(data, engine)
+        data = {**data, "vllm_version": release.version}
+        if refusal := block_size_refusal(engine.get("block_size"), release):
+            raise ConfigError("block_size", refusal)
         top = {k: v for k, v in data.items() if k not in ("engine", "workload")}
         top.setdefault("name", name)
         scenario = cls(**top, workload=WorkloadConfig.from_dict(data.get("workload", {})))

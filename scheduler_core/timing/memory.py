@@ -158,10 +158,24 @@ class MemoryPlan:
     def kv_cache_size_tokens(self) -> int:
         return int(self.max_concurrency * self.max_model_len)
 
+    def weights_do_not_fit(self) -> bool:
+        return self.weights_bytes > self.requested_bytes
+
+    def shortfall_field(self) -> str:
+        """The setting a shortfall is the user's to change: the model (or the GPU) when its weights
+        alone overflow, what the memory is shared with otherwise; never num_gpu_blocks, which the
+        user did not give and which is what came out too small."""
+        if self.kv_cache_bytes <= 0:
+            return "model" if self.weights_do_not_fit() else "gpu_memory_utilization"
+        return "max_model_len"
+
     def shortfall(self) -> str:
         """Why and by how much the model does not fit, in vLLM's words; empty when it fits."""
         if self.kv_cache_bytes <= 0:
-            return (f"No available memory for the cache blocks: weights {gib(self.weights_bytes)} GiB + activation "
+            lead = (f"The model does not fit: its weights alone take {gib(self.weights_bytes)} GiB on each GPU, more than "
+                    f"the {gib(self.requested_bytes)} GiB requested of each of {self.tensor_parallel_size} x {self.gpu}. "
+                    if self.weights_do_not_fit() else "")
+            return lead + (f"No available memory for the cache blocks: weights {gib(self.weights_bytes)} GiB + activation "
                     f"peak {gib(self.activation_peak_bytes)} GiB + non-torch {gib(self.non_torch_bytes)} GiB + CUDA "
                     f"graphs {gib(self.cuda_graph_bytes)} GiB exceed the {gib(self.requested_bytes)} GiB requested "
                     f"(total {gib(self.total_bytes)} GiB x gpu_memory_utilization) on each of "
@@ -250,5 +264,5 @@ def num_gpu_blocks_from_memory(plan: MemoryPlan) -> int:
     """The KV blocks the memory gives, or vLLM's refusal (naming by how much) when it gives none."""
     reason = plan.shortfall()
     if reason:
-        raise ConfigError("num_gpu_blocks", reason)
+        raise ConfigError(plan.shortfall_field(), reason)
     return plan.profiled_num_gpu_blocks

@@ -1,5 +1,6 @@
 // Compare mode: two sessions on the same workload, driven in lockstep. Playing sends the same
-// "step k" to both sides each tick, so both are always at the same step; the table below shows
+// "step k" to both sides each tick, so both are always at the same step (a side that has finished
+// stays on its last one while the other plays on); the table below shows
 // each metric for A and B and which side is better.
 
 import { fmtSeconds } from "./colors.js";
@@ -58,13 +59,18 @@ let owed = 0;
 const speed = () => Number($("speed").value);
 const both = (command) => sides.forEach((side) => side.send(command));
 const done = () => sides.every((side) => side.store.done);
+// The step the comparison is at: a side that has finished stays on its last step while the other
+// runs on, so the lockstep is that of the sides still running.
+const running = () => sides.filter((side) => !side.store.done);
+const lockstep = () => Math.max(...sides.map((s) => s.store.step));
 
 function tick() {
   if (!playing) return;
   owed += (speed() * TICK_MS) / 1000;
   const n = Math.floor(owed);
-  // Wait for both sides to catch up before asking for more: lockstep, never drift.
-  if (n >= 1 && sides[0].store.step === sides[1].store.step) {
+  // Wait for the running sides to catch up before asking for more: lockstep, never drift.
+  const live = running();
+  if (n >= 1 && live.every((side) => side.store.step === live[0].store.step)) {
     owed -= n;
     both({ type: "step", n });
   }
@@ -76,7 +82,7 @@ function setPlaying(on) {
   $("play").textContent = playing ? "❚❚ Pause" : "▶ Play";
   if (playing) tick();
 }
-function stepBack(n) { setPlaying(false); const target = Math.max(0, Math.min(...sides.map((s) => s.store.step)) - n); both({ type: "seek", step: target }); }
+function stepBack(n) { setPlaying(false); both({ type: "seek", step: Math.max(0, lockstep() - n) }); }
 
 $("play").addEventListener("click", () => setPlaying(!playing));
 $("step").addEventListener("click", () => { setPlaying(false); both({ type: "step", n: 1 }); });
@@ -131,7 +137,7 @@ function frame() {
     side.store.dirty.clear();
   }
   if (changed) {
-    $("step-counter").value = Math.min(...sides.map((s) => s.store.step)).toLocaleString("en-US");
+    $("step-counter").value = lockstep().toLocaleString("en-US");
     renderDiff();
   }
   requestAnimationFrame(frame);

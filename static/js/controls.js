@@ -1,6 +1,7 @@
 // The top bar: transport buttons, speed, breakpoints, scenario picker, configuration form
 // (built from the served JSON Schema), share and export links, theme, and the keyboard.
 
+import { askBeforeDiscarding, numberOf, pasteVllmLine } from "./config_form_input.js";
 import { html, render } from "./dom.js";
 import { modelLines } from "./model_lines.js";
 import { downloadExport } from "./sessions.js";
@@ -100,8 +101,10 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
       Home: () => { send({ type: "reset" }); toast("back to step 0"); },
       "+": () => changeSpeed(1), "=": () => changeSpeed(1), "-": () => changeSpeed(-1),
       b: runToBreakpoint,
-      n: () => toast((lesson && lesson.next()) || "N: no lesson in this session"),
-      p: () => toast((lesson && lesson.prev()) || "P: no lesson in this session"),
+      // In a lesson the caption bar itself says which beat N / P went to: a toast would only
+      // cover the KV and chart legends beneath it for two seconds.
+      n: () => { if (!(lesson && lesson.next())) toast("N: no lesson in this session"); },
+      p: () => { if (!(lesson && lesson.prev())) toast("P: no lesson in this session"); },
     };
     const anyone = {
       "?": () => $("help-dialog").showModal(),
@@ -139,9 +142,10 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
 }
 
 // -- the configuration form, built from the JSON Schema -------------------------------------
-async function openConfigForm(store, dialog) {
+// `given`: the settings to show instead of the session's (a pasted `vllm serve` line's).
+async function openConfigForm(store, dialog, given = null, note = "") {
   const schema = await (await fetch("/api/schema")).json();
-  const current = store.session ? store.session.scenario : {};
+  const current = given || (store.session ? store.session.scenario : {});
   const defs = schema.$defs || {};
   const field = (path, name, spec, value) => {
     const id = `cfg-${path}-${name}`;
@@ -166,7 +170,10 @@ async function openConfigForm(store, dialog) {
   const top = Object.entries(schema.properties).filter(([n]) => ["model", "gpu", "vllm_version", "tensor_parallel_size", "data_parallel_size", "enable_expert_parallel", "gpu_memory_utilization", "kv_cache_dtype"].includes(n))
     .map(([n, spec]) => field("top", n, spec, current[n]));
   render(dialog, html`<h2 id="config-title">Configuration</h2><p class="muted">Starts a new session with these settings; the URL then captures them.</p>
-    <form method="dialog"><fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div>
+    <form method="dialog"><div class="vllm-line"><label for="cfg-vllm-line"><span>a <code>vllm serve</code> line</span>
+    <input type="text" id="cfg-vllm-line" placeholder="vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 128"></label>
+    <button type="button" id="cfg-vllm-apply">Apply</button><span class="muted" id="cfg-vllm-note">${note}</span></div>
+    <fieldset><legend>model and hardware</legend><div class="form-grid">${top}</div>
     <div class="startup-lines" aria-live="polite"><span class="muted">vLLM at startup, per GPU:</span><pre id="cfg-startup"></pre><p id="cfg-capacity" class="capacity-warning" hidden></p></div>
     <div class="model-summary" aria-live="polite"><span class="muted">The model:</span><div id="cfg-model"></div></div></fieldset>
     ${section("engine", "EngineModel", current.engine || {})}${section("workload", "WorkloadModel", current.workload || {})}
@@ -175,13 +182,16 @@ async function openConfigForm(store, dialog) {
   // Prefix caching left to the server once the model changes, unless the user ticked the box: unset, a
   // Mamba hybrid runs without it (vLLM's align mode is not modelled) and the startup lines say why.
   const caching = dialog.querySelector("#cfg-engine-enable_prefix_caching");
+  let problems = []; // number fields the browser could not read, from the last formScenario()
   const formScenario = () => {
     const scenario = { engine: { ...(current.engine || {}) }, workload: { ...(current.workload || {}) } };
     delete scenario.engine.compat;
+    problems = [];
     for (const input of dialog.querySelectorAll("[data-path]")) {
       const { path, name, type } = input.dataset;
       let value = type === "boolean" ? input.checked : input.value;
-      if (type === "number") value = value === "" ? null : Number(value);
+      if (type === "number") value = numberOf(input);
+      if (value && value.problem) { problems.push(value.problem); continue; }
       if (value === null || value === "") continue; // left empty: the server's default (kv_cache_groups, say)
       if (path === "top") scenario[name] = value; else scenario[path][name] = value;
     }
@@ -212,7 +222,10 @@ async function openConfigForm(store, dialog) {
       if (!caching.dataset.touched) caching.dataset.unset = "1";
     }
     const asked = ++validations;
-    const response = await validate(formScenario());
+    const scenario = formScenario();
+    dialog.querySelector(".form-error").textContent = problems.join("; ");
+    if (problems.length) return;
+    const response = await validate(scenario);
     const body = await response.json();
     if (asked !== validations) return; // a later change's answer is on its way: this one is stale
     dialog.querySelector("#cfg-startup").textContent = response.ok ? body.memory.startup_lines.join("\n") : errorText(body);
@@ -227,10 +240,17 @@ async function openConfigForm(store, dialog) {
     if (caching.dataset.unset) caching.checked = body.engine.enable_prefix_caching;
   };
   dialog.querySelector("form").addEventListener("change", showStartup);
+  askBeforeDiscarding(dialog, dialog.querySelector("form"), (text) => { dialog.querySelector(".form-error").textContent = text; },
+    Boolean(given));
+  // Enter in the line applies it (a form's implicit submission would close the dialog).
+  dialog.querySelector("#cfg-vllm-line").addEventListener("keydown", (event) => {
+    if (event.key === "Enter") { event.preventDefault(); dialog.querySelector("#cfg-vllm-apply").click(); }
+  });
   showStartup();
   dialog.querySelector("#cfg-submit").addEventListener("click", async (event) => {
     event.preventDefault();
     const scenario = formScenario();
+    if (problems.length) { dialog.querySelector(".form-error").textContent = problems.join("; "); return; }
     const check = await validate(scenario);
     if (!check.ok) {
       dialog.querySelector(".form-error").textContent = errorText(await check.json());
@@ -238,7 +258,12 @@ async function openConfigForm(store, dialog) {
     }
     location.href = `/?config=${encodeURIComponent(JSON.stringify(scenario))}`;
   });
-  dialog.showModal();
+  dialog.querySelector("#cfg-vllm-apply").addEventListener("click", async () => {
+    const line = await pasteVllmLine(dialog.querySelector("#cfg-vllm-line").value, formScenario());
+    if (line.error) { dialog.querySelector(".form-error").textContent = line.error; return; }
+    openConfigForm(store, dialog, line.scenario, line.ignored.length ? `ignored: ${line.ignored.join(" ")}` : "applied");
+  });
+  if (!dialog.open) dialog.showModal();
 }
 
 // -- breakpoints ----------------------------------------------------------------------------

@@ -487,3 +487,18 @@ def test_session_pages_never_carry_the_token(client, path):
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     assert f'data-session="{created["session_id"]}"' in page.text
     assert created["control_token"] not in page.text
+
+
+def test_a_block_size_vllm_refuses_is_422_naming_the_field(client):
+    """block_size 7 passes the setting's bound, but vLLM 0.33's CUDA attention backends take multiples of 16."""
+    response = client.post("/api/sessions", json={"scenario": {"engine": {"block_size": 7}}})
+
+    assert any(loc[-1] == "block_size" for loc in field_errors(response))
+    assert "multiples of 16" in response.text
+
+
+def test_a_model_too_big_for_the_gpu_is_422_naming_the_model_not_num_gpu_blocks(client):
+    response = client.post("/api/sessions", json={"scenario": {"model": "llama-3.3-70b", "gpu": "a100-40g"}})
+
+    assert [loc[-1] for loc in field_errors(response)] == ["model"]
+    assert "The model does not fit" in response.text

@@ -125,15 +125,23 @@ def test_a_model_that_does_not_fit_says_by_how_much():
     plan = plan_memory(MODELS["llama-3.3-70b-fp8"], GPUS["l40s"])
     with pytest.raises(ConfigError) as error:
         num_gpu_blocks_from_memory(plan)
-    assert error.value.field == "num_gpu_blocks"
+    assert error.value.field == "model"  # not num_gpu_blocks, which nobody gave
+    assert error.value.reason.startswith("The model does not fit: its weights alone take")
     assert "No available memory for the cache blocks" in error.value.reason
     assert f"by {round(-plan.kv_cache_bytes / GIB, 2)} GiB" in error.value.reason and "l40s" in error.value.reason
+
+
+def test_70b_on_an_a100_40g_says_the_model_does_not_fit():
+    with pytest.raises(ConfigError) as error:
+        Scenario.from_dict({"model": "llama-3.3-70b", "gpu": "a100-40g"})
+    assert error.value.field == "model" and "The model does not fit" in error.value.reason
 
 
 def test_a_context_longer_than_the_cache_is_refused_with_vllms_estimate():
     with pytest.raises(ConfigError) as error:
         Scenario.from_dict({"model": "llama-3.3-70b-fp8", "gpu": "h100-sxm", "gpu_memory_utilization": 0.9,
                             "engine": {"max_model_len": 131072, "max_num_batched_tokens": 8192}})
+    assert error.value.field == "max_model_len"
     assert "To serve at least one request with the model's max seq len (131072)" in error.value.reason
     assert "the estimated maximum model length is" in error.value.reason
 

@@ -12,6 +12,9 @@ const COST_LABELS = { linear: "linear layers", attention: "attention", other: "a
 // Every scheduled request has a row, but only the rows in view (and a few either side) exist:
 // a step of 256 decodes, or a batch turning over, then costs a screenful of rows, not 256.
 const OVERSCAN_ROWS = 3;
+// Policies whose step has no token budget: a static batch (and the naive loop built on it) runs
+// its members' whole prompts in one step, so max_num_batched_tokens bounds nothing there.
+const UNBUDGETED = new Set(["static", "naive"]);
 const ROW_GAP_PX = 2; // .batch-window's gap
 
 export function mount(el, store, { onSelect }) {
@@ -53,16 +56,21 @@ function render(el, store) {
   const key = `${record ? record.step : -1}/${store.selected}/${store.requests.size}/${store.session.session_id}/${store.mineVersion}`;
   if (el.shownKey === key) return; // nothing this panel shows has changed
   el.shownKey = key;
-  const budget = store.session.max_num_batched_tokens;
+  const budgeted = !UNBUDGETED.has(store.session.scenario.engine.policy);
   if (!record) {
     if (el.rows) el.rows.observer.disconnect();
     el.parts = el.rows = null;
-    write(el, html`<p class="muted">No step yet. Press <b>Step</b> (→) or <b>Play</b> (Space).</p><p class="muted">Each step spends at most <b>${fmtInt(budget)}</b> ${budget === 1 ? "token" : "tokens"}: running requests first, then new ones.</p>`);
+    const budget = store.session.max_num_batched_tokens;
+    write(el, html`<p class="muted">No step yet. Press <b>Step</b> (→) or <b>Play</b> (Space).</p><p class="muted">${budgeted
+      ? html`Each step spends at most <b>${fmtInt(budget)}</b> ${budget === 1 ? "token" : "tokens"}: running requests first, then new ones.`
+      : html`No token budget: a static batch computes its members' whole prompts in one step, then decodes them together.`}</p>`);
     return;
   }
   let prefill = 0, decode = 0;
   for (const [, n, , kind] of record.scheduled) (kind === "prefill" ? (prefill += n) : (decode += n));
   const used = prefill + decode;
+  // Without a budget the bar and the rows are shares of the step itself.
+  const budget = budgeted ? store.session.max_num_batched_tokens : Math.max(1, used);
   // Speculative decoding: drafts ride on their request's decode; verifications that came back
   // this step accepted some of them (under async scheduling, drafts of an earlier pass).
   const drafts = record.scheduled_spec_decode_tokens || {}, accepted = record.num_accepted_tokens || {};
@@ -108,12 +116,12 @@ function render(el, store) {
   }
   // Each part is written only when it changed, and then mostly its figures alone (`setHtml`).
   const set = (name, fragment) => setHtml(el.parts[name], fragment);
-  set("budget", html`<span>step <b>${fmtInt(record.step + 1)}</b> · <b>${fmtInt(used)}</b> of ${fmtInt(budget)} tokens · <b>${record.scheduled.length}</b> ${record.scheduled.length === 1 ? "request" : "requests"}</span><span>${notes.map((note, i) => html`${i ? " · " : ""}${note}`)}</span>`);
+  set("budget", html`<span>step <b>${fmtInt(record.step + 1)}</b> · <b>${fmtInt(used)}</b> ${budgeted ? `of ${fmtInt(budget)} tokens` : "tokens, no token budget"} · <b>${record.scheduled.length}</b> ${record.scheduled.length === 1 ? "request" : "requests"}</span><span>${notes.map((note, i) => html`${i ? " · " : ""}${note}`)}</span>`);
   // The bar's widths go through the CSSOM: the pages' CSP refuses style attributes in markup.
   const [prefillBar, decodeBar] = el.parts["budget-bar"].children;
   setStyle(prefillBar, "width", `${(100 * prefill) / budget}%`);
   setStyle(decodeBar, "width", `${(100 * decode) / budget}%`);
-  setAttr(el.parts["budget-bar"], "aria-label", `${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget`);
+  setAttr(el.parts["budget-bar"], "aria-label", budgeted ? `${prefill} prefill and ${decode} decode tokens of a ${budget}-token budget` : `${prefill} prefill and ${decode} decode tokens`);
   set("legend", html`<span><i class="swatch prefill"></i>P prefill ${fmtInt(prefill)}</span><span><i class="swatch decode"></i>D decode ${fmtInt(decode)}${numDrafts ? ` (${fmtInt(numDrafts)} drafts)` : ""}</span>${
     overlapped ? html`<span title="how long this pass of the engine loop took: it waits for the batch in flight to come back">pass time <b>${fmtSeconds(record.step_s)}</b></span>`
       : html`<span>step time <b>${fmtSeconds(record.step_s)}</b></span>`}${

@@ -8,7 +8,7 @@
 // overview strip of the whole pool.
 
 import { cssVar, requestColor } from "../colors.js";
-import { setAttr } from "../writes.js";
+import { setAttr, setProp, setText } from "../writes.js";
 import { drawBand, drawBands, groupName, groupOf, tableHolding, tablesOf } from "./kvgrid_groups.js";
 import { mountText } from "./kvgrid_text.js";
 
@@ -34,6 +34,16 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     pagedButton.setAttribute("aria-checked", String(mode === "paged"));
     contiguousButton.setAttribute("aria-checked", String(mode === "contiguous"));
     store.dirty.add("kv");
+  }
+  // The pool as drawn is the arm's own allocator: under a contiguous one each request already
+  // holds its whole reservation, so the toggle names that, and the re-laid "Reserve max" view
+  // (the same picture again) goes.
+  function nameAllocator() {
+    const reserving = store.session.scenario.engine.kv_allocator === "contiguous";
+    setText(pagedButton, reserving ? "Reserve max" : "Paged");
+    setAttr(pagedButton, "title", reserving ? "This engine's pool: each request holds max_model_len of blocks" : "This engine's pool, paged");
+    setProp(contiguousButton, "hidden", reserving);
+    if (reserving && mode !== "paged") setMode("paged");
   }
   pagedButton.addEventListener("click", () => setMode("paged"));
   contiguousButton.addEventListener("click", () => setMode("contiguous"));
@@ -343,6 +353,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
   function update(full = true) {
     if (!store.blocks || !store.session) return;
     const n = store.blocks.n;
+    nameAllocator();
     sizeCanvas(n);
     if (store.selected !== followed) { // the window goes to the selected request's first block
       followed = store.selected;

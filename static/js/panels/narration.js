@@ -6,7 +6,7 @@
 
 import { openClaims as openSlide } from "../claims.js";
 import { html, render as write } from "../dom.js";
-import { setProp } from "../writes.js";
+import { setProp, setText } from "../writes.js";
 
 export function mount(el, store, { seek, canControl, stage, dialog }) {
   let lesson = null;
@@ -79,13 +79,19 @@ export function mount(el, store, { seek, canControl, stage, dialog }) {
     const index = current();
     const beat = list[index];
     if (index !== shownBeat) { shownBeat = index; stage.follow(beat.stage); }
-    const key = `${index}/${store.step === beat.step}/${info.arm}`;
-    if (el.dataset.key === key) return;
-    el.dataset.key = key;
+    // The caption is written once per beat; "(now at step N)" follows every step after it,
+    // also during play, when several steps arrive between two frames.
+    const key = `${index}/${info.arm}`;
+    if (el.dataset.key !== key) { el.dataset.key = key; writeBeat(list, index, info); }
+    const now = el.querySelector(".now");
+    if (now) setText(now, store.step !== beat.step ? ` (now at step ${store.step.toLocaleString("en-US")})` : "");
+  }
+
+  function writeBeat(list, index, info) {
+    const beat = list[index];
     const disabled = canControl ? html`` : html`disabled`;
     const dots = list.map((b, i) => html`<button data-action="beat" data-index="${i}" class="beat${i === index ? " on" : ""}" ${i === index ? html`aria-current="step"` : ""} ${disabled} title="Go to step ${b.step}: ${b.title}">${i + 1}</button>`);
-    const away = store.step !== beat.step ? html` <span class="muted">(now at step ${store.step.toLocaleString("en-US")})</span>` : "";
-    write(el, html`<div class="caption"><p class="lesson-title">${lesson.title} · arm <b>${info.arm}</b></p><p class="beat-text"><b>${index + 1}/${list.length} ${beat.title}.</b> ${unbroken(beat.text)}${away}</p></div><div class="nav"><button data-action="prev" ${disabled} title="Previous beat (P)" aria-label="Previous beat">◀</button><span class="beats" role="group" aria-label="Beats">${dots}</span><button data-action="next" ${disabled} title="Next beat (N)" aria-label="Next beat">▶</button><button data-action="claims" title="The claims and the table, checked on the simulated numbers">What it proves</button></div>`);
+    write(el, html`<div class="caption"><p class="lesson-title">${lesson.title} · arm <b>${info.arm}</b></p><p class="beat-text"><b>${index + 1}/${list.length} ${beat.title}.</b> ${unbroken(beat.text)}<span class="muted now"></span></p></div><div class="nav"><button data-action="prev" ${disabled} title="Previous beat (P)" aria-label="Previous beat">◀</button><span class="beats" role="group" aria-label="Beats">${dots}</span><button data-action="next" ${disabled} title="Next beat (N)" aria-label="Next beat">▶</button><button data-action="claims" title="The claims and the table, checked on the simulated numbers">What it proves</button></div>`);
   }
 
   return { update: render, next: () => move(1), prev: () => move(-1), openClaims, beats, current };
