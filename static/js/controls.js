@@ -223,11 +223,14 @@ async function openConfigForm(store, dialog, given = null, note = "") {
     }
     const asked = ++validations;
     const scenario = formScenario();
-    dialog.querySelector(".form-error").textContent = problems.join("; ");
-    if (problems.length) return;
+    // The error line is written only when there is something to say, never emptied as a change begins:
+    // the change event of a field fires as its user clicks Start session, and an emptied line would move
+    // the button from under the pointer before the click lands.
+    if (problems.length) { dialog.querySelector(".form-error").textContent = problems.join("; "); return; }
     const response = await validate(scenario);
     const body = await response.json();
     if (asked !== validations) return; // a later change's answer is on its way: this one is stale
+    if (response.ok) dialog.querySelector(".form-error").textContent = ""; // the settings as they are now are valid
     dialog.querySelector("#cfg-startup").textContent = response.ok ? body.memory.startup_lines.join("\n") : errorText(body);
     // Clients x mean context beyond the KV cache: the run can only preempt (the core's KVCapacity rule).
     const capacity = dialog.querySelector("#cfg-capacity");
