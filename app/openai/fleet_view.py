@@ -32,11 +32,12 @@ def replica_picture(replica: int, served, port: int | None) -> dict:
     engine = served.engine
     sim, scheduler = engine.sim, engine.sim.scheduler
     session = engine.live.session
+    kv = sim.kv_view()
     return {
         "replica": replica, "port": port, "session_id": session.session_id, "view_url": f"/s/{session.session_id}/view",
         "running": len(scheduler.running), "waiting": len(scheduler.waiting) + sim.num_pending,
         "finished": sim.metrics.num_finished, "requests": len(engine.source.requests), "unfinished": len(engine.streams),
-        "kv": round(sim.scheduler.kv_cache_manager.usage, 4), "num_blocks": sim.config.num_gpu_blocks,
+        "kv": round(kv.usage, 4), "num_blocks": sim.config.num_gpu_blocks,
         "grid": kv_cells(sim, NUM_CELLS), "step": session.step, "clock_s": round(engine.now_s(), 3),
     }
 
