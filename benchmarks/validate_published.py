@@ -127,7 +127,11 @@ def nightly_70b_tp4(qps: float) -> dict:
 
 NIGHTLY_ASSUMPTIONS = ("vLLM version not stated (2025 suite), so async scheduling off (vLLM's default before v0.14.0); "
                        "ShareGPT lengths as lognormal (sigma 1.0) with the means the published throughputs imply "
-                       "(213 in / 214 out); PCIe between the 4 GPUs (no NVLink), so vLLM all-reduces with NCCL; "
+                       "(213 in / 214 out); the 4 cards each on its own NUMA node, NVLink bridges joining pairs only (Azure's "
+                       "NC A100 v4 page: 'NVIDIA NVLink Interconnect: Supported'; its NCCL topology file, Azure/azhpc-images "
+                       "topology/ncv4-topo.xml: one card per NUMA node, each with a 12-link NVLink), so the group is not "
+                       "fully connected and vLLM all-reduces with NCCL, at the latency measured behind one PCIe switch "
+                       "(all_reduce.py: this VM's ring crosses NUMA nodes, unmeasured); "
                        "vLLM's A100 defaults (2048-token budget, 256 seqs), utilization 0.9")
 
 
