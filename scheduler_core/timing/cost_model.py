@@ -271,7 +271,7 @@ class CostModel:
         if inventory.fmt.name == "fp8-block" and gpu.generation in BLOCK_FP8_GENERATIONS:  # moe_kernels.py
             block = BlockFp8Linears.on(gpu)
             self._weight_s += inventory.linear_bytes * (1 / block.read_bytes_per_s - 1 / bandwidth)
-            self._fixed_s += inventory.linear_gemms_per_step() * block.gemm_s
+            self._fixed_s += inventory.linear_gemms_per_step() * block.launch_s
             rate = block.flops_per_s
         expert_rate = rate
         if self.model.arch.moe is not None:

@@ -10,7 +10,8 @@ fits. Two kinds of kernel that MoE checkpoints add do not:
   share of the tokens (a small-M GEMM), tiled per expert.
 - **Block-FP8 linear layers** (DeepSeek-V3/R1's and Qwen3-FP8's weights with a scale per 128 x 128
   block: vLLM's `W8A8BlockFp8LinearOp`, CUTLASS, Triton or DeepGEMM) are latency-bound at decode
-  sizes: a few-token GEMM takes about the same 10-35 us whatever its M.
+  sizes: a few-token GEMM takes about the same 10-35 us whatever its M, after a launch of about 4 us
+  that quantizes its input in groups of 128.
 
 The figures are H100 kernel benchmarks (the published ones): times are kept as measured, rates as
 fractions of the GPU's own ceilings so that other GPUs scale with them.
@@ -51,6 +52,15 @@ FUSED_MOE_FLOPS_PER_BF16 = 210e12 / 796.3e12
 # #5820 is not stated; the two-point line is taken as Hopper's. At large M the same kernel reaches
 # 490 TFLOP/s (PR #23280, CUTLASS, M = 8192: 489.7) where torch's bf16 GEMM reaches 666-716.
 BLOCK_FP8_GEMM_S = 11.2e-6
+# Each of those GEMMs quantizes its input first, one more launch that the GEMM timings above leave out
+# (their inputs come quantized): vLLM's `apply_w8a8_block_fp8_linear` (quantization/utils/fp8_utils.py,
+# every path: DeepGEMM, CUTLASS, Triton) runs `per_token_group_quant_fp8` on the bf16 activations, a
+# scale per 128 values of each token, before the GEMM. vLLM PR #25427 (mgoin, 2025-09-22, its "Before"
+# H100 table: the CUDA column of benchmarks/kernels/bench_per_token_quant_fp8.py --group-sizes 128,
+# bf16, column-major scales) times that kernel at 3.79 us for one token of DeepSeek-V3/R1's hidden size
+# (7168) and 4.25 us for 16 (3.35 and 4.11 at 2048): launch-bound at decode sizes. Charged per launch
+# at the one-token 7168 figure; the 3 bytes per input value it moves at prefill sizes are not.
+BLOCK_FP8_INPUT_QUANT_S = 3.79e-6
 # 1.44 TB/s and 490 TFLOP/s as fractions of an H100's copy bandwidth (1.88 TB/s) and bf16 ceiling (796).
 BLOCK_FP8_READ_PER_COPY = 1.44e12 / 1.8817e12
 BLOCK_FP8_FLOPS_PER_BF16 = 489.7e12 / 796.3e12
@@ -87,11 +97,18 @@ class FusedMoeKernel:
 @dataclass(frozen=True)
 class BlockFp8Linears:
     """The block-FP8 linear layers outside the experts on one GPU: each GEMM launch costs a fixed
-    latency, the weights stream at the kernel's decode bandwidth and the FLOPs run at its large-M rate."""
+    latency, and the quantization of its input another; the weights stream at the kernel's decode
+    bandwidth and the FLOPs run at its large-M rate."""
 
     read_bytes_per_s: float
     flops_per_s: float
     gemm_s: float = BLOCK_FP8_GEMM_S
+    input_quant_s: float = BLOCK_FP8_INPUT_QUANT_S
+
+    @property
+    def launch_s(self) -> float:
+        """The fixed time of one block-FP8 linear layer: its input's group quantization, then its GEMM."""
+        return self.input_quant_s + self.gemm_s
 
     @classmethod
     def on(cls, gpu) -> "BlockFp8Linears":

@@ -10,6 +10,7 @@ from scheduler_core.timing.moe import ExpertPlacement, MoeSpec
 from scheduler_core.timing.moe_kernels import (
     BLOCK_FP8_FLOPS_PER_BF16,
     BLOCK_FP8_GEMM_S,
+    BLOCK_FP8_INPUT_QUANT_S,
     BLOCK_FP8_READ_PER_COPY,
     FUSED_MOE_LAYER_S,
     BlockFp8Linears,
@@ -114,5 +115,18 @@ def test_the_hopper_block_fp8_figures_stay_off_blackwell():
     gemms = WeightInventory(model, ExpertPlacement(4), GPUS["h200"]).linear_gemms_per_step()
     h200, b200 = CostModel(model, GPUS["h200"], 4), CostModel(model, GPUS["b200"], 4)
     moe_fixed = model.arch.moe.num_moe_layers * FUSED_MOE_LAYER_S
-    assert h200._fixed_s - b200._fixed_s == pytest.approx(gemms * BLOCK_FP8_GEMM_S)
+    assert h200._fixed_s - b200._fixed_s == pytest.approx(gemms * (BLOCK_FP8_GEMM_S + BLOCK_FP8_INPUT_QUANT_S))
     assert b200._fixed_s > moe_fixed
+
+
+def test_each_block_fp8_linear_first_quantizes_its_input_as_vllm_pr_25427_timed():
+    """apply_w8a8_block_fp8_linear runs per_token_group_quant_fp8 before every block-FP8 GEMM: 3.79 us for
+    one 7168-wide token on an H100 (PR #25427's CUDA kernel), on top of the GEMM's own 11.2 us launch floor."""
+    assert BLOCK_FP8_INPUT_QUANT_S == pytest.approx(3.79e-6)
+    assert BlockFp8Linears.on(H100).launch_s == pytest.approx(11.2e-6 + 3.79e-6)
+    # DeepSeek-R1 on 8 H200s: 305 block-FP8 linears a step, so 4.57 ms of launch floors, 1.16 of them the
+    # quantization (a B200 keeps the FP8 roofline, with neither).
+    model = MODELS["deepseek-r1"]
+    assert WeightInventory(model, ExpertPlacement(8), GPUS["h200"]).linear_gemms_per_step() == 305
+    h200, b200 = CostModel(model, GPUS["h200"], 8), CostModel(model, GPUS["b200"], 8)
+    assert h200._fixed_s - b200._fixed_s == pytest.approx(305 * (11.2e-6 + 3.79e-6))
