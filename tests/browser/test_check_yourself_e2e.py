@@ -85,3 +85,17 @@ def test_a_wrong_answers_go_to_step_seeks_to_the_step_it_asks_about(server, new_
     page.locator("#check-0-result button[data-action=seek]").click()
     page.locator(DIALOG).wait_for(state="hidden")
     page.wait_for_function("step => window.servescope.store.step === step", arg=asked[0]["step"], timeout=SEEK_MS)
+
+
+def test_a_viewer_checks_answers_but_cannot_reveal_them_or_seek(server, new_page):
+    presenter = open_lesson(server, new_page, f"{LESSON}&arm={ARM}")
+    viewer = open_page(new_page, presenter.url, "projector", PROJECTOR)  # a new tab holds no control token
+    viewer.wait_for_function("window.servescope && window.servescope.narration.beats().length > 0", timeout=SEEK_MS)
+    asked = questions(viewer)
+    viewer.keyboard.press("q")
+    viewer.locator(DIALOG).wait_for(state="visible")
+    viewer.fill("#check-0", wrong_answer(asked[0]))
+    viewer.press("#check-0", "Enter")
+    assert "Not quite" in viewer.locator("#check-0-result").inner_text()
+    assert viewer.locator(f"{DIALOG} button[data-action]").count() == 0  # neither Reveal answers nor Go to step
+    assert viewer.errors == []
