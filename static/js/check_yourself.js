@@ -3,7 +3,9 @@
 // proves"). The questions and their answers come with the lesson (scheduler_core/lessons/
 // check_yourself.py); an answer reaches the page's text only once it is checked right or revealed.
 
+import { fitSlide } from "./claims.js";
 import { html, render } from "./dom.js";
+import { setStyle } from "./writes.js";
 
 // `lesson`: {title, arm, questions: [{step, text, units, answer, hint}]}; `seek(step)` for the
 // presenter's "Go to step" (null for a viewer, who can neither seek nor reveal).
@@ -14,8 +16,8 @@ export function openCheck(dialog, { title, arm, questions }, seek) {
         aria-describedby="check-${i}-units check-${i}-result"><span id="check-${i}-units" class="muted">${q.units}</span>
         <button>Check</button></span>
       <p id="check-${i}-result" class="check-result" aria-live="polite"></p></form></li>`);
-  render(dialog, html`<h2 id="check-title" tabindex="-1">Check yourself: ${title}</h2>
-    <p class="muted check-intro">About the run of arm <b>${arm}</b> you just watched. Each answer is one number, or a request id.</p>
+  render(dialog, html`<h2 id="check-title" tabindex="-1">Check yourself <span class="muted">· arm ${arm}</span></h2>
+    <p class="muted check-intro">${title}: questions on the run you just watched. Each answer is one number, or a request id.</p>
     <ol class="checks">${items}</ol>
     <div class="slide-foot"><p>${seek ? html`<button type="button" data-action="reveal">Reveal answers</button>` : ""}</p>
     <form method="dialog"><button class="primary">Close</button></form></div>`);
@@ -26,14 +28,17 @@ export function openCheck(dialog, { title, arm, questions }, seek) {
     const index = Number(form.dataset.index);
     const given = form.elements.answer.value;
     if (given.trim()) judge(dialog, questions[index], index, matches(given, questions[index].answer), seek);
+    fitSlide(dialog); // a verdict with its hint may take a line more
   };
   dialog.onclick = (event) => {
     const button = event.target.closest("button[data-action]");
     if (!button) return;
-    if (button.dataset.action === "reveal") questions.forEach((q, i) => reveal(dialog, q, i));
+    if (button.dataset.action === "reveal") { questions.forEach((q, i) => reveal(dialog, q, i)); fitSlide(dialog); }
     if (button.dataset.action === "seek") { dialog.close(); seek(Number(button.dataset.step)); }
   };
+  setStyle(dialog, "fontSize", "");
   dialog.showModal();
+  fitSlide(dialog);
   dialog.querySelector("input")?.focus();
 }
 
