@@ -60,9 +60,8 @@ class StoryEvents:
         return {"step": record.step + 1, "running": record.num_running, "waiting": record.num_waiting,
                 "kv": round(record.kv_usage * 100, 1), "free_blocks": record.num_free_blocks,
                 "clock": round(record.clock_s_after, 3), "batched_tokens": record.num_batched_tokens,
-                "batch_requests": len(record.scheduled), "num_admitted": len(record.admitted),
-                "num_resumed": len(record.resumed), "num_preempted": len(record.preempted),
-                "num_finished": len(record.finished), **facts}
+                "num_admitted": len(record.admitted), "num_resumed": len(record.resumed),
+                "num_preempted": len(record.preempted), "num_finished": len(record.finished), **facts}
 
     def observe(self, record: StepRecord) -> None:
         sim, config = self.sim, self.config
