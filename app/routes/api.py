@@ -8,6 +8,7 @@ import json
 from fastapi import APIRouter, Header, HTTPException, Request, Response
 
 from scheduler_core.lessons.catalog import LESSONS, LESSONS_BY_NAME
+from scheduler_core.lessons.check_yourself import check_yourself
 from scheduler_core.lessons.framework import claims_slide, story
 from scheduler_core.scenario.scenario import PRESET_SCENARIOS, Scenario, with_vllm_defaults
 from scheduler_core.sim.capacity import KVCapacity
@@ -110,7 +111,8 @@ def lessons() -> list[dict]:
 
 @router.get("/lessons/{name}")
 def lesson_detail(name: str, request: Request) -> dict:
-    """A lesson with its claims and table filled from running every arm (cached: runs are deterministic)."""
+    """A lesson with its claims and table filled from running every arm, and each arm's questions to
+    check yourself with (cached: runs are deterministic)."""
     lesson = LESSONS_BY_NAME.get(name)
     if lesson is None:
         raise HTTPException(404, f"no lesson {name!r}")
@@ -119,7 +121,8 @@ def lesson_detail(name: str, request: Request) -> dict:
         results = lesson.run()
         cache[name] = finite({
             "name": lesson.name, "title": lesson.title, "summary": lesson.summary, "arms": list(lesson.arms),
-            "stories": {arm: story(lesson, arm, results) for arm in lesson.arms},
+            "stories": (stories := {arm: story(lesson, arm, results) for arm in lesson.arms}),
+            "questions": {arm: check_yourself(beats) for arm, beats in stories.items()},
             **claims_slide(lesson, results),
         })
     return cache[name]

@@ -55,9 +55,13 @@ class StoryEvents:
             self.found[kind] = self._facts(record, **facts)
 
     def _facts(self, record: StepRecord, **facts) -> dict:
+        # The step's totals, as the batch panel's header and the events log show them, for the
+        # questions "Check yourself" asks about the moment (check_yourself.py).
         return {"step": record.step + 1, "running": record.num_running, "waiting": record.num_waiting,
                 "kv": round(record.kv_usage * 100, 1), "free_blocks": record.num_free_blocks,
-                "clock": round(record.clock_s_after, 3), **facts}
+                "clock": round(record.clock_s_after, 3), "batched_tokens": record.num_batched_tokens,
+                "num_admitted": len(record.admitted), "num_resumed": len(record.resumed),
+                "num_preempted": len(record.preempted), "num_finished": len(record.finished), **facts}
 
     def observe(self, record: StepRecord) -> None:
         sim, config = self.sim, self.config

@@ -21,10 +21,10 @@ export function openClaims(dialog, lesson, links) {
   fitSlide(dialog);
 }
 
-// A slide fits its screen, as one on a projector must: a long list of claims is set in smaller
-// type, down to the theme's floor (16 px in the projector theme, what the back of a hall reads),
-// before anything would scroll past the Close button.
-function fitSlide(dialog) {
+// A slide fits its screen, as one on a projector must: a long list of claims (or of answered
+// questions, check_yourself.js) is set in smaller type, down to the theme's floor (16 px in the
+// projector theme, what the back of a hall reads), before anything would scroll past the Close button.
+export function fitSlide(dialog) {
   const floor = document.documentElement.dataset.theme === "projector" ? 16 : 12;
   let size = parseFloat(getComputedStyle(dialog).fontSize);
   while (dialog.scrollHeight > dialog.clientHeight + 1 && size > floor) {

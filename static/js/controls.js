@@ -79,7 +79,7 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
     send({ type: "run_to_breakpoint" });
     toast(`running to the next breakpoint (${set.map((b) => b.kind).join(", ")})`);
   }
-  let lesson = null; // next / prev / claims of a guided lesson
+  let lesson = null; // next / prev / claims / check of a guided lesson
   function changeSpeed(direction) {
     const current = store.status.steps_per_s;
     const index = SPEEDS.findIndex((s) => s >= current);
@@ -110,6 +110,7 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
       "?": () => $("help-dialog").showModal(),
       t: () => { onTheme(); toast(`${document.documentElement.dataset.theme} theme`); },
       w: () => { if (!lesson || !lesson.claims()) toast("W: no lesson in this session"); },
+      q: () => { if (!lesson || !lesson.check()) toast("Q: no lesson in this session"); },
       Escape: () => { store.selected = null; store.dirty.add("selection"); },
     };
     const action = anyone[key] || control[key];

@@ -117,8 +117,8 @@ const events = mountEvents($("events"), store, {
 const inspector = mountInspector($("inspector"), store, { sessionId, onWhy: () => showTab("why"), onSelect: select });
 const why = mountWhy($("why"), store, { sessionId, onSelect: select });
 const stage = mountStage(document.querySelector("main.grid"), $("stage-bar"), { onChange: () => store.dirty.add("all") });
-const narration = mountNarration($("narration"), store, { seek, canControl, stage, dialog: $("claims-dialog") });
-controls.lessonKeys({ next: narration.next, prev: narration.prev, claims: () => narration.openClaims() });
+const narration = mountNarration($("narration"), store, { seek, canControl, stage, dialog: $("claims-dialog"), checkDialog: $("check-dialog") });
+controls.lessonKeys({ next: narration.next, prev: narration.prev, claims: () => narration.openClaims(), check: () => narration.openCheck() });
 
 function toggleTheme() {
   const next = document.documentElement.dataset.theme === "projector" ? "normal" : "projector";

@@ -2,13 +2,15 @@
 // opening, the first chunk, the first preemption, ..., the end), each bound to the step where it
 // happens and quoting that run's numbers. The beat shown is the last one at or before the current
 // step; its buttons jump to each beat's step. A beat puts its panels on stage (projector theme),
-// and "What it proves" opens the claims and the table as a slide of their own.
+// "What it proves" opens the claims and the table as a slide of their own, and at the end beat
+// "Check yourself" (Q at any time) asks two or three questions about the arm's run.
 
+import { openCheck as openCheckSlide } from "../check_yourself.js";
 import { openClaims as openSlide } from "../claims.js";
 import { html, render as write } from "../dom.js";
 import { setProp, setText } from "../writes.js";
 
-export function mount(el, store, { seek, canControl, stage, dialog }) {
+export function mount(el, store, { seek, canControl, stage, dialog, checkDialog }) {
   let lesson = null;
   let loading = false;
   let shownBeat = -1;
@@ -18,6 +20,7 @@ export function mount(el, store, { seek, canControl, stage, dialog }) {
     if (!button) return;
     const action = button.dataset.action;
     if (action === "claims") openClaims();
+    if (action === "check") openCheck();
     if (action === "next" || action === "prev") move(action === "next" ? 1 : -1);
     if (action === "beat") jump(Number(button.dataset.index));
     button.blur(); // keys go back to the page
@@ -69,6 +72,13 @@ export function mount(el, store, { seek, canControl, stage, dialog }) {
     return true;
   }
 
+  function openCheck() {
+    const questions = lesson && lesson.questions && lesson.questions[store.session.lesson.arm];
+    if (!questions || !questions.length) return false;
+    openCheckSlide(checkDialog, { title: lesson.title, arm: store.session.lesson.arm, questions }, canControl ? seek : null);
+    return true;
+  }
+
   function render() {
     const info = store.session && store.session.lesson;
     if (!info) { setProp(el, "hidden", true); return; } // every frame while playing
@@ -91,10 +101,11 @@ export function mount(el, store, { seek, canControl, stage, dialog }) {
     const beat = list[index];
     const disabled = canControl ? html`` : html`disabled`;
     const dots = list.map((b, i) => html`<button data-action="beat" data-index="${i}" class="beat${i === index ? " on" : ""}" ${i === index ? html`aria-current="step"` : ""} ${disabled} title="Go to step ${b.step}: ${b.title}">${i + 1}</button>`);
-    write(el, html`<div class="caption"><p class="lesson-title">${lesson.title} · arm <b>${info.arm}</b></p><p class="beat-text"><b>${index + 1}/${list.length} ${beat.title}.</b> ${unbroken(beat.text)}<span class="muted now"></span></p></div><div class="nav"><button data-action="prev" ${disabled} title="Previous beat (P)" aria-label="Previous beat">◀</button><span class="beats" role="group" aria-label="Beats">${dots}</span><button data-action="next" ${disabled} title="Next beat (N)" aria-label="Next beat">▶</button><button data-action="claims" title="The claims and the table, checked on the simulated numbers">What it proves</button></div>`);
+    write(el, html`<div class="caption"><p class="lesson-title">${lesson.title} · arm <b>${info.arm}</b></p><p class="beat-text"><b>${index + 1}/${list.length} ${beat.title}.</b> ${unbroken(beat.text)}<span class="muted now"></span></p></div><div class="nav"><button data-action="prev" ${disabled} title="Previous beat (P)" aria-label="Previous beat">◀</button><span class="beats" role="group" aria-label="Beats">${dots}</span><button data-action="next" ${disabled} title="Next beat (N)" aria-label="Next beat">▶</button><button data-action="claims" title="The claims and the table, checked on the simulated numbers">What it proves</button>${
+      beat.event === "end" ? html`<button data-action="check" class="primary" title="Questions on the run you just watched (Q)">Check yourself</button>` : ""}</div>`);
   }
 
-  return { update: render, next: () => move(1), prev: () => move(-1), openClaims, beats, current };
+  return { update: render, next: () => move(1), prev: () => move(-1), openClaims, openCheck, beats, current };
 }
 
 // A request id read from the back of a hall must not break at its hyphen ("req-" / "00001").
