@@ -29,3 +29,8 @@ export function fmtInt(n) {
   if (n === null || n === undefined) return "–";
   return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
+
+// A count and its noun, singular for one: "1 cached block", "2,048 cached blocks".
+export function plural(n, one, many = `${one}s`) {
+  return `${fmtInt(n)} ${n === 1 ? one : many}`;
+}
