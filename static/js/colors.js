@@ -30,7 +30,6 @@ export function fmtInt(n) {
   return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 
-// A count and its noun, singular for one: "1 cached block", "2,048 cached blocks".
-export function plural(n, one, many = `${one}s`) {
-  return `${fmtInt(n)} ${n === 1 ? one : many}`;
-}
+// A count's noun, singular for one; and the count with it: "1 cached block", "2,048 cached blocks".
+export const noun = (n, one, many = `${one}s`) => (n === 1 ? one : many);
+export const plural = (n, one, many) => `${fmtInt(n)} ${noun(n, one, many)}`;

@@ -32,7 +32,7 @@ function gridSize() {
   const sizes = Object.values(axes()).map((v) => v.length);
   const points = sizes.length ? sizes.reduce((a, b) => a * b, 1) : 0;
   const max = Number(document.body.dataset.maxPoints);
-  $("grid-size").textContent = `${points} points (at most ${max} here; larger sweeps: servescope sweep, locally or on Ray)`;
+  $("grid-size").textContent = `${plural(points, "point")} (at most ${max} here; larger sweeps: servescope sweep, locally or on Ray)`;
   $("run").disabled = points === 0 || points > max;
 }
 

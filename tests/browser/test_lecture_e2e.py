@@ -36,7 +36,7 @@ def check_claim(page, beat: dict, where: str) -> None:
     record = page.evaluate("window.servescope.store.lastRecord")
     assert event_holds(beat["event"], beat["facts"], record), f"{where}: {beat['text']}"
     caption = page.locator("#narration .beat-text").inner_text()
-    assert beat["title"] in caption and f"Step {beat['step']}" in caption, where
+    assert beat["title"] in caption and f"Step {beat['step']:,}" in caption, where
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.name for lesson in LESSONS])
