@@ -128,6 +128,30 @@ async def run_web_sweep(body: SweepCreate, request: Request) -> dict:
     return {**rows, **finite({"slo_ttft_s": base.get("slo_ttft_s"), "slo_tpot_s": base.get("slo_tpot_s")})}
 
 
+@router.post("/api/sweep/check")
+def check_web_sweep(body: SweepCreate, request: Request) -> dict:
+    """The sweep Run would submit, checked and not run (the same path): the sweep page names the
+    fields wrong as they are typed, and clears its banner once none is."""
+    limit(request, "validate")
+    return {"points": len(checked_sweep(body, request)[1].points())}
+
+
+def axis_errors(body: SweepCreate, base: dict) -> list[dict]:
+    """What is wrong with each axis on its own: every wrong axis named at once, not the first only
+    (fixing one field must not leave the banner silent about the next)."""
+    errors = []
+    for field, values in body.axes.items():
+        if field == "cluster.replicas":
+            if not all(type(value) is int and 1 <= value <= MAX_FLEET_REPLICAS for value in values):
+                errors.append({"loc": ["body", "axes", field], "msg": f"replicas are integers from 1 to {MAX_FLEET_REPLICAS}"})
+            continue
+        try:
+            Sweep.from_dict({**base, "sweep": {field: values}}, name=base["name"], max_points=MAX_SWEEP_POINTS)
+        except ConfigError as e:
+            errors.append({"loc": ["body", "axes", e.field.removeprefix("sweep.")], "msg": e.reason})
+    return errors
+
+
 def checked_sweep(body: SweepCreate, request: Request) -> tuple[dict, Sweep]:
     """The sweep's base scenario and grid, every point checked like a scenario typed in the form."""
     base = fleet_data(FleetCreate(preset=body.preset, scenario=body.scenario, seed=body.seed,
@@ -138,14 +162,12 @@ def checked_sweep(body: SweepCreate, request: Request) -> tuple[dict, Sweep]:
         base["slo_ttft_s"] = body.slo_ttft_ms / 1e3
     if body.slo_tpot_ms:
         base["slo_tpot_s"] = body.slo_tpot_ms / 1e3
-    for value in body.axes.get("cluster.replicas", []):
-        if not (isinstance(value, int) and 1 <= value <= MAX_FLEET_REPLICAS):
-            raise HTTPException(422, [{"loc": ["body", "axes", "cluster.replicas"],
-                                       "msg": f"replicas are integers from 1 to {MAX_FLEET_REPLICAS}"}])
+    errors = axis_errors(body, base)
     num_points = math.prod(len(values) for values in body.axes.values())
     if num_points > MAX_SWEEP_POINTS:
-        message = f"the grid has {num_points} points; at most {MAX_SWEEP_POINTS}"
-        raise HTTPException(422, [{"loc": ["body", "axes"], "msg": message}])
+        errors.append({"loc": ["body", "axes"], "msg": f"the grid has {num_points} points; at most {MAX_SWEEP_POINTS}"})
+    if errors:
+        raise HTTPException(422, errors)
     try:
         sweep = Sweep.from_dict({**base, "sweep": dict(body.axes)}, name=base["name"], max_points=MAX_SWEEP_POINTS)
     except ConfigError as e:  # a swept value the core refuses: point at the axis that holds it

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from ..utils import plural
+
 # (label, key path, unit scale, unit) in the order a reader scans them.
 ROWS = [
     ("requests", ("num_requests",), 1, ""),
@@ -56,7 +58,7 @@ def front_end_note(front_end: dict) -> str:
     servers = front_end["api_server_count"]
     return (f"+{front_end['ttft_added_s_mean'] * 1e3:,.2f} ms of TTFT ({front_end['admission_s_mean'] * 1e3:,.2f} to reach "
             f"the engine core, {front_end['first_token_stream_s_mean'] * 1e3:,.2f} to stream the first token; "
-            f"{servers} API server{'s' if servers > 1 else ''})")
+            f"{plural(servers, 'API server')})")
 
 
 def format_comparison(a: dict, b: dict, name_a: str, name_b: str) -> str:

@@ -26,7 +26,9 @@ class WorkloadSpec:
     max_priority: int = 0
 
     def describe(self) -> str:
-        arrivals = "all at step 0" if self.last_arrival_step == 0 else f"arriving at steps 0-{self.last_arrival_step}"
+        # An arrival at step index k waits from step k + 1 on, as the dashboard numbers steps.
+        last = self.last_arrival_step + 1
+        arrivals = "all waiting at step 1" if last == 1 else f"arriving at steps 1-{last}"
         priorities = f", priorities 0-{self.max_priority}" if self.max_priority else ""
         return (f"`{self.name}`: {self.num_requests} requests, prompts of {self.prompt_len[0]}-{self.prompt_len[1]} "
                 f"tokens, {self.output_len[0]}-{self.output_len[1]} output tokens, {arrivals}{priorities} (seed {self.seed})")

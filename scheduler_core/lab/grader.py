@@ -43,8 +43,9 @@ class Batch:
 
 @dataclass
 class Divergence:
-    """Where the student's policy parted from the reference: `kind` is "diverged" (a different,
-    valid batch) or "invalid" (a batch the engine could not run)."""
+    """Where the student's policy parted from the reference: at `step` (numbered as the dashboard
+    numbers steps: the first is step 1), `kind` "diverged" (a different, valid batch) or "invalid"
+    (a batch the engine could not run)."""
 
     workload: str
     step: int
@@ -139,10 +140,10 @@ def check_workload(exercise: Exercise, spec: WorkloadSpec, student_cls: type) ->
     lab = yours.scheduler
     result = WorkloadResult(spec.name, len(workload.requests), 0)
     while not reference.done:
-        step = reference.step_index
+        step = reference.step_index + 1  # the step about to run, numbered as the dashboard numbers it
         ref_record = reference.step()
         ref_batch = _record_batch(ref_record)
-        result.num_steps = step + 1
+        result.num_steps = step
         try:
             your_batch = _record_batch(yours.step()) if not yours.done else Batch((), ())
         except InvalidBatch as e:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from ..engine.config import EngineConfig
 from ..engine.scheduler import Scheduler, SchedulerOutput
+from ..utils import plural
 from .student import StudentPolicy
 from .view import EngineView, engine_view
 
@@ -71,7 +72,7 @@ class LabScheduler(Scheduler):
         self.last_batch: StudentBatch | None = None
 
     def schedule(self, now: float = 0.0) -> SchedulerOutput:
-        view = self.last_view = engine_view(self, self.step_index, self.has_token_budget)
+        view = self.last_view = engine_view(self, self.step_index + 1, self.has_token_budget)
         self.last_batch = None
         batch = self.last_batch = StudentBatch(self.student.schedule(view))
         self.step_index += 1
@@ -103,8 +104,7 @@ class LabScheduler(Scheduler):
             needed = view.blocks_needed(next(r for r in view.running + view.waiting if r.request_id == request.request_id),
                                         num_tokens)
             raise InvalidBatch(
-                f"{request.request_id} needs {needed} more KV block{'s' if needed != 1 else ''} for {num_tokens:,} "
-                f"token{'s' if num_tokens != 1 else ''} but only "
+                f"{request.request_id} needs {plural(needed, 'more KV block')} for {plural(num_tokens, 'token')} but only "
                 f"{self.kv_cache_manager.num_free_blocks} are free at that point: schedule fewer requests, or preempt "
                 "a running one first")
 

@@ -45,7 +45,7 @@ class RequestView:
 
 @dataclass(frozen=True, slots=True)
 class EngineView:
-    """The engine at the start of one step."""
+    """The engine at the start of one step; `step` numbers it as the dashboard does (the first step is step 1)."""
 
     step: int
     # Running requests in the engine's order, oldest admission first (the last is the newest).

@@ -30,5 +30,5 @@ TABLE_LATENCY = [
     ("TTFT p50 (s)", "report.ttft_s.p50", ".3f"),
     ("TTFT p99 (s)", "report.ttft_s.p99", ".3f"),
     ("ITL p99 (s)", "report.itl_s.p99", ".4f"),
-    ("preemptions", "preemptions", "d"),
+    ("preemptions", "preemptions", ",d"),
 ]

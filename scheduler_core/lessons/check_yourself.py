@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .figures import FIGURES
+
 # Where the dashboard shows a step's numbers (seek to the step, then read there).
 BATCH = "the batch panel's header (tokens of the budget, requests)"
 EVENTS = "the events log"
@@ -125,7 +127,7 @@ def check_yourself(beats: list[dict]) -> list[dict]:
 
 def ask(beat: dict, question: Question) -> dict:
     facts = beat["facts"]
-    return {"moment": beat["event"], "step": facts["step"], "text": question.text.format(**facts),
+    return {"moment": beat["event"], "step": facts["step"], "text": FIGURES.format(question.text, **facts),
             "request": facts["request"] if "{request}" in question.text else None,
             "units": question.units, "measure": question.answer, "answer": facts[question.answer],
             "hint": f"Seek to step {facts['step']:,} and read {question.where}."}

@@ -106,17 +106,17 @@ EVERYTHING_ON_LESSONS = [
                  "computes its {prompt:,}-token prompt itself, and each full block it fills gets a hash another request "
                  "can hit.", ("kv", "batch")),
             Beat("first_draft", "Drafts", "Step {step}: {request}'s decode carries {drafts} drafts from the EAGLE head, "
-                 "{tokens} tokens checked in one pass; {accepted} are kept. The head reads the target model's hidden "
+                 "{tokens:plural:token} checked in one pass; {accepted} are kept. The head reads the target model's hidden "
                  "states, which is why it cares about the cache.", ("batch", "queues"),
                  arms=("eagle-0.18", "eagle-0.30-opt-out", "eagle-0.33", "eagle-0.33-connector", "eagle-0.18-small-blocks")),
             Beat("first_finish", "Cached, free", "Step {step}: {request} finished; its blocks are free but keep their "
                  "hashes, ready for the next request with its system prompt.", ("kv", "queues")),
             Beat("first_hit", "A hit", "Step {step}: {request} is admitted and {tokens:,} of its {prompt:,} prompt tokens "
-                 "hit the cache: {blocks} blocks shared instead of computed.", ("kv", "batch"),
+                 "hit the cache: {blocks:plural:block} shared instead of computed.", ("kv", "batch"),
                  arms=("cache-only", "eagle-0.30-opt-out", "eagle-0.33")),
             Beat("first_hit_block_dropped", "The last block, computed again", "Step {step}: {request}'s prompt matched "
-                 "{matched} cached blocks, but the drafter needs the hidden states of the last one, which a cache hit "
-                 "does not keep: block {block} is dropped from the hit and {request} computes its {recomputed} tokens "
+                 "{matched:plural:cached block}, but the drafter needs the hidden states of the last one, which a cache hit "
+                 "does not keep: block {block} is dropped from the hit and {request} computes its {recomputed:plural:token} "
                  "again in block {fresh}, allocated fresh. {tokens:,} of its {prompt:,} prompt tokens hit instead of "
                  "{matched_tokens:,}.",
                  ("kv", "batch"), arms=("eagle-0.18", "eagle-0.33-connector", "eagle-0.18-small-blocks")),

@@ -118,7 +118,7 @@ ROUTING_BEATS = [
     FleetBeat("first_route", "The first request", "{t:.3f} s: {request} arrives with system prompt {system_prompt}; the "
               "router sends it to {replica} ({reason}), which computes all {prompt:,} prompt tokens."),
     FleetBeat("cold_follower", "Sent to a cold cache", "{t:.3f} s: {request} brings system prompt {system_prompt} again, whose "
-              "{blocks} blocks {warm} holds since {first}. Round-robin sends it to {replica}, which holds none and "
+              "{blocks:plural:block} {warm} holds since {first}. Round-robin sends it to {replica}, which holds none and "
               "computes those {shared:,} tokens again; prefix-aware routing would have sent it to {warm}."),
     FleetBeat("first_hit", "The first hit, by chance", "{t:.3f} s: the fleet's first prefix-cache hit, only now: "
               "round-robin's turn sends {request} (system prompt {system_prompt}) to {replica}, which happens to hold it "
@@ -138,10 +138,10 @@ ROUTING_BEATS = [
               "arrived. The router has sent different prompts to each replica: {per_replica}; {placements} copies of "
               "{count} prompts to compute and cache.", arms=PA),
     FleetBeat("worst_imbalance", "Even by construction", "{t:.3f} s: the fleet at its most uneven when the router "
-              "sends a request: {replica} holds {busiest_n} requests (running and waiting), {idlest} holds {idlest_n}.",
+              "sends a request: {replica} holds {busiest_n:plural:request} (running and waiting), {idlest} holds {idlest_n}.",
               arms=RR),
     FleetBeat("worst_imbalance", "The price: balance", "{t:.3f} s: the router sends {request} to {replica} ({reason}), "
-              "which now holds {busiest_n} requests (running and waiting) while {idlest} holds {idlest_n}: following "
+              "which now holds {busiest_n:plural:request} (running and waiting) while {idlest} holds {idlest_n}: following "
               "the cache piles work on one replica.", arms=PA),
     FleetBeat("end", "Result", "Prefix-aware routing hits the prefix cache for "
               "{prefix-aware:report.prefix_cache_hit_rate:.0%} of prompt tokens (its replicas "
@@ -176,9 +176,9 @@ DISAGGREGATION_BEATS = [
               "shares {replica}'s step with {decode_words}: the step takes {step_ms:.1f} ms, where decodes alone took "
               "{decode_only_ms:.1f} ms. Every running request waits that long for its next token.", arms=CO),
     FleetBeat("slowest_decode_step", "The slowest decode step", "{t:.3f} s: the slowest step with decodes in it: "
-              "{replica} runs {decodes} decodes beside {prompt_tokens:,} prompt tokens in {step_ms:.1f} ms.", arms=CO),
+              "{replica} runs {decodes:plural:decode} beside {prompt_tokens:,} prompt tokens in {step_ms:.1f} ms.", arms=CO),
     FleetBeat("slowest_decode_step", "Decodes undisturbed", "{t:.3f} s: the decode pool's slowest step: {replica} runs "
-              "{decodes} decodes in {step_ms:.1f} ms. No prompt chunk shares a decode step here: at most "
+              "{decodes:plural:decode} in {step_ms:.1f} ms. No prompt chunk shares a decode step here: at most "
               "{largest_chunk_in_run} prompt token per request, the last one of a request whose KV has just landed.",
               arms=SPLIT),
     FleetBeat("end", "Result: where each wins", "Colocated wins the first token: TTFT p50 "

@@ -15,6 +15,7 @@ from collections import Counter
 
 from ..cluster.cluster import Cluster, ClusterEvent
 from ..cluster.router import prompt_block_hashes
+from ..utils import plural
 
 # Kinds of moment a fleet beat can be bound to, besides "opening" and "end".
 MOMENT_KINDS = ("first_route", "cold_follower", "first_hit", "all_prompts", "first_eviction", "worst_imbalance",
@@ -182,7 +183,7 @@ class FleetMoments:
             if largest > 1 and name in self._decode_only_s and "mixed_step" not in self.found:
                 chunk = max(prefill, key=lambda c: c.num_tokens)
                 kinds.append(self._record("mixed_step", event, replica=name, request=chunk.request_id, tokens=chunk.num_tokens,
-                                          decodes=decodes, decode_words=f"{decodes} decode" + "s" * (decodes != 1),
+                                          decodes=decodes, decode_words=plural(decodes, "decode"),
                                           step_ms=step_ms, decode_only_ms=self._decode_only_s[name] * 1e3))
             if not prefill:
                 self._decode_only_s[name] = record.step_s

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..cluster.kv_transfer import LINKS
 from ..cluster.scenario import ClusterScenario
+from .figures import FIGURES
 from .fleet_moments import LINK_TITLES, MOMENT_KINDS
 from .framework import fill
 
@@ -59,12 +60,12 @@ def fleet_story(beats: list[FleetBeat], arm: str, fleet: ClusterScenario, found:
             continue
         if beat.event == "opening":
             facts, frame = opening_facts(fleet), 0
-            text = beat.text.format(**facts)
+            text = FIGURES.format(beat.text, **facts)
         elif beat.event == "end":
             facts, text, frame = found["end"], fill(beat.text, results), len(frames) - 1
         elif beat.event in found:
             facts, frame = found[beat.event], pinned[beat.event]
-            text = beat.text.format(**facts)
+            text = FIGURES.format(beat.text, **facts)
         else:
             continue
         story.append({"event": beat.event, "t": facts["t"], "frame": frame, "title": beat.title, "text": text,

@@ -22,6 +22,7 @@ from ..timing.model_summary import model_summary
 from ..timing.presets import resolve_gpu
 from ..utils import cdiv
 from .events import EVENT_KINDS, StoryEvents
+from .figures import FIGURES
 
 # The dashboard's panels a beat can put on stage.
 PANELS = ("queues", "batch", "kv", "charts", "side")
@@ -240,7 +241,7 @@ def fill(text: str, results: dict[str, ArmResult]) -> str:
         value = results[numerator].get(path)
         if denominator:
             value /= results[denominator].get(path)
-        out.append(before + (format(value, fmt) if fmt else str(value)))
+        out.append(before + FIGURES.format_field(value, fmt))
     return "".join(out) + rest
 
 
@@ -262,13 +263,13 @@ def story(lesson: Lesson, arm: str, results: dict[str, ArmResult]) -> list[dict]
             continue
         if beat.event == "opening":
             facts = opening
-            text = beat.text.format(**facts)
+            text = FIGURES.format(beat.text, **facts)
         elif beat.event == "end":
             facts = results[arm].events.get("end")
             text = fill(beat.text, results) if facts else None
         else:
             facts = results[arm].events.get(beat.event)
-            text = beat.text.format(**{**opening, **facts}) if facts else None
+            text = FIGURES.format(beat.text, **{**opening, **facts}) if facts else None
         if text is not None and all(b["step"] != facts["step"] for b in beats):  # one beat per step
             beats.append({"event": beat.event, "step": facts["step"], "title": beat.title, "text": text,
                           "stage": list(beat.stage), "facts": facts})

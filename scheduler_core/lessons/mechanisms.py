@@ -83,11 +83,13 @@ MECHANISM_LESSONS = [
                  "{table} blocks, no more; reserving max_model_len would set {max_model_len:,} tokens aside for it.",
                  ("kv", "batch"), arms=("paged", "paged-alpaca")),
             Beat("first_admit", "A whole reservation", "Step {step}: {request} is admitted with a {prompt}-token prompt that "
-                 "fills {blocks} blocks, and holds {table}: the rest is set aside for tokens it may never write.",
+                 "fills {blocks:plural:block}, and holds {table}: the rest is set aside for tokens it may never write.",
                  ("kv", "batch"), arms=("contiguous",)),
-            Beat("first_finish", "Blocks come back", "Step {step}: {request} finished after {output} output tokens; its blocks "
+            Beat("first_finish", "Blocks come back", "Step {step}: {request} finished after "
+                 "{output:plural:output token}; its blocks "
                  "go back to the free pool at once, for the next request.", ("kv", "queues"), arms=("paged", "paged-alpaca")),
-            Beat("first_finish", "A reservation comes back", "Step {step}: {request} finished after {output} output tokens, "
+            Beat("first_finish", "A reservation comes back", "Step {step}: {request} finished after "
+                 "{output:plural:output token}, "
                  "having filled {blocks} of its {reserve_blocks} blocks; the whole reservation goes back to the free pool, "
                  "for the next request.", ("kv", "queues"), arms=("contiguous",)),
             Beat("peak_running", "How many fit", "Step {step}: {running} requests run at once in {used_blocks:,} blocks "
@@ -104,7 +106,7 @@ MECHANISM_LESSONS = [
                  "{contiguous:report.output_tokens_per_s:,.0f} tokens/s. Paged under Alpaca's short requests: "
                  "{paged-alpaca:report.fragmentation:.1%} unused.", ("kv", "charts")),
         ],
-        columns=[("waste of allocated memory", "report.fragmentation", ".1%"), ("peak running requests", "peak_running", "d"),
+        columns=[("waste of allocated memory", "report.fragmentation", ".1%"), ("peak running requests", "peak_running", ",d"),
                  *TABLE_LATENCY[:3]],
     ),
     Lesson(
@@ -157,14 +159,16 @@ MECHANISM_LESSONS = [
                  arms=("continuous", "continuous-fixed")),
             Beat("batch_full", "The batch is full", "Step {step}: {running} requests run, every seat taken; {waiting} wait.",
                  ("queues", "batch"), arms=("continuous",)),
-            Beat("seat_left_empty", "A seat frees", "Step {step}: {request} finished after {output} tokens; {running} others "
+            Beat("seat_left_empty", "A seat frees", "Step {step}: {request} finished after {output:plural:token}; "
+                 "{running} others "
                  "run on and {waiting} wait, but its seat stays empty: a static batch admits no one until its last member is "
                  "done.", ("queues", "batch"), arms=("static", "naive", "naive-fixed")),
             Beat("seats_empty", "Seats go empty", "Step {step}: only {running} of {max_num_seqs} seats are busy while {waiting} "
                  "requests wait: {empty} empty seats.", ("queues", "charts"), arms=("static", "naive", "naive-fixed")),
             Beat("refill", "The next batch", "Step {step}: the last member finished; {admitted} requests are admitted at once "
                  "as the next batch.", ("queues", "batch"), arms=("static", "naive", "naive-fixed")),
-            Beat("first_finish", "A seat frees", "Step {step}: {request} finished after {output} tokens and leaves the batch "
+            Beat("first_finish", "A seat frees", "Step {step}: {request} finished after {output:plural:token} and "
+                 "leaves the batch "
                  "at once; {running} others run on, and its seat goes to the next request as soon as one waits, not when the "
                  "whole batch is done.", ("queues", "batch"), arms=("continuous",)),
             Beat("queue_drained", "Queue drained", "Step {step}: nobody waits any more; the {running} running requests finish.",
@@ -176,13 +180,13 @@ MECHANISM_LESSONS = [
                  "{continuous/naive:report.output_tokens_per_s:.1f}x that; {naive-fixed:report.output_tokens_per_s:,.0f} on "
                  "fixed lengths, {continuous-fixed/naive-fixed:report.output_tokens_per_s:.1f}x.", ("queues", "charts")),
         ],
-        columns=[("steps with idle seats", "drained_steps", "d"), ("peak running", "peak_running", "d"), *TABLE_LATENCY[:3]],
+        columns=[("steps with idle seats", "drained_steps", ",d"), ("peak running", "peak_running", ",d"), *TABLE_LATENCY[:3]],
     ),
     Lesson(
         name="chunked-prefill",
         title="Chunked prefill: long prompts without stalling the decodes",
         summary="Long Azure-conversation prompts arriving among running decodes: prefill-first (vLLM V0's "
-                "default, whole prompts) against decode-first chunked prefill under token budgets of 256, 512 and 2048; "
+                "default, whole prompts) against decode-first chunked prefill under token budgets of 256, 512 and 2,048; "
                 "then both on Azure's code-completion lengths, longer prompts still.",
         arms={"chunked-512": CHUNKED[512], "prefill-first": PREFILL_FIRST, "chunked-256": CHUNKED[256],
               "chunked-2048": CHUNKED[2048], "prefill-first-code": {**PREFILL_FIRST, "workload": CODE},
@@ -192,10 +196,10 @@ MECHANISM_LESSONS = [
                   "prefill-first against {chunked-512:report.itl_s.p99:.3f} s chunked at 512 tokens.",
                   lambda r: r["chunked-512"].report["itl_s"]["p99"] < r["prefill-first"].report["itl_s"]["p99"]),
             Claim("A smaller budget protects decodes more: ITL p99 {chunked-256:report.itl_s.p99:.4f} s at 256 tokens, "
-                  "{chunked-2048:report.itl_s.p99:.4f} s at 2048.",
+                  "{chunked-2048:report.itl_s.p99:.4f} s at 2,048.",
                   lambda r: r["chunked-256"].report["itl_s"]["p99"] < r["chunked-2048"].report["itl_s"]["p99"]),
             Claim("...and costs time to first token: TTFT p50 {chunked-256:report.ttft_s.p50:.3f} s at 256 tokens, "
-                  "{chunked-2048:report.ttft_s.p50:.3f} s at 2048.",
+                  "{chunked-2048:report.ttft_s.p50:.3f} s at 2,048.",
                   lambda r: r["chunked-256"].report["ttft_s"]["p50"] > r["chunked-2048"].report["ttft_s"]["p50"]),
             Claim("Throughput hardly moves: {chunked-512:report.output_tokens_per_s:,.0f} against "
                   "{prefill-first:report.output_tokens_per_s:,.0f} output tokens/s.",
@@ -221,14 +225,14 @@ MECHANISM_LESSONS = [
             Beat("mixed_chunk", "A prompt is sliced", "Step {step}: {request}'s {prompt:,}-token prompt gets a chunk of {tokens} "
                  "tokens (orange, P) in the same step as the running decodes (blue, D: {decodes}); {rest:,} prompt tokens wait "
                  "for later steps.", ("batch", "queues")),
-            Beat("next_chunk", "The next slice", "Step {step}: {request} gets its next chunk, {tokens} tokens from token "
+            Beat("next_chunk", "The next slice", "Step {step}: {request} gets its next chunk, {tokens:plural:token} from token "
                  "{start}; the decodes (D: {decodes}) run in the same step again.", ("batch", "queues")),
             Beat("budget_full", "A busy step", "Step {step}: {decodes} decodes run first, one token each, and prompt chunks "
                  "fill the rest of the {budget:,}-token budget.", ("batch", "charts")),
             Beat("end", "Result", "ITL p99: {prefill-first:report.itl_s.p99:.3f} s prefill-first, "
                  "{chunked-512:report.itl_s.p99:.3f} s chunked at 512 tokens, {chunked-256:report.itl_s.p99:.4f} s at 256; "
                  "TTFT p50 {chunked-256:report.ttft_s.p50:.3f} s at 256 against {chunked-2048:report.ttft_s.p50:.3f} s "
-                 "at 2048.", ("charts", "batch")),
+                 "at 2,048.", ("charts", "batch")),
         ],
         columns=TABLE_LATENCY[:4],
     ),
@@ -255,7 +259,7 @@ MECHANISM_LESSONS = [
             Beat("opening", "Filling up", "{num_requests} requests of 600 prompt and 700 output tokens into {num_gpu_blocks} "
                  "blocks of {block_size} tokens: every running request grows by one token per step. Watch KV usage.",
                  ("kv", "queues")),
-            Beat("kv_high", "Almost full", "Step {step}: KV usage is {kv}% with {running} requests running and "
+            Beat("kv_high", "Almost full", "Step {step}: KV usage is {kv}% with {running:plural:request} running and "
                  "{waiting} waiting.",
                  ("kv", "queues")),
             Beat("first_preemption", "Preemption", "Step {step}: blocks ran out; {request}, the newest running request, is "
@@ -270,13 +274,13 @@ MECHANISM_LESSONS = [
                  "computed again. Swap: {swap:preemptions:,} preemptions, nothing computed twice, {swap:swapped_blocks:,} blocks "
                  "moved over PCIe ({swap:swap_s:.3f} s).", ("queues", "charts")),
         ],
-        columns=[("preemptions", "preemptions", "d"), ("recomputed tokens", "recomputed_tokens", ",d"),
+        columns=[("preemptions", "preemptions", ",d"), ("recomputed tokens", "recomputed_tokens", ",d"),
                  ("blocks swapped", "swapped_blocks", ",d"), *TABLE_LATENCY[:3]],
     ),
     Lesson(
         name="prefix-caching",
         title="Prefix caching: shared system prompts computed once",
-        summary="Requests that start with one of four 1024-token system prompts, with prefix caching on and off, "
+        summary="Requests that start with one of four 1,024-token system prompts, with prefix caching on and off, "
                 "and on with a pool too small to keep every prefix.",
         arms={"cache-on": arm({"num_gpu_blocks": 4096, "max_num_batched_tokens": 2048}, SHARED),
               "cache-off": arm({"num_gpu_blocks": 4096, "enable_prefix_caching": False, "max_num_batched_tokens": 2048}, SHARED),
@@ -301,26 +305,27 @@ MECHANISM_LESSONS = [
             Beat("opening", "No prefix caching", "{num_requests} requests each start with one of four 1,024-token system "
                  "prompts (64 blocks), with prefix caching off: every request computes its whole prompt, the shared part "
                  "included, and its blocks keep nothing for the next one.", ("kv", "queues"), arms=("cache-off",)),
-            Beat("first_admit", "Nothing cached yet", "Step {step}: {request} is admitted with {hit} tokens from the cache: it "
+            Beat("first_admit", "Nothing cached yet", "Step {step}: {request} is admitted with {hit:plural:token} "
+                 "from the cache: it "
                  "computes its {prompt:,}-token prompt itself.", ("kv", "batch"), arms=("cache-on", "cache-on-small")),
             Beat("first_admit", "Computed in full", "Step {step}: {request} is admitted and computes its {prompt:,}-token "
                  "prompt itself, as every request here will, though most of it is a system prompt others share.",
                  ("kv", "batch"), arms=("cache-off",)),
             Beat("first_hit", "A hit", "Step {step}: {request} is admitted and {tokens:,} of its {prompt:,} prompt tokens "
-                 "hit the cache: {blocks} blocks shared (dot) instead of computed.", ("kv", "batch")),
+                 "hit the cache: {blocks:plural:block} shared (dot) instead of computed.", ("kv", "batch")),
             Beat("first_finish", "Cached, free", "Step {step}: {request} finished; its blocks are free but keep their hashes "
                  "(corner mark), ready for the next hit.", ("kv", "side"), arms=("cache-on", "cache-on-small")),
             Beat("first_finish", "Free, forgotten", "Step {step}: {request} finished; its {blocks} blocks go back to the free "
                  "pool as plain free blocks: the next request with the same system prompt computes it again.",
                  ("kv", "side"), arms=("cache-off",)),
-            Beat("first_eviction", "Evicted", "Step {step}: short of free blocks, {blocks} cached blocks are evicted, least "
-                 "recently used first.", ("kv", "side")),
+            Beat("first_eviction", "Evicted", "Step {step}: short of free blocks, the cache evicts {blocks:plural:cached block}, "
+                 "least recently used first.", ("kv", "side")),
             Beat("end", "Result", "With caching {cache-on:report.prefix_cache_hit_rate:.0%} of prompt tokens came from the cache "
                  "and TTFT p50 fell from {cache-off:report.ttft_s.p50:.3f} s to {cache-on:report.ttft_s.p50:.3f} s; with 600 "
                  "blocks {cache-on-small:evicted_blocks:,} blocks were evicted and the hit rate held at "
                  "{cache-on-small:report.prefix_cache_hit_rate:.0%}.", ("kv", "charts")),
         ],
-        columns=[("prefix hit rate", "report.prefix_cache_hit_rate", ".0%"), ("peak shared blocks", "peak_shared_blocks", "d"),
+        columns=[("prefix hit rate", "report.prefix_cache_hit_rate", ".0%"), ("peak shared blocks", "peak_shared_blocks", ",d"),
                  ("evicted blocks", "evicted_blocks", ",d"), *TABLE_LATENCY[:2]],
     ),
     Lesson(
@@ -338,7 +343,7 @@ MECHANISM_LESSONS = [
                   lambda r: r["vllm-0.10"].preemptions == 210 and r["vllm-0.10"].max_preemptions_of_one_request == 57),
             Claim("The thrash computes {vllm-0.10:work_ratio:.1f}x the tokens the requests need.",
                   lambda r: r["vllm-0.10"].work_ratio > 7),
-            Claim("vLLM 0.33 preempts {vllm-0.33:preemptions:,} time(s); turning on only full_prompt_admission in 0.10 "
+            Claim("vLLM 0.33 preempts {vllm-0.33:preemptions:plural:time}; turning on only full_prompt_admission in 0.10 "
                   "gives {0.10+full-prompt:preemptions:,}.",
                   lambda r: r["vllm-0.33"].preemptions == 1 and r["0.10+full-prompt"].preemptions <= 2),
         ],
@@ -355,7 +360,8 @@ MECHANISM_LESSONS = [
                  "{vllm-0.10:max_preemptions_of_one_request} times, {vllm-0.10:work_ratio:.1f}x the tokens needed. "
                  "vLLM 0.33: {vllm-0.33:preemptions:,}.", ("queues", "side")),
         ],
-        columns=[("preemptions", "preemptions", "d"), ("most preemptions of one request", "max_preemptions_of_one_request", "d"),
+        columns=[("preemptions", "preemptions", ",d"),
+                 ("most preemptions of one request", "max_preemptions_of_one_request", ",d"),
                  ("tokens computed / needed", "work_ratio", ".1f"), ("steps", "num_steps", ",d")],
     ),
     Lesson(
@@ -386,10 +392,11 @@ MECHANISM_LESSONS = [
                  arms=("priority",)),
             Beat("opening", "First come, first served", "15% of {num_requests} requests are urgent (priority 0, chips marked "
                  "P0), but the queue ignores it: arrival order only.", ("queues", "kv"), arms=("fcfs",)),
-            Beat("first_urgent", "Urgent first", "Step {step}: {request} (priority 0) is admitted; {waiting} requests, "
+            Beat("first_urgent", "Urgent first", "Step {step}: {request} (priority 0) is admitted; {waiting:plural:request}, "
                  "preempted ones included, still wait.",
                  ("queues", "batch")),
-            Beat("kv_high", "Almost full", "Step {step}: KV usage is {kv}% with {running} requests running.", ("kv", "queues")),
+            Beat("kv_high", "Almost full", "Step {step}: KV usage is {kv}% with "
+                 "{running:plural:request} running.", ("kv", "queues")),
             Beat("first_priority_victim", "A low-priority victim", "Step {step}: blocks ran out; {request} (priority {priority}) "
                  "gives its blocks up while {urgent} (priority 0) runs on.", ("queues", "side"), arms=("priority",)),
             Beat("first_preemption", "The newest goes", "Step {step}: blocks ran out; {request} (priority {priority}), the "
@@ -398,6 +405,6 @@ MECHANISM_LESSONS = [
                  "{priority:ttft_by_priority.1:.3f} s for the rest; {priority:victim_priorities.1} of {priority:preemptions:,} "
                  "victims low-priority. FCFS: urgent median TTFT {fcfs:ttft_by_priority.0:.3f} s.", ("queues", "charts")),
         ],
-        columns=[("preemptions", "preemptions", "d"), *TABLE_LATENCY[:3]],
+        columns=[("preemptions", "preemptions", ",d"), *TABLE_LATENCY[:3]],
     ),
 ]

@@ -196,7 +196,7 @@ TODAYS_ENGINE_LESSONS = [
                  arms=("h100-fp8-kv-alpaca",)),
             Beat("opening", "More memory", "An H200 has 140 GiB: after the same 67.7 GiB of weights, {num_gpu_blocks:,} blocks "
                  "of {block_size} tokens.", ("kv", "queues"), arms=("h200-defaults",)),
-            Beat("kv_high", "Full already", "Step {step}: KV usage is {kv}% with only {running} requests running and "
+            Beat("kv_high", "Full already", "Step {step}: KV usage is {kv}% with only {running:plural:request} running and "
                  "{waiting} waiting.", ("kv", "queues"), arms=("h100-defaults",)),
             Beat("kv_high", "Growing", "Step {step}: all {running} requests run and KV usage reaches {kv}%: each decode adds "
                  "a token to every conversation.", ("kv", "queues"), arms=("h100-fp8-kv", "h100-fp8-kv-128-seqs")),
@@ -213,8 +213,8 @@ TODAYS_ENGINE_LESSONS = [
                  "{h200-defaults:report.output_tokens_per_s:,.0f} tokens/s, none.", ("queues", "charts")),
         ],
         columns=[("KV cache (tokens)", "memory.kv_cache_size_tokens", ",d"),
-                 ("clients x mean context (tokens)", "capacity.demand_tokens", ",d"), ("peak running", "peak_running", "d"),
-                 ("preemptions", "preemptions", "d"), *TABLE_LATENCY[:3]],
+                 ("clients x mean context (tokens)", "capacity.demand_tokens", ",d"), ("peak running", "peak_running", ",d"),
+                 ("preemptions", "preemptions", ",d"), *TABLE_LATENCY[:3]],
     ),
     Lesson(
         name="async-scheduling",
@@ -272,12 +272,12 @@ TODAYS_ENGINE_LESSONS = [
                  arms=("async",)),
             Beat("last_token_in_flight", "Last token in flight", "Step {step}: {request}'s last token ({output} of {output}) "
                  "is in this batch; {back} are back. The next pass schedules before it returns, so {request} stays in "
-                 "Running with its {blocks} blocks.", ("queues", "kv"), arms=("async",)),
+                 "Running with its {blocks:plural:block}.", ("queues", "kv"), arms=("async",)),
             Beat("late_release", "One more schedule", "Step {step}: this pass chose its batch while {request}'s "
                  "last token was in flight, its {blocks} blocks still taken; then the token came back, {request} "
                  "finished and its blocks returned to the pool.", ("kv", "batch"), arms=("async",)),
             Beat("first_finish", "Finished in its step", "Step {step}: {request}'s last token comes back in the step that "
-                 "computed it; it finishes after {output} tokens and its {blocks} blocks are free for the next "
+                 "computed it; it finishes after {output:plural:token} and its {blocks} blocks are free for the next "
                  "schedule.", ("kv", "queues"), arms=("sync",)),
             Beat("opening", "A crowd, scheduled ahead", "{num_requests} conversations from 512 clients at once: "
                  "hundreds of requests a step, and the host's work for each is done while the batch before runs "

@@ -142,14 +142,14 @@ MOE_LESSONS = [
             Beat("opening", "A dense 8B", f"Llama-3.1-8B: {size_words('llama-3.1-8b')}: {{num_gpu_blocks:,}} KV blocks "
                  "of {block_size} tokens.", ("kv", "queues"), arms=("dense-8b",)),
             Beat("first_chunk", "Long prompts", "Step {step}: {request}'s {prompt}-token prompt is computed in chunks: "
-                 "{tokens} tokens now, {rest} left. Prompt tokens cost compute on the 5.1B active parameters only.",
+                 "{tokens:plural:token} now, {rest} left. Prompt tokens cost compute on the 5.1B active parameters only.",
                  ("batch", "queues"), arms=(GPT_OSS,)),
-            Beat("kv_high", "Full already", "Step {step}: KV usage is {kv}% with {running} requests running and "
+            Beat("kv_high", "Full already", "Step {step}: KV usage is {kv}% with {running:plural:request} running and "
                  "{waiting} waiting.", ("kv", "queues"), arms=("dense-70b-fp8",)),
             Beat("first_preemption", "Preemption", "Step {step}: blocks ran out; {request}, the newest running request, "
                  "is preempted: {fate}.", ("queues", "kv"), arms=("dense-70b-fp8",)),
             Beat("first_window_release", "Out of the window", "Step {step}: {request} has computed {computed:,} tokens; "
-                 "its sliding-window group gives back {blocks} blocks that no later token attends to, keeping the null "
+                 "its sliding-window group gives back {blocks:plural:block} that no later token attends to, keeping the null "
                  "block in their slots. It holds {held} blocks over its two groups, not {every}.", ("kv", "batch"),
                  arms=(GPT_OSS,)),
             Beat("peak_running", "Everyone runs", "Step {step}: {running} requests run at once, the most in this run; "
@@ -157,7 +157,7 @@ MOE_LESSONS = [
                  ("queues", "kv"), arms=(GPT_OSS,)),
             Beat("peak_running", "How many run", "Step {step}: {running} requests run at once, the most in this run; "
                  "{waiting} wait.", ("queues", "kv"), arms=("dense-70b-fp8", "dense-8b")),
-            Beat("first_finish", "Blocks back", "Step {step}: {request} finishes after {output} tokens: its "
+            Beat("first_finish", "Blocks back", "Step {step}: {request} finishes after {output:plural:token}: its "
                  "full-attention group's {blocks} blocks return to the pool, with the few its sliding-window group "
                  "still held.", ("kv", "queues"), arms=(GPT_OSS,)),
             Beat("end", "Result", "gpt-oss-120b: {gpt-oss-120b:memory.kv_cache_size_tokens:,} KV tokens, "
@@ -171,7 +171,7 @@ MOE_LESSONS = [
                  ("active per token (B)", "model.active_params_b", ".2f"),
                  ("KV bytes per token", "model.kv_bytes_per_token_all_layers", ",d"),
                  ("KV cache (tokens)", "memory.kv_cache_size_tokens", ",d"),
-                 ("max concurrency", "memory.max_concurrency", ".2f"), ("peak running", "peak_running", "d"),
-                 *TABLE_LATENCY[:2], ("preemptions", "preemptions", "d")],
+                 ("max concurrency", "memory.max_concurrency", ".2f"), ("peak running", "peak_running", ",d"),
+                 *TABLE_LATENCY[:2], ("preemptions", "preemptions", ",d")],
     ),
 ]

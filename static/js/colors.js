@@ -29,3 +29,7 @@ export function fmtInt(n) {
   if (n === null || n === undefined) return "–";
   return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
+
+// A count's noun, singular for one; and the count with it: "1 cached block", "2,048 cached blocks".
+export const noun = (n, one, many = `${one}s`) => (n === 1 ? one : many);
+export const plural = (n, one, many) => `${fmtInt(n)} ${noun(n, one, many)}`;

@@ -3,7 +3,7 @@
 // stays on its last one while the other plays on); the table below shows
 // each metric for A and B and which side is better.
 
-import { fmtSeconds } from "./colors.js";
+import { fmtInt, fmtSeconds } from "./colors.js";
 import { connect } from "./connection.js";
 import { html, render } from "./dom.js";
 import { mount as mountBatch } from "./panels/batch.js";
@@ -133,7 +133,7 @@ function frame() {
     if (!side.store.dirty.size) continue;
     changed = true;
     side.panels.forEach((panel) => panel.update());
-    side.clock.textContent = `· step ${side.store.step} · ${side.store.clock.toFixed(3)} s simulated`;
+    side.clock.textContent = `· step ${fmtInt(side.store.step)} · ${side.store.clock.toFixed(3)} s simulated`;
     side.store.dirty.clear();
   }
   if (changed) {

@@ -9,10 +9,10 @@ export function mount(el, sides, both) {
   const progress = el.querySelector('[data-role="progress"]');
   const marker = el.querySelector('[data-role="marker"]');
   if (marker) {
-    const step = Number(el.dataset.step);
-    // A step's share of the track is [step, step + 1) of the run's steps; the marker sits in its middle.
-    marker.style.left = `${((step + 0.5) / total) * 100}%`;
-    marker.addEventListener("click", () => both({ type: "seek", step: step + 1 }));
+    const step = Number(el.dataset.step);  // numbered as the dashboard numbers steps: the first is step 1
+    // Step N's share of the track is [N - 1, N) of the run's steps; the marker sits in its middle.
+    marker.style.left = `${((step - 0.5) / total) * 100}%`;
+    marker.addEventListener("click", () => both({ type: "seek", step }));
   }
   let shown = -1;
   function frame() {

@@ -2,7 +2,7 @@
 // Pareto front and the SLO line. The rows come from a bounded sweep this page submits
 // (POST /api/sweep, checked by the server's schema) or from a results file the browser reads
 // itself: no request ever names a file on the server.
-import { cssVar } from "./colors.js";
+import { cssVar, fmtInt, plural } from "./colors.js";
 import { el } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
@@ -32,7 +32,7 @@ function gridSize() {
   const sizes = Object.values(axes()).map((v) => v.length);
   const points = sizes.length ? sizes.reduce((a, b) => a * b, 1) : 0;
   const max = Number(document.body.dataset.maxPoints);
-  $("grid-size").textContent = `${points} points (at most ${max} here; larger sweeps: servescope sweep, locally or on Ray)`;
+  $("grid-size").textContent = `${plural(points, "point")} (at most ${max} here; larger sweeps: servescope sweep, locally or on Ray)`;
   $("run").disabled = points === 0 || points > max;
 }
 
@@ -41,28 +41,52 @@ function showBanner(text) {
   $("banner").hidden = !text;
 }
 
-async function runSweep(event) {
-  event.preventDefault();
+// What the server refused: a list naming each field, or a budget it ran out of (a sentence).
+function errorText(detail) {
+  if (!Array.isArray(detail)) return String(detail);
+  return detail.map((e) => `${(e.loc || []).filter((p) => p !== "body").join(".")}: ${e.msg}`).join("; ");
+}
+
+function sweepBody() {
   const a = axes();
-  const body = {
-    preset: $("preset").value, axes: a,
+  if (!("workload.num_requests" in a)) a["workload.num_requests"] = [Number($("num-requests").value)];
+  return {
+    preset: $("preset").value, axes: a, cluster: { replicas: 1, router: $("router").value },
     slo_ttft_ms: Number($("slo-ttft").value) || null, slo_tpot_ms: Number($("slo-tpot").value) || null,
   };
-  body.cluster = { replicas: 1, router: $("router").value };
-  if (!("workload.num_requests" in a)) a["workload.num_requests"] = [Number($("num-requests").value)];
+}
+
+const post = (url, body) => fetch(url, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+
+// The form as it is now, checked by the server (POST /api/sweep/check, which runs nothing) a
+// moment after each change: the banner names the fields wrong now, every one of them, and clears
+// once none is. Only the answer to the latest change is shown.
+let checks = 0, checkTimer = null;
+function checkSoon() {
+  clearTimeout(checkTimer);
+  const mine = ++checks;
+  checkTimer = setTimeout(async () => {
+    const response = await post("/api/sweep/check", sweepBody());
+    if (mine !== checks || response.status === 429) return;  // a newer change, or the server too busy to say
+    showBanner(response.ok ? "" : errorText((await response.json()).detail));
+  }, 300);
+}
+
+async function runSweep(event) {
+  event.preventDefault();
+  const body = sweepBody();
+  checks++;  // a check still on its way describes the form before this run
   showBanner("");
   $("run").disabled = true;
   $("run").textContent = "Running…";
   try {
-    const response = await fetch("/api/sweep", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    const response = await post("/api/sweep", body);
     const data = await response.json();
     if (!response.ok) {
-      // A field the server refused (a list naming each), or a budget it ran out of (a sentence).
-      const detail = data.detail || [];
-      showBanner(Array.isArray(detail) ? detail.map((e) => `${(e.loc || []).filter((p) => p !== "body").join(".")}: ${e.msg}`).join("; ") : String(detail));
+      showBanner(errorText(data.detail));
       return;
     }
-    if (a["workload.num_requests"].length === 1) data.keys = data.keys.filter((k) => k !== "workload.num_requests");
+    if (body.axes["workload.num_requests"].length === 1) data.keys = data.keys.filter((k) => k !== "workload.num_requests");
     result = data;
     draw();
   } finally {
@@ -194,6 +218,9 @@ function plot(canvas, metric, slo, label) {
   ctx.beginPath();
   front.forEach((p, j) => (j ? ctx.lineTo(X(p.x), Y(p.y)) : ctx.moveTo(X(p.x), Y(p.y))));
   ctx.stroke(); ctx.setLineDash([]);
+  // The picture in words, for a screen reader: the table below holds every number.
+  canvas.setAttribute("aria-label", `${label} against throughput: ${plural(points.length, "point")} of ${plural(configs.length, "configuration")}, `
+    + `${fmtInt(front.length)} on the Pareto front; the Points table lists each`);
   return configs;
 }
 
@@ -234,6 +261,7 @@ function table() {
 }
 
 document.querySelectorAll(".axis select, .axis input").forEach((el) => el.addEventListener("input", gridSize));
+document.querySelectorAll("#sweep-form select, #sweep-form input:not([type=file])").forEach((el) => el.addEventListener("input", checkSoon));
 $("sweep-form").addEventListener("submit", runSweep);
 $("theme").addEventListener("click", () => {
   const projector = document.documentElement.dataset.theme !== "projector";

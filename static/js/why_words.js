@@ -4,12 +4,14 @@
 // Each sentence is an html`...` fragment (dom.js): its words and tags fixed here, every piece of
 // data in it a hole, written as text (a request id is data: a scenario may name it anything).
 
-import { fmtInt } from "./colors.js";
+import { fmtInt, noun } from "./colors.js";
 import { html } from "./dom.js";
 
 const id = (rid) => html`<button type="button" class="rid" data-id="${rid}" title="Select ${rid}">${rid}</button>`;
 const n = (value) => html`<b class="num">${fmtInt(value)}</b>`;
-const blocks = (count) => html`${n(count)} block${count === 1 ? "" : "s"}`;
+const counted = (count, one) => html`${n(count)} ${noun(count, one)}`;
+const blocks = (count) => counted(count, "block");
+const tokens = (count) => counted(count, "token");
 const were = (count) => html`${blocks(count)} ${count === 1 ? "was" : "were"}`;
 // Fragments joined by `separator` (fragments are never joined as strings).
 const joined = (parts, separator) => parts.map((part, i) => html`${i ? separator : ""}${part}`);
@@ -79,8 +81,8 @@ export function mergedWindows(entries, groups) {
 // block in their place.
 export function leftWindowWords(w, limits, groups) {
   const bs = limits.block_size, group = groups && groups[w.group], many = w.groups.length > 1;
-  const reach = group && group.kind === "chunked_local" ? html`its attention chunk of ${n(group.window)} tokens`
-    : group && group.window ? html`the last ${n(group.window)} tokens it attends to` : "its window";
+  const reach = group && group.kind === "chunked_local" ? html`its attention chunk of ${tokens(group.window)}`
+    : group && group.window ? html`the last ${tokens(group.window)} it attends to` : "its window";
   const who = many ? html`${n(w.groups.length)} groups of ${groupWords(groups, w.group)} (groups ${
     w.groups.every((g, i) => !i || g === w.groups[i - 1] + 1) ? `${w.groups[0]}–${w.groups[w.groups.length - 1]}` : w.groups.join(", ")}) each` : groupWords(groups, w.group);
   return html`<span class="why-key">${who} gave back ${blocks(w.blocks)}:</span>
@@ -92,7 +94,7 @@ function preemptionWords(p, limits) {
   const rule = p.rule === "self"
     ? html`${RULES[p.rule_order]}, and that was ${id(p.request)} itself: it preempted itself`
     : html`${RULES[p.rule_order]}: ${id(p.victim)}${p.rule_order === "priority_lowest" ? html` (priority ${n(p.victim_priority)})` : ""}`;
-  return html`${id(p.request)} needed ${blocks(p.blocks_needed)} for ${n(p.tokens)} more token${p.tokens === 1 ? "" : "s"}
+  return html`${id(p.request)} needed ${blocks(p.blocks_needed)} for ${counted(p.tokens, "more token")}
     but only ${were(p.blocks_free)} free (counting ${n(p.evictable_cached)} free blocks that still hold evictable cached prefixes).
     Rule: ${rule}. The victim held ${blocks(p.victim_blocks)}.`;
 }
@@ -114,12 +116,12 @@ function rejectedWords(e, limits, end = ".") {
   switch (e.reason) {
     case "blocks_full_context":
       return html`not admitted: vLLM 0.33 admits a request only if the free blocks cover its whole context.
-        It needed ${blocks(e.blocks_needed_full)} for all of it (its first chunk of ${n(e.tokens)} tokens alone needed ${n(e.blocks_needed_chunk)});
+        It needed ${blocks(e.blocks_needed_full)} for all of it (its first chunk of ${tokens(e.tokens)} alone needed ${n(e.blocks_needed_chunk)});
         ${were(e.blocks_free)} free${end}`;
     case "blocks":
-      return html`not admitted: its chunk of ${n(e.tokens)} tokens needed ${blocks(e.blocks_needed_chunk)} and only ${were(e.blocks_free)} free${end}`;
+      return html`not admitted: its chunk of ${tokens(e.tokens)} needed ${blocks(e.blocks_needed_chunk)} and only ${were(e.blocks_free)} free${end}`;
     case "prompt_exceeds_budget_unchunked":
-      return html`not admitted: chunked prefill is off, so its ${n(e.asked)}-token prompt must run whole, and only ${n(e.budget_before)} tokens of budget were left${end}`;
+      return html`not admitted: chunked prefill is off, so its ${n(e.asked)}-token prompt must run whole, and only ${tokens(e.budget_before)} of budget were left${end}`;
     default:
       return html`not admitted (${e.reason})${end}`;
   }
@@ -146,7 +148,7 @@ export function explainRequest(answer, rid, status, groups = null) {
   if (run) {
     const drafts = run.drafts ? html` (1 + ${n(run.drafts)} draft${run.drafts === 1 ? "" : "s"} to verify)` : "";
     if (run.scheduled) out.push(html`It ran: asked for ${n(run.asked)} token${run.asked === 1 ? "" : "s"}${drafts}, given ${n(run.given)}: ${bound(run, limits)}.`);
-    else if (run.unscheduled_tokens) out.push(html`It was scheduled for ${n(run.unscheduled_tokens)} tokens, then unscheduled when priority preemption took it.`);
+    else if (run.unscheduled_tokens) out.push(html`It was scheduled for ${tokens(run.unscheduled_tokens)}, then unscheduled when priority preemption took it.`);
     else if (!d.preemptions.some((p) => p.victim === rid) && run.given === 0) out.push(html`It had nothing it could compute (asked ${n(run.asked)}, room 0 under max_model_len = ${n(limits.max_model_len)}).`);
   } else if (status === "running" && !r.admitted.includes(rid) && !r.resumed.includes(rid) && d.running_stop) {
     const stop = d.running_stop;
@@ -166,7 +168,7 @@ export function explainRequest(answer, rid, status, groups = null) {
   if (wait) {
     if (wait.admitted) {
       out.push(html`<span class="why-key">${wait.resumed ? "Resumed after preemption" : "Admitted"}</span> from the waiting queue${
-        wait.cached_tokens ? html` with ${n(wait.cached_tokens)} tokens hit in the prefix cache` : ""}: asked for ${n(wait.asked)} tokens, given ${n(wait.given)}: ${bound(wait, limits)}.`);
+        wait.cached_tokens ? html` with ${tokens(wait.cached_tokens)} hit in the prefix cache` : ""}: asked for ${tokens(wait.asked)}, given ${n(wait.given)}: ${bound(wait, limits)}.`);
     } else {
       out.push(html`<span class="why-key">Waiting:</span> examined, ${rejectedWords(wait, limits)}${
         d.waiting_stop && d.waiting_stop.request === rid ? " The scan of the waiting queue stopped here." : " The scan went on past it."}`);
@@ -198,7 +200,7 @@ export function explainRequest(answer, rid, status, groups = null) {
 export function explainStep(answer, told = null) {
   const d = answer.decisions, limits = d.limits, r = answer.record;
   const used = r.scheduled.reduce((a, s) => a + s[1], 0);
-  const out = [html`It spent ${n(used)} of ${n(limits.max_num_batched_tokens)} tokens on ${n(r.scheduled.length)} requests;
+  const out = [html`It spent ${n(used)} of ${tokens(limits.max_num_batched_tokens)} on ${n(r.scheduled.length)} requests;
     ${were(d.blocks_free_at_start)} free when it began.`];
   for (const p of d.preemptions) {
     if (p.victim !== told && p.request !== told) out.push(html`<span class="why-key preempted">Preemption:</span> ${preemptionWords(p, limits)}`);

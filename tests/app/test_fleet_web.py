@@ -133,3 +133,24 @@ def test_bad_page_sweeps_are_422_naming_the_field(client, axes, location):
     response = client.post("/api/sweep", json={"scenario": SMALL, "axes": axes})
     assert response.status_code == 422, response.json()
     assert location in locations(response)
+
+
+def test_a_sweep_with_two_wrong_axes_names_both(client):
+    response = client.post("/api/sweep", json={"scenario": SMALL, "cluster": {"replicas": 1},
+                                               "axes": {"cluster.replicas": [1, 99], "workload.arrival_rate": [4, -8]}})
+    assert response.status_code == 422
+    assert locations(response) == [["body", "axes", "cluster.replicas"], ["body", "axes", "workload.arrival_rate"]]
+
+
+def test_the_sweep_check_names_the_fields_wrong_now_and_runs_nothing(client, monkeypatch):
+    def no_run(*args, **kwargs):
+        raise AssertionError("a check runs no sweep")
+
+    monkeypatch.setattr("app.routes.fleet.worker_result", no_run)
+    body = {"scenario": SMALL, "cluster": {"replicas": 1}, "axes": {"cluster.replicas": [1, 99], "workload.arrival_rate": [4, 8]}}
+    assert locations(client.post("/api/sweep/check", json=body)) == [["body", "axes", "cluster.replicas"]]
+    body["axes"] = {"cluster.replicas": [1, 2], "workload.arrival_rate": [4, -8]}
+    assert locations(client.post("/api/sweep/check", json=body)) == [["body", "axes", "workload.arrival_rate"]]
+    body["axes"]["workload.arrival_rate"] = [4, 8]
+    response = client.post("/api/sweep/check", json=body)
+    assert response.status_code == 200 and response.json() == {"points": 4}

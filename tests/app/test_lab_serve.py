@@ -35,7 +35,7 @@ def test_public_refuses_the_policy_file(capsys):
 def test_a_broken_file_is_its_file_and_line(capsys):
     assert main(["serve", "--policy-file", str(MISTAKES / "broken.py"), "--exercise", "3"]) == 2
     err = capsys.readouterr().err
-    assert f"servescope: error: {MISTAKES / 'broken.py'}:9: KeyError in schedule() at step 0" in err
+    assert f"servescope: error: {MISTAKES / 'broken.py'}:9: KeyError in schedule() at step 1" in err
     assert "    return batch[view.waiting[0].request_id]" in err and "Traceback" not in err
 
 
@@ -55,7 +55,7 @@ def test_the_page_shows_the_first_divergence_in_the_labs_words(policy):
     page = lab_client(policy).get("/lab?exercise=3")
     assert page.status_code == 200
     d = policy.divergence
-    assert (d.workload, d.step) == ("long-prompts", 1)
+    assert (d.workload, d.step) == ("long-prompts", 2)
     assert f'data-step="{d.step}"' in page.text and "<strong>A</strong> is your scheduler (prefill_first.py)" in page.text
     assert "you gave req-7 and req-2 256 tokens before the running requests" in page.text
 
@@ -83,7 +83,7 @@ def test_both_sides_run_the_same_workload_and_part_at_the_divergence(policy):
 def check_both_sides(client):
     sides = {side: client.post("/api/lab/sessions", json={"exercise": 3, "side": side}).json() for side in ("yours", "vllm")}
     records = {side: step_session(client, created, 1) + step_session(client, created, 1) for side, created in sides.items()}
-    # Step 0 is the same batch; step 1 (the divergence) is not.
+    # Step 1 is the same batch; step 2 (the divergence) is not.
     first, second = ({side: [tuple(c[:2]) for c in records[side][i]["scheduled"]] for side in records}
                      for i in (0, 1))
     assert first["yours"] == first["vllm"] and second["yours"] != second["vllm"]

@@ -123,9 +123,11 @@ def check_layout(page: Page, where: str, projector: bool, min_texts: int = 21) -
 
 
 def axe_violations(page: Page) -> list[str]:
-    """axe-core's critical and serious violations on the page, one line each."""
+    """axe-core's critical and serious violations on the page, one line each, with the first
+    nodes' failure summaries (a contrast failure's colours and ratio)."""
     # Evaluated, not added as a <script>: the pages' CSP refuses inline script, which is the point.
     page.evaluate(AXE_SOURCE + "\n;void 0")
     result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
-    return [f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:3]]}"
+    return [f"{v['id']} ({v['impact']}): {v['help']} at "
+            f"{[(n['target'], n.get('failureSummary', '')[-160:]) for n in v['nodes'][:3]]}"
             for v in result["violations"] if v["impact"] in ("critical", "serious")]

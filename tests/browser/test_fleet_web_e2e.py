@@ -53,3 +53,30 @@ def test_sweep_page_plots_an_uploaded_results_file(server, new_page, tmp_path):
     # SLO 300 ms: every point meets it; at each rate the one-GPU configuration is the cheapest.
     assert page.locator("#table tr.cheapest").count() == 2
     assert page.errors == []
+
+
+def test_the_sweep_banner_names_the_fields_wrong_now_and_clears_once_they_are_fixed(server, new_page):
+    page = new_page(1920, 1080)
+    page.goto(f"{server.url}/sweep")
+    replicas, rates = page.locator(".axis-values").nth(0), page.locator(".axis-values").nth(1)
+    page.fill("#num-requests", "20")
+    replicas.fill("1, 99")
+    page.click("#run")
+    page.wait_for_function("document.getElementById('banner').textContent.includes('cluster.replicas')")
+    # One field fixed, another broken, Run not pressed: the banner follows the form.
+    replicas.fill("1, 2")
+    rates.fill("4, -8")
+    page.wait_for_function("() => { const t = document.getElementById('banner').textContent; "
+                           "return t.includes('workload.arrival_rate') && !t.includes('cluster.replicas'); }")
+    rates.fill("4, 8")
+    page.wait_for_selector("#banner", state="hidden")
+    page.click("#run")
+    page.wait_for_selector("#table tbody tr", timeout=120_000)
+    assert page.locator("#table tbody tr").count() == 4
+    # The charts are pictures with names: what they plot, in words.
+    for chart, metric in (("#chart-ttft", "p99 TTFT"), ("#chart-tpot", "p99 TPOT")):
+        label = page.locator(chart).get_attribute("aria-label")
+        assert label.startswith(f"{metric} against throughput: 4 points of 2 configurations, "), label
+    assert page.locator("#banner").is_hidden()
+    # The console's only errors are the browser's note of each 422 the banner put in words.
+    assert page.errors and all("status of 422" in error for error in page.errors), page.errors

@@ -48,9 +48,9 @@ def test_the_marker_sits_at_the_first_divergence_with_its_words(lab_server, new_
     assert d.message in page.locator("#lab-words").inner_text()
     # The marker's middle is at the middle of its step's share of the track.
     track, marker = page.locator(".lab-track").bounding_box(), page.locator(".lab-marker").bounding_box()
-    expected = track["x"] + track["width"] * (d.step + 0.5) / total
+    expected = track["x"] + track["width"] * (d.step - 0.5) / total  # step N: [N - 1, N) of the track
     assert abs(marker["x"] + marker["width"] / 2 - expected) < 2, (marker, track)
-    assert page.locator(".lab-marker").get_attribute("aria-label").startswith(f"First divergence, step {d.step + 1} on screen")
+    assert page.locator(".lab-marker").get_attribute("aria-label").startswith(f"First divergence, step {d.step}: ")
     # Its words on focus (and hover: the same rule), over the panels below.
     tip = page.locator(".lab-tip")
     assert not tip.is_visible()
@@ -60,17 +60,18 @@ def test_the_marker_sits_at_the_first_divergence_with_its_words(lab_server, new_
         page.screenshot(path=str(Path(SHOTS) / f"lab-{viewport['width']}x{viewport['height']}-{theme}-focused.png"))
     # The marker takes both sides to the state just after that step: the two batches that differ.
     page.locator(".lab-marker").click()
-    page.wait_for_function("s => window.servescope.sides.every((side) => side.store.step === s)", arg=d.step + 1,
+    page.wait_for_function("s => window.servescope.sides.every((side) => side.store.step === s)", arg=d.step,
                            timeout=SEEK_MS)
     page.mouse.move(0, viewport["height"] - 1)
     page.evaluate("document.activeElement.blur()")
     page.wait_for_timeout(500)
-    # Both batch panels show that step (the dashboard numbers it from 1), and the two batches differ.
+    # Both batch panels show that step (numbered alike everywhere), and the two batches differ.
     for side in page.locator(".compare-batch").all():
-        assert side.inner_text().startswith(f"step {d.step + 1} ·")
+        assert side.inner_text().startswith(f"step {d.step} ·")
     records = page.evaluate("window.servescope.sides.map((s) => [s.store.lastRecord.step, s.store.lastRecord.scheduled])")
-    assert records[0][0] == records[1][0] == d.step and records[0][1] != records[1][1]
-    assert f"at step {d.step + 1} on screen" in page.locator("#lab-words").inner_text()
+    assert records[0][0] == records[1][0] == d.step - 1 and records[0][1] != records[1][1]
+    assert page.locator("#lab-words").inner_text() == f"First divergence ▼ at {d.message}"
+    assert d.message.startswith(f"step {d.step}: ")
     if SHOTS:
         page.screenshot(path=str(Path(SHOTS) / f"lab-{viewport['width']}x{viewport['height']}-{theme}.png"))
     check_layout(page, f"lab {theme}", projector=theme == "projector")

@@ -84,6 +84,35 @@ def test_a_contiguous_arm_names_its_allocator_and_its_captions_tell_its_story(se
     assert page.locator("#view-paged").inner_text() == "Paged" and page.locator("#view-contiguous").is_visible()
 
 
+# What the "Reserve max" view reserves, from the store alone: max_model_len of blocks per running
+# request, in admission order, for as many as fit beside the null block.
+RESERVED_PERCENT = """() => {
+  const {session, blocks, queues} = window.servescope.store;
+  const region = Math.ceil(session.max_model_len / session.block_size), usable = blocks.n - 1;
+  const fitted = Math.min(queues.running.length, Math.floor(usable / region));
+  return ((fitted * region / usable) * 100).toFixed(1);
+}"""
+
+
+def test_the_gauge_reads_the_view_shown_the_reserve_max_views_reservations_or_the_pool(server, new_page):
+    page = open_lesson(server, new_page, "paged-vs-contiguous&arm=paged")
+    seek(page, 300)
+    gauge = page.locator("#kv-gauge")
+    used = f"{page.evaluate('window.servescope.store.lastRecord.kv_usage') * 100:.1f}"
+    assert gauge.inner_text() == f"{used}% used" and gauge.get_attribute("aria-label") == "KV usage"
+    page.click("#view-contiguous")
+    reserved = page.evaluate(RESERVED_PERCENT)
+    page.wait_for_function("t => document.getElementById('kv-gauge').textContent === t", arg=f"{reserved}% reserved")
+    assert reserved != used and gauge.get_attribute("aria-valuenow") == reserved
+    assert gauge.get_attribute("aria-label") == "KV blocks reserved in the Reserve max view"
+    check_layout(page, "Reserve max view, projector 1280x720", projector=True)
+    set_theme(page, "normal", NORMAL)
+    check_layout(page, "Reserve max view, normal 1920x1080", projector=False)
+    page.click("#view-paged")
+    page.wait_for_function("t => document.getElementById('kv-gauge').textContent === t", arg=f"{used}% used")
+    assert page.errors == []
+
+
 def check_slide_fits(page, where: str, projector: bool = True) -> None:
     """W: the Close button and every claim inside the slide on screen, nothing of the slide below
     it (only the table's own box may scroll), and no arm's name broken across lines."""

@@ -33,14 +33,14 @@ def test_each_exercise_passes_with_its_reference_solution(number):
 def test_the_preemption_solution_also_passes_the_chunked_exercise_but_not_priority():
     assert run_check("solutions/ex4_preemption", 3).passed
     divergence = run_check("solutions/ex4_preemption", 5).divergence
-    assert (divergence.step, divergence.kind) == (123, "diverged")
+    assert (divergence.step, divergence.kind) == (124, "diverged")
     assert "the largest (priority, arrival)" in divergence.message and divergence.message.endswith("req-7")
 
 
 def test_prefill_before_decodes_fails_where_the_running_request_is_left_out():
     d = run_check("mistakes/prefill_first", 3).divergence
-    assert (d.workload, d.step, d.kind) == ("long-prompts", 1, "diverged")
-    assert d.message == ("step 1: you gave req-7 and req-2 256 tokens before the running requests' chunks; "
+    assert (d.workload, d.step, d.kind) == ("long-prompts", 2, "diverged")
+    assert d.message == ("step 2: you gave req-7 and req-2 256 tokens before the running requests' chunks; "
                          "vLLM schedules running requests first, so req-4 gets its tokens first")
     assert d.reference.tokens() == {"req-4": 23, "req-7": 172, "req-2": 61}
     assert d.yours.tokens() == {"req-7": 172, "req-2": 84}
@@ -48,8 +48,8 @@ def test_prefill_before_decodes_fails_where_the_running_request_is_left_out():
 
 def test_no_preemption_fails_at_the_first_step_blocks_run_out():
     d = run_check("mistakes/no_preemption", 4).divergence
-    assert (d.workload, d.step, d.kind) == ("tight", 24, "diverged")
-    assert d.message.startswith("step 24: you preempted nobody, but req-5 needed 1 more KV block for its next 1 token "
+    assert (d.workload, d.step, d.kind) == ("tight", 25, "diverged")
+    assert d.message.startswith("step 25: you preempted nobody, but req-5 needed 1 more KV block for its next 1 token "
                                 "and 0 were free; vLLM preempts the newest running request")
     assert d.message.endswith("so req-1 is preempted in this step")
     assert d.reference.preempted == ("req-1",) and d.yours.preempted == ()
@@ -57,26 +57,26 @@ def test_no_preemption_fails_at_the_first_step_blocks_run_out():
 
 def test_the_wrong_victim_is_named_beside_the_newest():
     d = run_check("mistakes/biggest_victim", 4).divergence
-    assert (d.step, d.kind) == (91, "diverged")
+    assert (d.step, d.kind) == (92, "diverged")
     assert "you preempted req-7; vLLM preempts the newest (the last in view.running) first" in d.message
     assert d.message.endswith("req-3")
 
 
 def test_ignoring_the_budget_is_an_impossible_batch_over_the_budget():
     d = run_check("mistakes/ignores_budget", 3).divergence
-    assert (d.step, d.kind) == (0, "invalid")
-    assert d.message == "step 0: the batch holds 451 tokens, over the 256-token budget (max_num_batched_tokens)"
+    assert (d.step, d.kind) == (1, "invalid")
+    assert d.message == "step 1: the batch holds 451 tokens, over the 256-token budget (max_num_batched_tokens)"
 
 
 def test_admitting_past_max_num_seqs_names_the_limit():
     d = run_check("mistakes/past_max_num_seqs", 2).divergence
-    assert (d.step, d.kind) == (0, "invalid")
+    assert (d.step, d.kind) == (1, "invalid")
     assert d.message.endswith("makes 9 requests running, past max_num_seqs=4")
 
 
 def test_static_batching_in_the_continuous_exercise_fails_at_the_first_free_seat():
     d = run_check("solutions/ex1_static", 2).divergence
-    assert (d.workload, d.step) == ("burst", 22)
+    assert (d.workload, d.step) == ("burst", 23)
     assert "vLLM admits req-4 in this step (with 51 tokens): continuous batching fills a free seat at once" in d.message
 
 
@@ -90,7 +90,7 @@ def test_a_partial_static_batch_is_told_what_static_batching_admits(tmp_path):
                 return {view.waiting[0].request_id: view.waiting[0].num_remaining_tokens}
     """))
     d = check(exercise(1), load_student(str(path))).divergence
-    assert d.message.startswith("step 0: static batching admits req-1, req-2 and req-3 in this step")
+    assert d.message.startswith("step 1: static batching admits req-1, req-2 and req-3 in this step")
 
 
 def write(tmp_path: Path, body: str) -> str:
@@ -143,7 +143,7 @@ def test_an_exception_is_reported_with_the_students_file_and_line():
     with pytest.raises(LabFileError) as error:
         run_check("mistakes/broken", 1)
     assert error.value.where.endswith("mistakes/broken.py:9")
-    assert error.value.message == "KeyError in schedule() at step 0: 'req-0'"
+    assert error.value.message == "KeyError in schedule() at step 1: 'req-0'"
     assert error.value.source_line == "return batch[view.waiting[0].request_id]"
 
 
@@ -152,7 +152,7 @@ def test_a_loop_runs_into_the_time_budget(monkeypatch):
     with pytest.raises(LabFileError) as error:
         run_check("mistakes/loops", 1)
     assert error.value.where.endswith("mistakes/loops.py:6")
-    assert "ran past its time budget of 0.2 s at step 0" in error.value.message
+    assert "ran past its time budget of 0.2 s at step 1" in error.value.message
 
 
 def test_the_view_is_read_only():
@@ -188,7 +188,7 @@ def test_lab_new_writes_the_starter_and_refuses_a_non_empty_directory(tmp_path, 
     capsys.readouterr()
     assert main(["lab", "new", str(target)]) == 2
     assert "is not an empty directory" in capsys.readouterr().err
-    # The starter loads and runs: it schedules nothing, so it diverges at step 0.
+    # The starter loads and runs: it schedules nothing, so it diverges at step 1.
     assert main(["lab", "check", str(target / "my_scheduler.py")]) == 1
 
 
@@ -197,7 +197,7 @@ def test_lab_check_exit_codes_and_json(capsys):
     assert "passed" in capsys.readouterr().out
     assert main(["lab", "check", str(HERE / "mistakes/no_preemption.py"), "--exercise", "4", "--json"]) == 1
     result = json.loads(capsys.readouterr().out)
-    assert result["passed"] is False and result["divergence"]["step"] == 24
+    assert result["passed"] is False and result["divergence"]["step"] == 25
     assert result["divergence"]["reference"]["preempted"] == ["req-1"]
     assert main(["lab", "check", str(HERE / "mistakes/broken.py")]) == 2
     err = capsys.readouterr().err
@@ -210,7 +210,7 @@ def test_the_report_puts_the_two_batches_side_by_side(capsys):
     assert main(["lab", "check", str(HERE / "mistakes/prefill_first.py"), "--exercise", "3"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "exercise 3, A token budget with chunked prefill: diverged on workload long-prompts"
-    assert out[3].split() == ["step", "1", "yours", "vLLM"]
+    assert out[3].split() == ["step", "2", "yours", "vLLM"]
     assert out[4].split() == ["req-4", "-", "23", "prefill"]
     assert out[-1].split() == ["preempted", "-", "-"]
 
@@ -222,7 +222,7 @@ def test_exit_in_the_students_code_is_reported_not_obeyed(tmp_path):
             def schedule(self, view):
                 sys.exit("done")
     """)
-    with pytest.raises(LabFileError, match="SystemExit in schedule\\(\\) at step 0: done"):
+    with pytest.raises(LabFileError, match="SystemExit in schedule\\(\\) at step 1: done"):
         check(exercise(1), load_student(path))
 
 
@@ -238,7 +238,7 @@ def test_a_dataclass_in_the_students_file_loads(tmp_path):
             def schedule(self, view):
                 return {}
     """)
-    assert check(exercise(1), load_student(path)).divergence.step == 0
+    assert check(exercise(1), load_student(path)).divergence.step == 1
 
 
 def test_the_time_budget_holds_off_the_main_thread(monkeypatch):
@@ -259,15 +259,15 @@ def test_the_time_budget_holds_off_the_main_thread(monkeypatch):
 
 
 @pytest.mark.parametrize("name, number, workload, step, words", [
-    ("admits_after_preempting", 4, "tight", 24,
-     "step 24: you admitted req-6, but vLLM does not admit it in this step: a step that preempted admits nobody"),
-    ("chunk_gate", 4, "long-prompts", 6,
-     "step 6: you admitted req-0, but vLLM does not admit it in this step: its whole context needs 29 blocks and 24 are "
+    ("admits_after_preempting", 4, "tight", 25,
+     "step 25: you admitted req-6, but vLLM does not admit it in this step: a step that preempted admits nobody"),
+    ("chunk_gate", 4, "long-prompts", 7,
+     "step 7: you admitted req-0, but vLLM does not admit it in this step: its whole context needs 29 blocks and 24 are "
      "free, and vLLM admits a request only if the free blocks hold its whole context"),
-    ("skips_the_head", 4, "tight", 25,
-     "step 25: you admitted req-6, but vLLM stops at the head of the waiting queue, req-1, which cannot be admitted"),
-    ("whole_prompts_only", 3, "long-prompts", 0,
-     "step 0: vLLM admits req-4 in this step with a 256-token chunk of the 279 tokens it has to compute"),
+    ("skips_the_head", 4, "tight", 26,
+     "step 26: you admitted req-6, but vLLM stops at the head of the waiting queue, req-1, which cannot be admitted"),
+    ("whole_prompts_only", 3, "long-prompts", 1,
+     "step 1: vLLM admits req-4 in this step with a 256-token chunk of the 279 tokens it has to compute"),
 ])
 def test_admission_mistakes_are_told_the_rule_they_broke(name, number, workload, step, words):
     d = run_check(f"mistakes/{name}", number).divergence

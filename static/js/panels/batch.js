@@ -1,7 +1,7 @@
 // This step's batch: how the token budget was spent (prefill chunks against decodes), one row
 // per scheduled request, and what the step's time was made of.
 
-import { fmtInt, fmtSeconds, requestColor } from "../colors.js";
+import { fmtInt, fmtSeconds, noun, plural, requestColor } from "../colors.js";
 import { html, render as write } from "../dom.js";
 import { setAttr, setHtml, setStyle } from "../writes.js";
 
@@ -94,9 +94,9 @@ function render(el, store) {
     const width = Math.max(0.6, Math.min(100, (100 * n) / budget));
     const draftCount = drafts[id] || 0;
     const label = kind === "prefill" ? `${fmtInt(n)} tok` : draftCount ? `1+${draftCount} tok` : "1 tok";
-    const verified = id in accepted ? `; ${accepted[id]} draft${accepted[id] === 1 ? "" : "s"} accepted in this step's verification` : "";
-    const title = kind === "prefill" ? `${id}: prefill chunk of ${n} tokens after ${before} cached`
-      : `${id}: decode, 1 token${draftCount ? ` and ${draftCount} draft tokens to verify` : ""} after ${before} cached${verified}`;
+    const verified = id in accepted ? `; ${plural(accepted[id], "draft")} accepted in this step's verification` : "";
+    const title = kind === "prefill" ? `${id}: prefill chunk of ${plural(n, "token")} after ${fmtInt(before)} cached`
+      : `${id}: decode, 1 token${draftCount ? ` and ${plural(draftCount, "draft token")} to verify` : ""} after ${fmtInt(before)} cached${verified}`;
     // The class form's requests this browser sent (class_desk.js) read "#12 yours".
     const mine = Boolean(store.mine && store.mine.has(id));
     return { id, title, colour, label: `${id.replace(/^req-0*(?=\d)/, "#")}${mine ? " yours" : ""}`, mine, kind, width: `${width}%`,
@@ -116,7 +116,7 @@ function render(el, store) {
   }
   // Each part is written only when it changed, and then mostly its figures alone (`setHtml`).
   const set = (name, fragment) => setHtml(el.parts[name], fragment);
-  set("budget", html`<span>step <b>${fmtInt(record.step + 1)}</b> · <b>${fmtInt(used)}</b> ${budgeted ? `of ${fmtInt(budget)} tokens` : "tokens, no token budget"} · <b>${record.scheduled.length}</b> ${record.scheduled.length === 1 ? "request" : "requests"}</span><span>${notes.map((note, i) => html`${i ? " · " : ""}${note}`)}</span>`);
+  set("budget", html`<span>step <b>${fmtInt(record.step + 1)}</b> · <b>${fmtInt(used)}</b> ${budgeted ? `of ${fmtInt(budget)} tokens` : "tokens, no token budget"} · <b>${fmtInt(record.scheduled.length)}</b> ${noun(record.scheduled.length, "request")}</span><span>${notes.map((note, i) => html`${i ? " · " : ""}${note}`)}</span>`);
   // The bar's widths go through the CSSOM: the pages' CSP refuses style attributes in markup.
   const [prefillBar, decodeBar] = el.parts["budget-bar"].children;
   setStyle(prefillBar, "width", `${(100 * prefill) / budget}%`);

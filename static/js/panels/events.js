@@ -6,6 +6,7 @@
 // evicted, steps 2850–2858"), so they never push preemptions and finishes out of view; so are
 // many requests admitted (or finished) in one step ("31 requests finished (req-00003, …, req-00251)").
 
+import { fmtInt, plural } from "../colors.js";
 import { el as h } from "../dom.js";
 
 const KINDS = { admitted: "admitted", resumed: "resumed", chunk: "prefill chunks", preempted: "preempted", finished: "finished", evicted: "evictions" };
@@ -15,8 +16,6 @@ const MERGE_STEPS = 20; // evictions within this many steps of the last eviction
 // a batch turning over at 256 requests is then a few lines a step, not hundreds.
 const MAX_SINGLE_LINES = 3;
 const GROUPS = { admitted: "requests admitted", resumed: "requests resumed", finished: "requests finished", chunk: "prefill chunks" };
-
-const plural = (n, one, many) => `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`;
 
 export function mount(el, store, { onSeek, onSelect }) {
   const hidden = new Set(["chunk"]);
@@ -71,17 +70,17 @@ export function mount(el, store, { onSeek, onSelect }) {
   }
 
   function text(row) {
-    if (row.group) return `${row.count} ${GROUPS[row.kind]} (${row.request}, …, ${row.lastRequest})`;
+    if (row.group) return `${fmtInt(row.count)} ${GROUPS[row.kind]} (${row.request}, …, ${row.lastRequest})`;
     if (row.kind !== "evicted") return row.text;
-    const steps = row.step === row.to ? `step ${row.step}` : `steps ${row.step}–${row.to}`;
-    return `${plural(row.blocks, "cached block", "cached blocks")} evicted from the prefix cache, ${steps}`;
+    const steps = row.step === row.to ? `step ${fmtInt(row.step)}` : `steps ${fmtInt(row.step)}–${fmtInt(row.to)}`;
+    return `${plural(row.blocks, "cached block")} evicted from the prefix cache, ${steps}`;
   }
 
   // Built as elements: a request id or an event's text is shown as text, whatever it holds.
   const item = (row) =>
     h("button", { class: `event ${row.kind}`, "data-step": row.to, "data-kind": row.kind, "data-request": row.request,
-      title: `Go to step ${row.to}${row.kind === "preempted" ? " and see why" : ""}` },
-    h("span", { class: "at" }, String(row.to)), h("span", { class: "what" }, text(row)));
+      title: `Go to step ${fmtInt(row.to)}${row.kind === "preempted" ? " and see why" : ""}` },
+    h("span", { class: "at" }, fmtInt(row.to)), h("span", { class: "what" }, text(row)));
 
   // A row's element is made once: a step that adds two events adds two lines, it does not
   // rebuild the other 148 (each rebuild dirtied the layout of the whole log).

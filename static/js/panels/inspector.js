@@ -3,7 +3,7 @@
 // its whole block table and its history step by step (both virtualised lists, never truncated).
 // Fetched from the server for the current step.
 
-import { cssVar, fmtInt, fmtSeconds, requestColor } from "../colors.js";
+import { cssVar, fmtInt, fmtSeconds, plural, requestColor } from "../colors.js";
 import { virtualList } from "../virtual_list.js";
 import { reasonsOf } from "../why_data.js";
 import { el as element, html, render as write } from "../dom.js";
@@ -30,7 +30,7 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
       // The history (a row per step) only while paused: it is long and the step moves on.
       const paused = !store.status.playing;
       const response = await fetch(`/api/sessions/${sessionId}/requests/${encodeURIComponent(id)}?history=${paused}`);
-      if (!response.ok) { write(el, html`<p class="muted">${id} has not arrived by step ${store.step}.</p>`); shown = key; return; }
+      if (!response.ok) { write(el, html`<p class="muted">${id} has not arrived by step ${fmtInt(store.step)}.</p>`); shown = key; return; }
       const detail = await response.json();
       detail.prompt = await shownPrompt(sessionId, id);
       // The evidence only while paused: each answer replays a stretch of the run on the server.
@@ -53,10 +53,10 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
     const segs = [seg("queued", "queued", 0, `${pos(r.first_scheduled_s ?? detail.clock_s)}%`)];
     for (const run of detail.timeline) {
       if (run.kind === "prefill" || run.kind === "decode") {
-        segs.push(seg(run.kind, `${run.kind} ${run.tokens} tokens, steps ${run.step + 1}–${run.to_step + 1}`, pos(run.s),
+        segs.push(seg(run.kind, `${run.kind} ${plural(run.tokens, "token")}, steps ${fmtInt(run.step + 1)}–${fmtInt(run.to_step + 1)}`, pos(run.s),
           `${Math.max(0.4, pos(run.to_s) - pos(run.s))}%`));
       } else if (run.kind === "preempted") {
-        segs.push(seg("preempted", `preempted in step ${run.step + 1}`, pos(run.s), null));
+        segs.push(seg("preempted", `preempted in step ${fmtInt(run.step + 1)}`, pos(run.s), null));
       }
     }
     const why = answer
@@ -67,7 +67,7 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
     const groups = store.kvGroups ? store.groupTables.get(r.id) : null;
     const groupRows = groups ? groups.flatMap((t, g) => [[g, -1, 0], ...t.map((block, i) => [g, i, block])]) : null;
     const events = detail.timeline.filter((run) => run.kind !== "prefill" && run.kind !== "decode")
-      .map((run) => `step ${run.step + 1}: ${run.kind}${run.cached ? ` (${run.cached} tokens from the prefix cache)` : ""}`).join(" · ");
+      .map((run) => `step ${fmtInt(run.step + 1)}: ${run.kind}${run.cached ? ` (${plural(run.cached, "token")} from the prefix cache)` : ""}`).join(" · ");
     const previous = { table: el.querySelector(".vlist.table")?.scrollTop, history: el.querySelector(".vlist.history")?.scrollTop };
     write(el, html`<div class="inspector"><h3><i class="swatch"></i>${r.id} <span class="pill">${r.status}</span>${store.mine && store.mine.has(r.id) ? html` <span class="pill mine">yours</span>` : ""}</h3>
       ${why}
@@ -86,9 +86,9 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
       ${lastTokenInFlight(detail)}
       <div class="timeline" role="img" aria-label="Timeline of ${r.id}"></div>
       ${events ? html`<p class="muted events-line">${events}</p>` : ""}
-      <h4>Block table: ${fmtInt(detail.block_table.length)} blocks${groupRows ? html` in ${fmtInt(store.kvGroups.length)} KV cache groups` : ""}</h4>
+      <h4>Block table: ${plural(detail.block_table.length, "block")}${groupRows ? html` in ${fmtInt(store.kvGroups.length)} KV cache groups` : ""}</h4>
       <div class="vlist table" tabindex="0" aria-label="Block table of ${r.id}"></div>
-      ${detail.history ? html`<h4>History: ${fmtInt(detail.history.length)} steps run</h4>
+      ${detail.history ? html`<h4>History: ${plural(detail.history.length, "step")} run</h4>
       <div class="vlist history" tabindex="0" aria-label="History of ${r.id}"></div>` : html`<p class="muted">Pause to list its history step by step.</p>`}</div>`);
     el.querySelector(".inspector h3 .swatch").style.background = requestColor(r.color);
     el.querySelector(".timeline").append(...segs);

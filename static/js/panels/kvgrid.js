@@ -342,7 +342,8 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     }
     const running = store.queues.running.length;
     const reserved = fitted * region * bs;
-    return { fitted, running, region, waste: reserved ? 1 - usedSlots / reserved : 0 };
+    // Its usage as vLLM counts a pool's (the null block left out): the regions reserved, held or not.
+    return { fitted, running, region, waste: reserved ? 1 - usedSlots / reserved : 0, usage: (fitted * region) / Math.max(1, n - 1) };
   }
 
   let paintedKey = ""; // what the canvas holds a full drawing of: size, pool, theme, view

@@ -15,11 +15,13 @@ export function mountText(store, { legendEl, summaryEl, subEl, gaugeEl }) {
   const drafts = () => Boolean(store.session.scenario.engine.speculative_config);
 
   function updateText(mode, reservation) {
-    const percent = ((store.lastRecord ? store.lastRecord.kv_usage : 0) * 100).toFixed(1);
+    // The gauge reads the view shown: the engine's own pool, or the "Reserve max" view's regions.
+    const r = mode === "contiguous" ? reservation : null;
+    const percent = ((r ? r.usage : store.lastRecord ? store.lastRecord.kv_usage : 0) * 100).toFixed(1);
     if (gaugeBar.style.width !== `${percent}%`) gaugeBar.style.width = `${percent}%`;
-    setText(gaugeText, `${percent}% used`);
+    setText(gaugeText, `${percent}% ${r ? "reserved" : "used"}`);
     setAttr(gaugeEl, "aria-valuenow", percent);
-    const r = reservation;
+    setAttr(gaugeEl, "aria-label", r ? "KV blocks reserved in the Reserve max view" : "KV usage");
     const summary = mode === "paged" ? pagedSummary()
       : html`reserving ${fmtInt(r.region)} blocks (max_model_len) per request: <b>${r.fitted} of ${r.running}</b> running requests fit; <b>${(r.waste * 100).toFixed(0)}%</b> of reserved slots unused`;
     summaryEl.classList.toggle("grouped", Boolean(store.kvGroups)); // a row per group: room for them

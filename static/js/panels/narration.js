@@ -7,6 +7,7 @@
 
 import { openCheck as openCheckSlide } from "../check_yourself.js";
 import { openClaims as openSlide } from "../claims.js";
+import { fmtInt } from "../colors.js";
 import { html, render as write } from "../dom.js";
 import { setProp, setText } from "../writes.js";
 
@@ -41,7 +42,7 @@ export function mount(el, store, { seek, canControl, stage, dialog, checkDialog 
     const list = beats();
     if (!canControl || !list[index]) return null;
     seek(list[index].step);
-    return `beat ${index + 1}/${list.length}: ${list[index].title} (step ${list[index].step})`;
+    return `beat ${index + 1}/${list.length}: ${list[index].title} (step ${fmtInt(list[index].step)})`;
   }
 
   // N / P: to the next beat after the current step, or back to the previous one (or to the start
@@ -94,13 +95,13 @@ export function mount(el, store, { seek, canControl, stage, dialog, checkDialog 
     const key = `${index}/${info.arm}`;
     if (el.dataset.key !== key) { el.dataset.key = key; writeBeat(list, index, info); }
     const now = el.querySelector(".now");
-    if (now) setText(now, store.step !== beat.step ? ` (now at step ${store.step.toLocaleString("en-US")})` : "");
+    if (now) setText(now, store.step !== beat.step ? ` (now at step ${fmtInt(store.step)})` : "");
   }
 
   function writeBeat(list, index, info) {
     const beat = list[index];
     const disabled = canControl ? html`` : html`disabled`;
-    const dots = list.map((b, i) => html`<button data-action="beat" data-index="${i}" class="beat${i === index ? " on" : ""}" ${i === index ? html`aria-current="step"` : ""} ${disabled} title="Go to step ${b.step}: ${b.title}">${i + 1}</button>`);
+    const dots = list.map((b, i) => html`<button data-action="beat" data-index="${i}" class="beat${i === index ? " on" : ""}" ${i === index ? html`aria-current="step"` : ""} ${disabled} title="Go to step ${fmtInt(b.step)}: ${b.title}">${i + 1}</button>`);
     write(el, html`<div class="caption"><p class="lesson-title">${lesson.title} · arm <b>${info.arm}</b></p><p class="beat-text"><b>${index + 1}/${list.length} ${beat.title}.</b> ${unbroken(beat.text)}<span class="muted now"></span></p></div><div class="nav"><button data-action="prev" ${disabled} title="Previous beat (P)" aria-label="Previous beat">◀</button><span class="beats" role="group" aria-label="Beats">${dots}</span><button data-action="next" ${disabled} title="Next beat (N)" aria-label="Next beat">▶</button><button data-action="claims" title="The claims and the table, checked on the simulated numbers">What it proves</button>${
       beat.event === "end" ? html`<button data-action="check" class="primary" title="Questions on the run you just watched (Q)">Check yourself</button>` : ""}</div>`);
   }

@@ -47,9 +47,9 @@ export function mount(el, store, { sessionId, onSelect }) {
       retry = setTimeout(() => { if (shown === key) { shown = ""; store.dirty.add("why"); } }, reply.busy * 1000);
       return;
     }
-    if (reply.failed) { write(el, html`<p class="muted" role="status">No reasons for step ${record.step + 1} now: ${reply.failed}.</p>`); setDiff(null); return; }
+    if (reply.failed) { write(el, html`<p class="muted" role="status">No reasons for step ${fmtInt(record.step + 1)} now: ${reply.failed}.</p>`); setDiff(null); return; }
     const answer = reply.answer;
-    if (!answer) { write(el, html`<p class="muted">No reasons for step ${record.step + 1}.</p>`); setDiff(null); return; }
+    if (!answer) { write(el, html`<p class="muted">No reasons for step ${fmtInt(record.step + 1)}.</p>`); setDiff(null); return; }
     render(answer);
   }
 
