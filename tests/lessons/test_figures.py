@@ -10,6 +10,7 @@ import re
 import pytest
 
 from scheduler_core.lessons.catalog import LESSONS
+from scheduler_core.lessons.check_yourself import check_yourself
 from scheduler_core.lessons.figures import FIGURES
 from scheduler_core.lessons.fleet import FLEET_LESSONS
 from scheduler_core.lessons.framework import claims_slide, evaluate, story
@@ -42,13 +43,15 @@ def test_a_caption_writes_counts_with_separators_and_a_noun_singular_for_one():
 def lesson_texts(lesson) -> list[str]:
     results = lesson.run()
     texts = [lesson.title, lesson.summary, *(text for _, text in evaluate(lesson, results))]
-    texts += [beat["text"] for arm in lesson.arms for beat in story(lesson, arm, results)]
+    stories = [story(lesson, arm, results) for arm in lesson.arms]
+    texts += [beat["text"] for beats in stories for beat in beats]
+    texts += [question["text"] for beats in stories for question in check_yourself(beats)]
     return texts + [value for row in claims_slide(lesson, results)["table"]["rows"] for value in row["values"]]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.name for lesson in LESSONS])
-def test_no_beat_claim_or_table_of_a_lesson_has_a_bare_count(lesson):
+def test_no_beat_claim_table_or_question_of_a_lesson_has_a_bare_count(lesson):
     assert bare_numbers(lesson_texts(lesson)) == []
 
 
