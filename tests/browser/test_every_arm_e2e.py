@@ -55,7 +55,6 @@ SCREEN = """([ids, blocks]) => {
   };
 }"""
 PLAY_STEPS_PER_S = 250
-THEME = "projector"
 
 
 def seek(page, step: int, index: int, count: int) -> None:
@@ -103,32 +102,34 @@ def play_briefly(page, where: str, wrong: list) -> None:
     assert max(seen) > start + 1, f"{where}: the play did not move ({start} -> {seen})"
 
 
-def walk_arm(page, url: str, lesson: str, arm: str, wrong: list) -> int:
-    """Every beat of one arm, a step past each, and a short play before the end; the beats walked."""
+def walk_arm(page, url: str, lesson: str, arm: str, wrong: list) -> None:
+    """Every beat of one arm, a step past each, and a short play before the end."""
     page.goto(url, timeout=SEEK_MS)
     page.wait_for_function("window.servescope && window.servescope.store.session !== null", timeout=SEEK_MS)
     assert page.evaluate("window.servescope.store.session.lesson.arm") == arm
     page.wait_for_function("window.servescope.narration.beats().length > 0", timeout=SEEK_MS)
     beats = page.evaluate("window.servescope.narration.beats()")
+    assert beats[0]["event"] == "opening" and beats[-1]["event"] == "end", f"{lesson}:{arm}"
     for index, beat in enumerate(beats):
         where = f"{lesson}:{arm} beat {index + 1} ({beat['event']}, step {beat['step']})"
         if beat["event"] == "end":
             play_briefly(page, where, wrong)  # from a step past the last moment
         seek(page, beat["step"], index, len(beats))
-        caption = read_caption(page.locator("#narration .beat-text").inner_text(), closing=beat["event"] == "end")
+        text = page.locator("#narration .beat-text").inner_text()
+        assert beat["text"] in text.replace("\u00a0", " "), where
+        caption = read_caption(text, closing=beat["event"] == "end")
         assert caption.unread == [], f"{where}: the checker reads no rule for {caption.unread}: {beat['text']}"
         wrong += [f"{where}: {m}" for m in mismatches(caption, screen_of(page, caption))]
         if beat["event"] == "end":
             assert page.evaluate("window.servescope.store.done"), where
         else:
             step_once(page, f"{where}, a step on", wrong)
-    return len(beats)
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.name for lesson in LESSONS])
 def test_every_beat_of_every_arm_says_what_the_screen_shows(server, new_page, lesson):
     page = new_page(PROJECTOR["width"], PROJECTOR["height"])
-    page.context.add_init_script(f"localStorage.setItem('servescope-theme', '{THEME}')")
+    page.context.add_init_script("localStorage.setItem('servescope-theme', 'projector')")
     wrong: list[str] = []
     for arm in lesson.arms:
         walk_arm(page, f"{server.url}/?lesson={quote(lesson.name)}&arm={quote(arm)}", lesson.name, arm, wrong)

@@ -34,8 +34,9 @@ def number(text: str) -> int | float:
     return float(text) if "." in text else int(text)
 
 
-# (kind, pattern, what each group is): a group named "request" is the request, any other the value
-# compared. A pattern ending in a request id's lookbehind reads the request named last before it.
+# (kind, pattern): a group that matches a request id is the fact's request, the first other group its
+# value, compared with what the screen shows (`CHECKS[kind]`); without a value the fact says the
+# request is where the pattern puts it.
 RULES: list[tuple[str, str]] = [
     ("beat", r"^(\d+)/\d+ "),
     ("beats", r"^\d+/(\d+) "),
