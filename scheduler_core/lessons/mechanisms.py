@@ -349,11 +349,12 @@ MECHANISM_LESSONS = [
         ],
         beats=[
             Beat("opening", "Tight memory", "vLLM's recorded scenario b: {num_gpu_blocks} blocks, chunked prefill at "
-                 "{max_num_batched_tokens} tokens. Watch the KV gauge and the preempted lane.", ("kv", "queues")),
+                 "{max_num_batched_tokens} tokens. Watch the KV gauge: when blocks run out, a Preempted lane opens among the "
+                 "requests.", ("kv", "queues")),
             Beat("first_chunk", "Admitted on a chunk", "Step {step}: {request} runs a chunk of {tokens} of its {prompt:,} prompt "
                  "tokens; {rest:,} remain for later steps.", ("batch", "kv")),
             Beat("first_preemption", "Out of blocks", "Step {step}: no block for the next chunk; {request}, the newest running "
-                 "request, is preempted and restarts from token 0.", ("queues", "side")),
+                 "request, is preempted and restarts from token 0: it waits in the Preempted lane.", ("queues", "side")),
             Beat("repeat_preemption", "Again", "Step {step}: {request} is preempted a second time; each time its work is thrown "
                  "away.", ("queues", "side")),
             Beat("end", "Result", "vLLM 0.10: {vllm-0.10:preemptions:,} preemptions, one request "
