@@ -693,7 +693,7 @@ def test_run_to_breakpoint_never_hit_runs_to_the_end(session):
     """A breakpoint that never fires lets the run finish, and says so."""
     _, presenter = session
 
-    status = run_to_breakpoint(presenter, [{"kind": "request", "value": "no-such-request"}])
+    status = run_to_breakpoint(presenter, [{"kind": "step", "value": steps_to_the_end() + 1}])
 
     assert status["note"] == "no breakpoint hit before the end"
     assert status["done"] is True and status["step"] == steps_to_the_end()
