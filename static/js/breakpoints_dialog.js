@@ -5,6 +5,7 @@
 // field it names, and that field takes the focus.
 
 import { html, render } from "./dom.js";
+import { withIds } from "./notice.js";
 
 let pending = null; // { dialog, sent, inputs }: the set sent, waiting for the server's answer
 
@@ -26,14 +27,14 @@ export function openBreakpoints(store, dialog, send) {
       <label><span>KV usage at least (%)</span><input type="number" min="1" max="100" data-kind="kv_usage" value="${has("kv_usage") ? Math.round(has("kv_usage").value * 100) : ""}"></label>
       <label><span>at step</span><input type="number" min="${store.step + 1}" data-kind="step" value="${step}" placeholder="after ${store.step}"></label>
       <label><span>request id is scheduled</span><input type="text" data-kind="request" value="${asked}" placeholder="req-00012"></label>
-      <p class="form-error bp-error" role="alert"></p>
+      <p class="form-error bp-error" id="bp-error" role="alert"></p>
       <div><button value="cancel">Cancel</button> <button value="ok" class="primary" id="bp-save">Set</button></div>
     </form>`);
   dialog.querySelector("#bp-save").addEventListener("click", (event) => {
     event.preventDefault(); // closed by the server's answer, not by the click
     const breakpoints = [], inputs = [];
     for (const input of dialog.querySelectorAll("[data-kind]")) {
-      input.removeAttribute("aria-invalid");
+      input.removeAttribute("aria-invalid"); input.removeAttribute("aria-describedby");
       const kind = input.dataset.kind;
       if (input.type === "checkbox") { if (input.checked) { breakpoints.push({ kind }); inputs.push(input); } continue; }
       if (input.value === "") continue;
@@ -62,13 +63,12 @@ export function breakpointsAnswered(frame) {
   }
   const field = frame.field || "";
   if (frame.type !== "error" || !field.startsWith("breakpoints")) return false;
-  // "breakpoints[1].value: step 10 is already behind: ...": the input it names, by its label.
+  // "breakpoints[1].value: step 10 is already behind: ...": the input it names takes the focus.
   const index = Number((field.match(/^breakpoints\[(\d+)\]/) || [])[1]);
   const input = Number.isInteger(index) ? pending.inputs[index] : null;
   const reason = frame.message.startsWith(`${field}: `) ? frame.message.slice(field.length + 2) : frame.message;
-  const label = input ? input.closest("label").querySelector("span").textContent : "breakpoints";
-  pending.dialog.querySelector(".bp-error").textContent = `Not set. ${label}: ${reason}`;
-  if (input) { input.setAttribute("aria-invalid", "true"); input.focus(); }
+  render(pending.dialog.querySelector(".bp-error"), html`Not set. ${withIds(reason[0].toUpperCase() + reason.slice(1))}`);
+  if (input) { input.setAttribute("aria-invalid", "true"); input.setAttribute("aria-describedby", "bp-error"); input.focus(); }
   return true;
 }
 

@@ -7,6 +7,11 @@ import { html, render } from "./dom.js";
 
 const NOTICE_MS = 12_000;
 
+// A message as text, its request ids (`req-00012`) each kept on one line: a line never breaks at their hyphen.
+export function withIds(text) {
+  return html`${String(text).split(/(req-\d+)/).map((part, i) => (i % 2 ? html`<span class="id">${part}</span>` : part))}`;
+}
+
 export function mount(el) {
   let timer = null;
   function hide() {
@@ -15,7 +20,7 @@ export function mount(el) {
   }
   function show(text) {
     clearTimeout(timer);
-    render(el, html`<p class="notice-box"><span class="notice-text">${text}</span><button type="button" class="notice-close" aria-label="Dismiss">×</button></p>`);
+    render(el, html`<p class="notice-box"><span class="notice-text">${withIds(text)}</span><button type="button" class="notice-close" aria-label="Dismiss">×</button></p>`);
     el.querySelector(".notice-close").addEventListener("click", hide);
     timer = setTimeout(hide, NOTICE_MS);
   }

@@ -32,12 +32,13 @@ def test_a_step_already_behind_is_refused_in_the_dialog_at_its_field(presenter):
     error = presenter.locator("#breakpoints-dialog .bp-error")
     error.filter(has_text="already behind").wait_for()
 
-    assert error.inner_text() == "Not set. at step: step 10 is already behind: the run is at step 297"
+    assert error.inner_text() == "Not set. Step 10 is already behind: the run is at step 297"
     assert error.get_attribute("role") == "alert" and error.is_visible()
     assert presenter.locator("#breakpoints-dialog").evaluate("d => d.open")  # still open, to correct it
     step = presenter.locator("#breakpoints-dialog input[data-kind='step']")
     assert step.get_attribute("aria-invalid") == "true"
     assert step.evaluate("input => document.activeElement === input")
+    assert step.get_attribute("aria-describedby") == "bp-error"
     assert presenter.evaluate("window.servescope.store.status.breakpoints") == []
     assert presenter.errors == []
 
@@ -49,8 +50,11 @@ def test_an_unknown_request_id_is_refused_naming_it_and_the_ids_there_are(presen
     error = presenter.locator("#breakpoints-dialog .bp-error")
     error.filter(has_text="req-99999").wait_for()
 
-    assert error.inner_text() == (f"Not set. request id is scheduled: no request 'req-99999' in this workload: its ids run "
+    assert error.inner_text() == (f"Not set. No request 'req-99999' in this workload: its ids run "
                                   f"req-00000 to req-{num_requests - 1:05d} ({num_requests} requests)")
+    # The ids are whole on their lines: none breaks at its hyphen.
+    assert error.evaluate("p => [...p.querySelectorAll('.id')].every((s) => s.getClientRects().length === 1)")
+    assert error.locator(".id").count() == 3
 
 
 def test_an_accepted_set_closes_the_dialog(presenter):
