@@ -103,7 +103,7 @@ def check_request(request_id: str, sim, field: str) -> None:
     # A served engine's requests come from its clients as it runs: ids that have not arrived may still.
     if not getattr(sim, "serving", False) and not in_workload(requests, request_id):
         ids = f"its ids run {requests[0].request_id} to {requests[-1].request_id}" if requests else "it has no requests"
-        raise BreakpointError(field, f"no request {request_id!r} in this workload: {ids} ({len(requests)} requests)")
+        raise BreakpointError(field, f"no request '{request_id}' in this workload: {ids} ({len(requests)} requests)")
     try:
         finished = sim.request(request_id).status.is_finished
     except KeyError:  # not arrived yet

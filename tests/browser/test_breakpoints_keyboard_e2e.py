@@ -197,3 +197,19 @@ def test_fleet_opens_on_its_first_busy_frame_not_its_end(server, new_page):
     assert sum(frames[frame]) == shown > 0  # a replica at work on screen
     assert all(sum(earlier) == 0 for earlier in frames[:frame])  # and nothing happened before it
     assert page.evaluate("document.getElementById('time').value") == str(frame)
+
+
+def test_the_default_scenario_is_busy_within_the_first_second_of_play(presenter):
+    """At the default speed a second of play is 20 steps; by then the engine runs a dozen requests
+    (the default preset's burst waiting at the start), drawn in the lanes, the batch and the pool."""
+    steps_per_s = presenter.evaluate("window.servescope.store.status.steps_per_s")
+    assert steps_per_s == 20 and not presenter.evaluate("window.servescope.store.status.time_ratio")
+
+    advance(presenter, steps_per_s)
+
+    running = presenter.evaluate("window.servescope.store.queues.running.length")
+    assert running >= 10
+    assert presenter.locator(".lane.running .chip").count() >= 10
+    assert presenter.locator("#batch .budget").inner_text().startswith(f"step {steps_per_s} ·")
+    assert presenter.evaluate("window.servescope.store.lastRecord.scheduled.length") >= 10
+    assert presenter.evaluate("window.servescope.store.lastRecord.kv_usage") > 0.1
