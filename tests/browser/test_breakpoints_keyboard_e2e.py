@@ -161,7 +161,7 @@ def test_enter_on_a_block_opens_its_request_and_esc_leaves_the_grid(presenter):
 
     presenter.keyboard.press("Enter")
     presenter.wait_for_function("id => window.servescope.store.selected === id", arg=owner)
-    assert presenter.locator("#inspector").is_visible()
+    presenter.locator("#inspector", has_text=f"{owner} running").wait_for(timeout=30_000)  # the inspector, open on it
     presenter.keyboard.press("Escape")
 
     assert presenter.evaluate("document.activeElement === document.body")
