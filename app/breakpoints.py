@@ -98,17 +98,18 @@ def check_step(value: int, session, field: str) -> None:
 
 
 def check_request(request_id: str, sim, field: str) -> None:
-    """A request breakpoint names a request of this run's workload that has not finished."""
-    requests = sim.workload.requests
-    # A served engine's requests come from its clients as it runs: ids that have not arrived may still.
-    if not getattr(sim, "serving", False) and not in_workload(requests, request_id):
-        ids = f"its ids run {requests[0].request_id} to {requests[-1].request_id}" if requests else "it has no requests"
-        raise BreakpointError(field, f"no request '{request_id}' in this workload: {ids} ({len(requests)} requests)")
+    """A request breakpoint names a request of this run that has not finished: one that has arrived,
+    or one of the workload's still to come (a served engine's come from its clients: any may)."""
     try:
-        finished = sim.request(request_id).status.is_finished
-    except KeyError:  # not arrived yet
+        request = sim.request(request_id)
+    except KeyError:  # not arrived
+        requests = sim.workload.requests
+        if not getattr(sim, "serving", False) and not in_workload(requests, request_id):
+            ids = f"its ids run {requests[0].request_id} to {requests[-1].request_id}" if requests else "it has no requests"
+            message = f"no request '{request_id}' in this workload: {ids} ({len(requests)} requests)"
+            raise BreakpointError(field, message) from None
         return
-    if finished:
+    if request.status.is_finished:
         raise BreakpointError(field, f"{request_id} has already finished: it is not scheduled again")
 
 

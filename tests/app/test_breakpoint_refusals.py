@@ -1,9 +1,14 @@
 """A breakpoint that could never stop the run is refused, through the one path every breakpoint set
 takes (app/breakpoints.py): an error frame naming the field at fault, and the set as it was."""
 
-from app.breakpoints import MAX_REQUEST_ID_CHARS
+from types import SimpleNamespace
+
+import pytest
+
+from app.breakpoints import MAX_REQUEST_ID_CHARS, BreakpointError, parse_breakpoints
 from app.settings import Settings
 from tests.app import test_protocol as protocol
+from tests.sim.test_live_source import scenario, served
 
 TIGHT = protocol.TIGHT
 # The protocol tests' fixtures: a TIGHT session with its presenter connected, at step 0.
@@ -110,3 +115,28 @@ def test_shape_errors_name_their_field_too(session):
     assert usage["field"] == "breakpoints[0].value"
     assert long_id["field"] == "breakpoints[0].value" and "r" * 20 not in long_id["message"]
     assert not_a_list["field"] == "breakpoints"
+
+
+# -- a served engine: its requests come from its clients as it runs ------------------------------
+def served_session() -> SimpleNamespace:
+    """What parse_breakpoints reads of a session (app.session.Session), over a served engine with one
+    request submitted."""
+    sim, source = served(scenario())
+    source.submit(0.0, list(range(40)), 4)
+    return SimpleNamespace(sim=sim, step=0, settings=Settings())
+
+
+def test_a_served_engine_takes_a_breakpoint_on_a_request_still_to_come():
+    session = served_session()
+
+    assert [b.value for b in parse_breakpoints([{"kind": "request", "value": "req-00042"}], session)] == ["req-00042"]
+
+
+def test_a_served_engine_takes_a_breakpoint_on_a_request_that_arrived_after_it_stops_serving():
+    session = served_session()
+    session.sim.step()
+    session.sim.serving = False
+
+    assert parse_breakpoints([{"kind": "request", "value": "req-00000"}], session)[0].value == "req-00000"
+    with pytest.raises(BreakpointError, match="no request 'req-00042'"):
+        parse_breakpoints([{"kind": "request", "value": "req-00042"}], session)
