@@ -12,7 +12,7 @@ import hmac
 import json
 import time
 
-from .breakpoints import Breakpoint
+from .breakpoints import BreakpointError, parse_breakpoints
 from .frames import PROTOCOL_VERSION
 from .session import Session
 from .settings import Settings
@@ -25,9 +25,9 @@ CATCH_UP_TICKS = 5
 # Joins and leaves within this long reach the viewers as one status frame.
 VIEWER_STATUS_DELAY_S = 0.25
 class CommandError(Exception):
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str, field: str | None = None):
         super().__init__(message)
-        self.code = code
+        self.code, self.field = code, field
 
 
 class LiveSession:
@@ -136,7 +136,7 @@ class LiveSession:
             else:
                 raise CommandError("unknown_type", f"unknown message type {kind!r}")
         except CommandError as e:
-            viewer.reply(error_frame(e.code, str(e)))
+            viewer.reply(error_frame(e.code, str(e), e.field))
 
     async def run_command(self, command, message: dict) -> None:
         """One control command, cancellable: deleting the session or the presenter leaving stops
@@ -227,13 +227,10 @@ class LiveSession:
         self.publish_status()
 
     async def cmd_breakpoints(self, message: dict) -> None:
-        items = message.get("breakpoints")
-        if not isinstance(items, list) or len(items) > 32:
-            raise CommandError("bad_value", "breakpoints must be a list of at most 32 breakpoints")
         try:
-            self.session.breakpoints = [Breakpoint.parse(item) for item in items]
-        except ValueError as e:
-            raise CommandError("bad_value", str(e)) from None
+            self.session.breakpoints = parse_breakpoints(message.get("breakpoints"), self.session)
+        except BreakpointError as e:
+            raise CommandError("bad_value", str(e), e.field) from None
         self.publish_status()
 
     async def _play(self) -> None:

@@ -295,7 +295,7 @@ class Session:
             blocks=changed_blocks_view(kv, changed_blocks, kv_groups),
             queues=queues_view(sim),
             points=[point_view(r) for r in records],
-            metrics=metrics_view(sim) if any(r.finished for r in records) else None,
+            metrics=metrics_view(sim) if any(r.finished or r.admitted or r.resumed for r in records) else None,  # prefix hits
             kv_groups=kv_groups,
         )
 

@@ -201,5 +201,9 @@ class Viewer:
                 await send(json.dumps({"v": PROTOCOL_VERSION, "type": "events", "events": batch, "dropped": dropped}))
 
 
-def error_frame(code: str, message: str) -> str:
-    return json.dumps({"v": PROTOCOL_VERSION, "type": "error", "code": code, "message": message})
+def error_frame(code: str, message: str, field: str | None = None) -> str:
+    """A refusal; `field` names the part of the message at fault (`breakpoints[0].value`), when one is."""
+    frame = {"v": PROTOCOL_VERSION, "type": "error", "code": code, "message": message}
+    if field:
+        frame["field"] = field
+    return json.dumps(frame)

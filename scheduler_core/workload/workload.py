@@ -136,6 +136,11 @@ class WorkloadConfig:
     arrival_cv: float = setting(1.0, "gamma arrivals: burstiness (CV of gaps)", bound=Bound(0.01, 100, integer=False))
     concurrency: int = setting(0, "closed loop: N clients, each sends its next request when its last finishes "
                                   "(0: open loop)", bound=Bound(0, 100_000), flag="--concurrency", vllm_flag=False)
+    # A server that starts with a queue in front of it (a restart, a launch): these requests are all
+    # there at t = 0 and the arrival process carries on behind them, so a run opens under load.
+    initial_burst: int = setting(0, "open loop: requests already waiting at the start, all arriving at t = 0 before "
+                                    "the arrival process takes over (at most num_requests)", bound=Bound(0, MAX_REQUESTS),
+                                 flag="--initial-burst", vllm_flag=False)
     lengths: str = setting("sharegpt", "length distribution: a named one, fixed, uniform or lognormal", max_chars=100)
     prompt_len: float = setting(512, "prompt length: fixed, uniform's low end, or lognormal's mean",
                                 bound=Bound(1, MAX_TOKENS_PER_CONTEXT, integer=False))
@@ -243,17 +248,21 @@ def arrival_times(rng: random.Random, config: WorkloadConfig) -> list[float]:
     if rate == math.inf or config.concurrency:
         return [0.0] * n
     if config.arrival == "fixed":
-        return [i / rate for i in range(n)]
-    clock, times = 0.0, []
-    for _ in range(n):
-        if config.arrival == "poisson":
-            clock += rng.expovariate(rate)
-        else:
-            # Gamma gaps with mean 1/rate and the requested CV: shape 1/cv^2 (cv > 1 is bursty).
-            shape = 1.0 / config.arrival_cv**2
-            clock += rng.gammavariate(shape, 1.0 / (rate * shape))
-        times.append(clock)
-    return times
+        times = [i / rate for i in range(n)]
+    else:
+        clock, times = 0.0, []
+        for _ in range(n):
+            if config.arrival == "poisson":
+                clock += rng.expovariate(rate)
+            else:
+                # Gamma gaps with mean 1/rate and the requested CV: shape 1/cv^2 (cv > 1 is bursty).
+                shape = 1.0 / config.arrival_cv**2
+                clock += rng.gammavariate(shape, 1.0 / (rate * shape))
+            times.append(clock)
+    # The burst waits at t = 0; the others take the process's first arrivals, from t = 0 as without
+    # it. Every gap is drawn either way, so the lengths drawn after them are the same requests'.
+    burst = min(config.initial_burst, n)
+    return [0.0] * burst + times[:n - burst]
 
 
 def build_workload(config: WorkloadConfig, max_model_len: int = 1 << 30) -> Workload:

@@ -1,6 +1,7 @@
 // The top bar: transport buttons, speed, breakpoints, scenario picker, configuration form
 // (built from the served JSON Schema), share and export links, theme, and the keyboard.
 
+import { openBreakpoints } from "./breakpoints_dialog.js";
 import { askBeforeDiscarding, numberOf, pasteVllmLine } from "./config_form_input.js";
 import { html, render } from "./dom.js";
 import { modelLines } from "./model_lines.js";
@@ -111,7 +112,12 @@ export function mount(store, { send, sessionId, canControl, onTheme }) {
       t: () => { onTheme(); toast(`${document.documentElement.dataset.theme} theme`); },
       w: () => { if (!lesson || !lesson.claims()) toast("W: no lesson in this session"); },
       q: () => { if (!lesson || !lesson.check()) toast("Q: no lesson in this session"); },
-      Escape: () => { store.selected = null; store.dirty.add("selection"); },
+      // Esc also hands the keyboard back to the page: a chip or a grid left focused would keep
+      // taking Space (a chip toggles its selection), and Space would never play again.
+      Escape: () => {
+        store.selected = null; store.dirty.add("selection");
+        if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
+      },
     };
     const action = anyone[key] || control[key];
     if (!action) return;
@@ -268,33 +274,4 @@ async function openConfigForm(store, dialog, given = null, note = "") {
     openConfigForm(store, dialog, line.scenario, line.ignored.length ? `ignored: ${line.ignored.join(" ")}` : "applied");
   });
   if (!dialog.open) dialog.showModal();
-}
-
-// -- breakpoints ----------------------------------------------------------------------------
-function openBreakpoints(store, dialog, send) {
-  const current = store.status.breakpoints || [];
-  const has = (kind) => current.find((b) => b.kind === kind);
-  // The request id shown is data (a scenario's or a trace's id): a hole of html``, so text.
-  render(dialog, html`<h2 id="bp-title">Breakpoints</h2><p class="muted">Playback stops after a step that matches; B runs to the next one.</p>
-    <form method="dialog" class="form-grid">
-      <label><span>a preemption</span><input type="checkbox" data-kind="preemption" ${has("preemption") ? "checked" : ""}></label>
-      <label><span>a request finishes</span><input type="checkbox" data-kind="finish" ${has("finish") ? "checked" : ""}></label>
-      <label><span>a request is admitted</span><input type="checkbox" data-kind="admit" ${has("admit") ? "checked" : ""}></label>
-      <label><span>KV usage at least (%)</span><input type="number" min="1" max="100" data-kind="kv_usage" value="${has("kv_usage") ? Math.round(has("kv_usage").value * 100) : ""}"></label>
-      <label><span>at step</span><input type="number" min="1" data-kind="step" value="${has("step") ? has("step").value : ""}"></label>
-      <label><span>request id is scheduled</span><input type="text" data-kind="request" value="${has("request") ? has("request").value : store.selected || ""}" placeholder="req-00012"></label>
-      <div><button value="cancel">Cancel</button> <button value="ok" class="primary" id="bp-save">Set</button></div>
-    </form>`);
-  dialog.querySelector("#bp-save").addEventListener("click", () => {
-    const breakpoints = [];
-    for (const input of dialog.querySelectorAll("[data-kind]")) {
-      const kind = input.dataset.kind;
-      if (input.type === "checkbox") { if (input.checked) breakpoints.push({ kind }); continue; }
-      if (input.value === "") continue;
-      const value = kind === "kv_usage" ? Number(input.value) / 100 : kind === "step" ? Number.parseInt(input.value, 10) : input.value;
-      breakpoints.push({ kind, value });
-    }
-    send({ type: "breakpoints", breakpoints });
-  });
-  dialog.showModal();
 }

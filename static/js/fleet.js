@@ -87,14 +87,20 @@ async function runFleet() {
     buildCards();
     summarise();
     $("time").max = run.frames.length - 1;
-    // A lesson starts at its opening beat; any other fleet shows how its run ended.
-    show(run.lesson ? 0 : run.frames.length - 1);
+    // A lesson starts at its opening beat; any other fleet where the dashboard starts, at the start,
+    // from the first frame with a request on a replica (its end is every replica idle; so is t = 0).
+    show(run.lesson ? 0 : firstBusyFrame());
   } catch (e) {
     showBanner(`the fleet did not run: ${e}`);
   } finally {
     document.body.classList.remove("busy");
     $("run").disabled = false;
   }
+}
+
+function firstBusyFrame() {
+  const busy = run.frames.findIndex((f) => f.replicas.some((r) => r.running + r.waiting > 0));
+  return Math.max(0, busy);
 }
 
 function metric(label, value) {

@@ -3,7 +3,9 @@
 
 import { mount as mountClassDesk } from "./class_desk.js";
 import { connect } from "./connection.js";
+import { breakpointsAnswered, refusalText } from "./breakpoints_dialog.js";
 import { mount as mountControls } from "./controls.js";
+import { mount as mountNotice } from "./notice.js";
 import { mount as mountBatch } from "./panels/batch.js";
 import { mount as mountCharts } from "./panels/charts.js";
 import { mount as mountEvents } from "./panels/events.js";
@@ -24,6 +26,9 @@ const canControl = Boolean(token);
 const $ = (id) => document.getElementById(id);
 
 const store = createStore();
+const notice = mountNotice($("notice"));
+// The server's note when a run to a breakpoint reached the end without one (app/live.py).
+const NO_BREAKPOINT_HIT = "no breakpoint hit before the end";
 const params = new URLSearchParams(location.search);
 if (params.get("theme") === "projector" || localStorage.getItem("servescope-theme") === "projector") {
   document.documentElement.dataset.theme = "projector";
@@ -39,9 +44,15 @@ const { send, takeState } = connect(store, {
   onError: (frame) => {
     // A token the session does not know (a stale tab): forget it and show the view-only page.
     if (frame.code === "bad_token") { forget(sessionId); location.reload(); return; }
-    console.warn(`servescope: ${frame.code}: ${frame.message}`);
+    if (frame.code === "no_session") return; // the banner says so
+    // A refusal is said on the page: in the Breakpoints dialog when it answers the set sent there.
+    if (!breakpointsAnswered(frame)) notice.show(refusalText(frame));
   },
-  onStatus: (frame) => { if (frame.note) showNote(frame.note); },
+  onStatus: (frame) => {
+    breakpointsAnswered(frame);
+    if (frame.note) showNote(frame.note);
+    if (frame.note === NO_BREAKPOINT_HIT) notice.show(`B ran to the end of the run (step ${frame.step.toLocaleString("en-US")}): no breakpoint was hit`);
+  },
 });
 
 // The address bar shows the view link (never the token) with the scenario, so the link still
@@ -106,7 +117,7 @@ const controls = mountControls(store, { send, sessionId, canControl, onTheme: to
 const queues = mountQueues($("queues"), store, { onSelect: select });
 const batch = mountBatch($("batch"), store, { onSelect: select });
 const kv = mountKv($("kv-canvas"), store, {
-  onSelect: select, legendEl: $("kv-legend"), summaryEl: $("kv-summary"), subEl: $("kv-sub"), gaugeEl: $("kv-gauge"),
+  onSelect: select, legendEl: $("kv-legend"), summaryEl: $("kv-summary"), subEl: $("kv-sub"), gaugeEl: $("kv-gauge"), cursorEl: $("kv-cursor"),
   pagedButton: $("view-paged"), contiguousButton: $("view-contiguous"),
 });
 const charts = mountCharts($("charts"), store);

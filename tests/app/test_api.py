@@ -45,7 +45,7 @@ FULL_SCENARIO = {
                                "acceptance_seed": 3},
     },
     "workload": {
-        "num_requests": 50, "arrival": "gamma", "arrival_rate": 20.0, "arrival_cv": 2.0, "concurrency": 0,
+        "num_requests": 50, "arrival": "gamma", "arrival_rate": 20.0, "arrival_cv": 2.0, "concurrency": 0, "initial_burst": 3,
         "lengths": "uniform", "prompt_len": 100, "prompt_len_high": 400, "output_len": 20,
         "output_len_high": 80, "sigma": 0.5, "shared_prefix_len": 32, "num_shared_prefixes": 2,
         "high_priority_fraction": 0.25, "seed": 7,

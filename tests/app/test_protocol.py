@@ -597,6 +597,20 @@ def test_step_back_late_in_a_long_run_keeps_the_event_log(client, connect):
     assert without_ids(snapshot["events"]) == without_ids(fresh["events"])
 
 
+def test_a_delta_that_admitted_carries_the_prefix_hit_rate_so_far(session):
+    """Admissions look the prefix cache up: a step that admitted sends the metrics, so the hit rate
+    on screen is the run's, not the one of the last finish (TIGHT: hits from step 5, a finish at 28)."""
+    _, presenter = session
+
+    deltas = [presenter.step(1) for _ in range(12)]
+    admitting = [d for d in deltas if d["last_record"]["admitted"]]
+    fresh = presenter.fresh_snapshot()
+
+    assert admitting and all(d.get("metrics") for d in admitting)
+    latest = [d for d in deltas if d.get("metrics")][-1]
+    assert latest["metrics"]["report"]["prefix_cache_hit_rate"] == fresh["metrics"]["report"]["prefix_cache_hit_rate"] > 0
+
+
 def test_reset_goes_back_to_step_zero(session):
     """`reset` returns to step 0: empty queues, free blocks, no points, as at the start."""
     _, presenter = session
@@ -693,7 +707,7 @@ def test_run_to_breakpoint_never_hit_runs_to_the_end(session):
     """A breakpoint that never fires lets the run finish, and says so."""
     _, presenter = session
 
-    status = run_to_breakpoint(presenter, [{"kind": "request", "value": "no-such-request"}])
+    status = run_to_breakpoint(presenter, [{"kind": "step", "value": steps_to_the_end() + 1}])
 
     assert status["note"] == "no breakpoint hit before the end"
     assert status["done"] is True and status["step"] == steps_to_the_end()

@@ -105,6 +105,28 @@ def test_arrival_times_never_decrease():
         assert times == sorted(times)
 
 
+@pytest.mark.parametrize("arrival", ["poisson", "gamma", "fixed"])
+def test_an_initial_burst_waits_at_time_0_and_the_arrivals_carry_on_behind_it(arrival):
+    """The burst's requests all arrive at t = 0; the others take the arrival process's times from
+    t = 0, the ones they would have had without it, and every request keeps its lengths."""
+    plain = build_workload(WorkloadConfig(num_requests=40, arrival=arrival, arrival_cv=2.0, seed=9))
+    burst = build_workload(WorkloadConfig(num_requests=40, arrival=arrival, arrival_cv=2.0, seed=9, initial_burst=12))
+
+    times = [r.arrival_time for r in burst.requests]
+    assert times[:12] == [0.0] * 12
+    assert times[12:] == [r.arrival_time for r in plain.requests][:28]
+    assert output_lengths(burst) == output_lengths(plain) and prompt_lengths(burst) == prompt_lengths(plain)
+
+
+def test_a_burst_larger_than_the_workload_is_the_whole_workload_at_once():
+    assert arrivals(num_requests=5, initial_burst=12, seed=1) == [0.0] * 5
+
+
+def test_an_initial_burst_is_bounded_like_every_setting():
+    with pytest.raises(ConfigError, match="initial_burst"):
+        WorkloadConfig(initial_burst=-1)
+
+
 # -- length distributions ------------------------------------------------------------------
 
 SAMPLES = 20000

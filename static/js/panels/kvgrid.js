@@ -9,10 +9,11 @@
 
 import { cssVar, requestColor } from "../colors.js";
 import { setAttr, setProp, setText } from "../writes.js";
-import { drawBand, drawBands, groupName, groupOf, tableHolding, tablesOf } from "./kvgrid_groups.js";
+import { blockWords, mountCursor } from "./kvgrid_cursor.js";
+import { drawBand, drawBands, tableHolding, tablesOf } from "./kvgrid_groups.js";
 import { mountText } from "./kvgrid_text.js";
 
-export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gaugeEl, pagedButton, contiguousButton }) {
+export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gaugeEl, cursorEl, pagedButton, contiguousButton }) {
   let mode = "paged";
   let layout = null; // { cell, cols, gap, dpr, rows, offset, strip }
   let offset = 0; // first block in the window (a multiple of cols) when the pool does not fit
@@ -90,14 +91,12 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     if (inStrip(event)) { canvas.title = "the whole pool: how full each part is; click to show that part above"; return; }
     const block = blockAt(event);
     if (block < 0 || !store.blocks) { canvas.title = ""; return; }
-    const owner = ownerAt(block);
-    const b = store.blocks;
-    if (mode === "contiguous") { canvas.title = owner ? `reserved for ${owner}` : "not reserved"; return; }
-    const logical = owner ? tableHolding(store, owner, block).indexOf(block) : -1;
-    const group = owner && groupOf(store, block) !== null ? `, ${groupName(store, groupOf(store, block))}` : "";
-    canvas.title = block === 0 ? `block 0: vLLM's reserved null block${store.kvGroups ? "; a table slot a sliding window gave back points here" : ""}`
-      : owner ? `block ${block}: ${owner}${group}, logical block ${logical}, ref count ${b.ref[block]}${b.cached[block] ? ", cached prefix" : ""}`
-      : b.cached[block] ? `block ${block}: free, still holds a cached prefix (evictable)` : `block ${block}: free`;
+    canvas.title = blockWords(store, mode, block, ownerAt(block));
+  });
+  // The compare page's grids are pictures only: the keyboard cursor is the dashboard's.
+  const cursor = !cursorEl ? { draw() {} } : mountCursor(canvas, store, {
+    lineEl: cursorEl, layoutOf: () => layout, modeOf: () => mode, ownerAt, onSelect,
+    reveal: (block) => { if (layout && (block < layout.offset || block >= layout.offset + layout.rows * layout.cols)) moveWindow(block); },
   });
 
   function sizeCanvas(n) {
@@ -376,6 +375,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     paintedKey = key;
     if (partial) {
       paintCells(ctx, c, dirty);
+      cursor.draw(ctx, c);
       drawStrip(ctx, c);
       updateText();
       return;
@@ -387,6 +387,7 @@ export function mount(canvas, store, { onSelect, legendEl, summaryEl, subEl, gau
     } else {
       reservation = drawContiguous(ctx, c);
     }
+    cursor.draw(ctx, c);
     drawStrip(ctx, c);
     text.updateFrame(mode, n, layout);
     updateText();
