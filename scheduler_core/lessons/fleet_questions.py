@@ -13,7 +13,7 @@ from .check_yourself import Question, in_rounds
 CARD = "{replica}'s card (running + waiting)"
 CARDS = "the replicas' cards"
 EVENTS = "the router and link events"
-CAPTION = "the beat's caption"
+CAPTION = "its caption"
 
 Q = Question
 # By kind of moment, in the order their first questions are asked: the lesson's point first (what

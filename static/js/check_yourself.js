@@ -20,7 +20,8 @@ export function openCheck(dialog, { title, arm, questions }, { seek = null, canR
         <button>Check</button></span>
       <p id="check-${i}-result" class="check-result" aria-live="polite"></p></form></li>`);
   render(dialog, html`<h2 id="check-title" tabindex="-1">Check yourself <span class="muted">· arm ${arm}</span></h2>
-    <p class="muted check-intro">${title}: questions on the run you just watched. Each answer is one number, or a request id.</p>
+    <p class="muted check-intro">${title}: questions on the run you just watched. Each answer is one number, or a ${
+      questions.some((q) => q.units === "replica") ? "replica's name" : "request id"}.</p>
     <ol class="checks">${items}</ol>
     <div class="slide-foot"><p>${canReveal ? html`<button type="button" data-action="reveal">Reveal answers</button>` : ""}</p>
     <form method="dialog"><button class="primary">Close</button></form></div>`);
@@ -57,7 +58,9 @@ function judge(dialog, question, index, right, seek) {
 function reveal(dialog, question, index) {
   const result = dialog.querySelector(`#check-${index}-result`);
   result.className = "check-result revealed";
-  render(result, html`Answer: <b>${fmt(question.answer)}</b> ${question.units} (${at(question)}).`);
+  // "Answer: 2,254 step", not "(step 2,254)" after it: a step's own number says when.
+  const when = question.units === "step" ? "" : ` (${at(question)})`;
+  render(result, html`Answer: <b>${fmt(question.answer)}</b> ${question.units}${when}.`);
 }
 
 // The moment a question names: an engine step, or a fleet's instant.
