@@ -122,7 +122,7 @@ def lesson_detail(name: str, request: Request) -> dict:
         cache[name] = finite({
             "name": lesson.name, "title": lesson.title, "summary": lesson.summary, "arms": list(lesson.arms),
             "stories": (stories := {arm: story(lesson, arm, results) for arm in lesson.arms}),
-            "questions": {arm: check_yourself(beats) for arm, beats in stories.items()},
+            "questions": {arm: check_yourself(beats, results[arm].events) for arm, beats in stories.items()},
             **claims_slide(lesson, results),
         })
     return cache[name]

@@ -29,6 +29,12 @@ def only_one(count: str) -> Callable[[dict], bool]:
     return lambda facts: facts.get(count) == 1
 
 
+def more_than_one(count: str) -> Callable[[dict], bool]:
+    """A step's count of 0 or 1 (one token scheduled, one request finished) is what most steps look
+    like: it teaches nothing about the arm, so it is not asked."""
+    return lambda facts: facts.get(count, 0) > 1
+
+
 @dataclass(frozen=True)
 class Question:
     """One question about a kind of moment: `text` quotes the moment's facts, the fact named by
@@ -48,7 +54,8 @@ WHICH_PREEMPTED = Q("In step {step} the KV cache ran out of blocks. Which reques
 HOW_MANY_PREEMPTED = Q("How many requests were preempted in step {step}?", "num_preempted", "requests", EVENTS)
 RUNNING = Q("After step {step}, how many requests are running?", "running", "requests", QUEUES)
 WAITING = Q("After step {step}, how many requests are still waiting?", "waiting", "requests", QUEUES)
-HOW_MANY_FINISHED = Q("How many requests finished in step {step}?", "num_finished", "requests", EVENTS)
+HOW_MANY_FINISHED = Q("How many requests finished in step {step}?", "num_finished", "requests", EVENTS,
+                      more_than_one("num_finished"))
 CHUNK = Q("In step {step}, how many tokens was {request}'s prefill chunk?", "tokens", "tokens", CHUNKS)
 
 # By kind of moment, the most telling question first.
@@ -104,25 +111,46 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
     "end": (Q("In which step did the last request finish?", "step", "step", STEP), HOW_MANY_FINISHED),
 }
 # Any moment's step (the first admission's among them): the total the batch panel's header shows.
-ANY = Q("How many tokens did the engine schedule in step {step}?", "batched_tokens", "tokens", BATCH)
+ANY = Q("How many tokens did the engine schedule in step {step}?", "batched_tokens", "tokens", BATCH,
+        more_than_one("batched_tokens"))
 # Moments every lesson has: its questions come after those of the lesson's own moments.
 BACKGROUND = ("first_admit", "first_finish", "peak_running", "queue_drained", "batch_full", "end")
+# Moments every run has, in the order they are asked about when the arm's story did not tell them (an
+# arm whose story is only an opening and a result): how many run at once says what the arm's memory
+# and max_num_seqs allow, the first finish and the first step how it starts.
+UNTOLD = ("peak_running", "batch_full", "first_finish", "first_admit", "queue_drained")
 MAX_QUESTIONS = 3
 
 
-def check_yourself(beats: list[dict]) -> list[dict]:
+def check_yourself(beats: list[dict], found: dict[str, dict] | None = None) -> list[dict]:
     """Up to three questions on an arm's story (its beats, as `framework.story` gives them), in step
     order: first one question from each of the lesson's own moments, then one from the moments every
-    lesson has, then second questions. The end beat always asks two, so there are at least two."""
+    lesson has, then from the run's moments (`found`: the arm's `StoryEvents`) its story did not
+    tell, then second questions. The end beat always asks one, so there are at least two."""
     told = [b for b in beats if b["event"] != "opening"]
     told.sort(key=lambda b: (b["event"] in BACKGROUND, b["event"] == "end", b["step"]))
+    events = {b["event"] for b in told}
+    told += [{"event": kind, "facts": (found or {})[kind]} for kind in UNTOLD
+             if kind in (found or {}) and kind not in events]
     asked = [[q for q in (*QUESTIONS.get(b["event"], ()), ANY) if q.when(b["facts"])] for b in told]
-    picked = []
+    return sorted((ask(beat, question) for beat, question in in_rounds(told, asked)), key=lambda q: q["step"])
+
+
+def in_rounds(told: list[dict], asked: list[list[Question]]) -> list[tuple[dict, Question]]:
+    """The first question of each beat (in `told`'s order), then each one's second, ..., up to
+    MAX_QUESTIONS; a question that asks for a measure at a moment an earlier pick asked it at (the
+    running count of one step, as the peak and a full batch would both) is passed over."""
+    picked: list[tuple[dict, Question]] = []
+    seen = set()
     for round_ in range(max(map(len, asked), default=0)):
         for beat, questions in zip(told, asked):
             if round_ < len(questions) and len(picked) < MAX_QUESTIONS:
-                picked.append(ask(beat, questions[round_]))
-    return sorted(picked, key=lambda q: q["step"])
+                question = questions[round_]
+                same = (beat["facts"].get("step", beat["facts"].get("t")), question.answer)
+                if same not in seen:
+                    seen.add(same)
+                    picked.append((beat, question))
+    return picked
 
 
 def ask(beat: dict, question: Question) -> dict:

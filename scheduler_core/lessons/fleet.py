@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ..cluster.fleet_metrics import fleet_report
 from ..cluster.scenario import ClusterScenario
 from .fleet_moments import FleetMoments
+from .fleet_questions import fleet_check_yourself
 from .fleet_story import FleetBeat, fleet_story
 from .fleet_timeline import fleet_timeline
 from .framework import Claim, claims_slide, value_at
@@ -73,8 +74,8 @@ class FleetLesson:
         return results
 
     def timeline(self, arm: str) -> dict:
-        """The arm's run for the fleet view, with a frame pinned at each of its moments and its
-        story; the other arms run too, for the closing beat's results."""
+        """The arm's run for the fleet view, with a frame pinned at each of its moments, its story
+        and its questions to check yourself with; the other arms run too, for the closing beat's results."""
         fleet = self.scenario(arm).build()
         moments = FleetMoments(fleet)
         timeline = fleet_timeline(fleet, moments=moments)
@@ -86,7 +87,9 @@ class FleetLesson:
                 results[label] = FleetArmResult(label, fleet_report(other))
         story = fleet_story(self.beats, arm, self.scenario(arm), moments.finish(), results, timeline["frames"])
         return {**timeline, "lesson": {"name": self.name, "title": self.title, "summary": self.summary, "arm": arm,
-                                       "arms": list(self.arms), "beats": story, **claims_slide(self, results)}}
+                                       "arms": list(self.arms), "beats": story,
+                                       "questions": fleet_check_yourself(story, timeline["report"]),
+                                       **claims_slide(self, results)}}
 
 
 # Sixteen system prompts of 1,024 tokens (64 blocks each) over four replicas whose KV caches hold

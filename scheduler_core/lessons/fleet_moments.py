@@ -126,7 +126,8 @@ class FleetMoments:
         return [self._record("first_transfer", event, request=rid, decode=event.replica, blocks=cost.num_blocks,
                              mb=cost.num_bytes / 1e6, transfer_ms=cost.seconds * 1e3,
                              link_title=LINK_TITLES.get(self.cluster.link.name, self.cluster.link.name),
-                             prefill_ms=(event.time_s - self._arrival[rid]) * 1e3, chunks=chunk_list(chunks))]
+                             prefill_ms=(event.time_s - self._arrival[rid]) * 1e3, chunks=chunk_list(chunks),
+                             num_chunks=len(chunks))]
 
     def _step(self, event: ClusterEvent) -> list[str]:
         kinds = []
@@ -176,6 +177,7 @@ class FleetMoments:
                                   f"{step_ms:.1f} ms first decode")
             else:
                 facts["chunks"] = chunk_list(self._chunks.get(rid, []))
+                facts["num_chunks"] = len(self._chunks.get(rid, []))
             kinds.append(self._record("first_token", event, **facts))
         if decodes:
             largest = max((c.num_tokens for c in prefill), default=0)

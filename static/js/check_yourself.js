@@ -1,15 +1,18 @@
 // "Check yourself": two or three questions about the run the class just watched (a step, a request,
 // a count), answered and checked in the page, as a slide of its own (a modal dialog, like "What it
-// proves"). The questions and their answers come with the lesson (scheduler_core/lessons/
-// check_yourself.py); an answer reaches the page's text only once it is checked right or revealed.
+// proves"), on the dashboard and in the fleet view. The questions and their answers come with the
+// lesson (scheduler_core/lessons/check_yourself.py, fleet_questions.py); an answer reaches the
+// page's text only once it is checked right or revealed.
 
 import { fitSlide } from "./claims.js";
 import { html, render } from "./dom.js";
 import { setStyle } from "./writes.js";
 
-// `lesson`: {title, arm, questions: [{step, text, units, answer, hint}]}; `seek(step)` for the
-// presenter's "Go to step" (null for a viewer, who can neither seek nor reveal).
-export function openCheck(dialog, { title, arm, questions }, seek) {
+// `lesson`: {title, arm, questions: [{step, text, units, answer, hint}]}, a fleet's questions naming
+// their instant (`at`, "0.125 s") and the frame to seek to (`frame`) instead of a step. `seek(target)`
+// for "Go to step" (null where the page cannot seek: a dashboard viewer follows the presenter);
+// `canReveal`: whether this page may reveal the answers (the presenter's only).
+export function openCheck(dialog, { title, arm, questions }, { seek = null, canReveal = false } = {}) {
   const items = questions.map((q, i) => html`<li><form class="check" data-index="${i}" novalidate>
       <label for="check-${i}">${q.text}</label>
       <span class="check-row"><input id="check-${i}" name="answer" type="text" autocomplete="off" spellcheck="false"
@@ -17,9 +20,10 @@ export function openCheck(dialog, { title, arm, questions }, seek) {
         <button>Check</button></span>
       <p id="check-${i}-result" class="check-result" aria-live="polite"></p></form></li>`);
   render(dialog, html`<h2 id="check-title" tabindex="-1">Check yourself <span class="muted">· arm ${arm}</span></h2>
-    <p class="muted check-intro">${title}: questions on the run you just watched. Each answer is one number, or a request id.</p>
+    <p class="muted check-intro">${title}: questions on the run you just watched. Each answer is one number, or a ${
+      questions.some((q) => q.units === "replica") ? "replica's name" : "request id"}.</p>
     <ol class="checks">${items}</ol>
-    <div class="slide-foot"><p>${seek ? html`<button type="button" data-action="reveal">Reveal answers</button>` : ""}</p>
+    <div class="slide-foot"><p>${canReveal ? html`<button type="button" data-action="reveal">Reveal answers</button>` : ""}</p>
     <form method="dialog"><button class="primary">Close</button></form></div>`);
   dialog.onsubmit = (event) => {
     const form = event.target.closest("form.check");
@@ -34,7 +38,7 @@ export function openCheck(dialog, { title, arm, questions }, seek) {
     const button = event.target.closest("button[data-action]");
     if (!button) return;
     if (button.dataset.action === "reveal") { questions.forEach((q, i) => reveal(dialog, q, i)); fitSlide(dialog); }
-    if (button.dataset.action === "seek") { dialog.close(); seek(Number(button.dataset.step)); }
+    if (button.dataset.action === "seek") { dialog.close(); seek(Number(button.dataset.target)); }
   };
   setStyle(dialog, "fontSize", "");
   dialog.showModal();
@@ -45,7 +49,7 @@ export function openCheck(dialog, { title, arm, questions }, seek) {
 function judge(dialog, question, index, right, seek) {
   const result = dialog.querySelector(`#check-${index}-result`);
   result.className = `check-result ${right ? "right" : "wrong"}`;
-  const go = seek ? html` <button type="button" data-action="seek" data-step="${question.step}">Go to step ${fmt(question.step)}</button>` : "";
+  const go = seek ? html` <button type="button" data-action="seek" data-target="${question.frame ?? question.step}">Go to ${at(question)}</button>` : "";
   render(result, right
     ? html`<span aria-hidden="true">✔</span> Right: ${fmt(question.answer)} ${question.units}.`
     : html`<span aria-hidden="true">✘</span> Not quite. ${question.hint}${go}`);
@@ -54,8 +58,13 @@ function judge(dialog, question, index, right, seek) {
 function reveal(dialog, question, index) {
   const result = dialog.querySelector(`#check-${index}-result`);
   result.className = "check-result revealed";
-  render(result, html`Answer: <b>${fmt(question.answer)}</b> ${question.units} (step ${fmt(question.step)}).`);
+  // "Answer: 2,254 step", not "(step 2,254)" after it: a step's own number says when.
+  const when = question.units === "step" ? "" : ` (${at(question)})`;
+  render(result, html`Answer: <b>${fmt(question.answer)}</b> ${question.units}${when}.`);
 }
+
+// The moment a question names: an engine step, or a fleet's instant.
+const at = (question) => question.at || `step ${fmt(question.step)}`;
 
 const fmt = (value) => (typeof value === "number" ? value.toLocaleString("en-US") : String(value));
 

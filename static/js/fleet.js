@@ -38,7 +38,9 @@ let presets = null;  // GET /api/presets: each preset's scenario, for the rate a
 
 const LESSONS = JSON.parse(document.body.dataset.lessons);
 const LINK_NAMES = { nvlink: "NVLink", infiniband: "InfiniBand", ethernet: "Ethernet" };
-const story = mountStory($("lesson"), { seek: (index) => { pause(); show(index); }, dialog: $("claims-dialog") });
+// A class's copy of a lesson (`&view=1`, the link handed to the room) checks its answers but cannot reveal them.
+const story = mountStory($("lesson"), { seek: (index) => { pause(); show(index); }, dialog: $("claims-dialog"),
+  checkDialog: $("check-dialog"), canReveal: !params.has("view") });
 
 async function fleetBody() {
   const choice = $("preset").value;
@@ -262,7 +264,7 @@ $("theme").addEventListener("click", () => {
   show(frame);
 });
 // The dashboard's keys: Space plays, → and ← step, Home goes back to the start, N / P move
-// between a lesson's beats, W opens what it proves, T switches the theme.
+// between a lesson's beats, W opens what it proves, Q its questions, T switches the theme.
 document.addEventListener("keydown", (event) => {
   if (event.target.closest("input, select") || event.ctrlKey || event.metaKey || event.altKey) return;
   if ((event.key === " " || event.key === "Enter") && event.target.closest("button, a")) return;
@@ -275,6 +277,7 @@ document.addEventListener("keydown", (event) => {
     n: story.next,
     p: story.prev,
     w: story.openClaims,
+    q: story.openCheck,
   };
   const action = keys[event.key.length === 1 ? event.key.toLowerCase() : event.key];
   if (!action) return;

@@ -110,14 +110,22 @@ def test_every_arms_questions_are_answered_by_its_own_step_records(lesson):
     results = lesson.run()
     for arm in lesson.arms:
         beats = story(lesson, arm, results)
-        questions = check_yourself(beats)
+        found = results[arm].events
+        questions = check_yourself(beats, found)
         assert 2 <= len(questions) <= 3, (arm, questions)
         assert len({(q["step"], q["measure"]) for q in questions}) == len(questions), (arm, questions)
-        assert {q["step"] for q in questions} <= {b["step"] for b in beats}, (arm, "a question at a step no beat shows")
+        assert len({q["text"] for q in questions}) == len(questions), (arm, questions)
+        moments = {b["step"] for b in beats} | {facts["step"] for facts in found.values()}
+        assert {q["step"] for q in questions} <= moments, (arm, "a question at a step no moment of the run is at")
         for q in questions:
+            assert not (q["measure"] in TRIVIAL_IF_0_OR_1 and q["answer"] in (0, 1)), (arm, q)
             assert isinstance(q["answer"], (int, str)) and not isinstance(q["answer"], bool), q
             assert str(q["step"]) in q["hint"].replace(",", ""), q
         assert [q["answer"] for q in questions] == replayed_answers(lesson, arm, questions), arm
+
+
+# Counts that a step of 0 or 1 of makes no question: most steps schedule one token or finish one request.
+TRIVIAL_IF_0_OR_1 = ("batched_tokens", "num_finished")
 
 
 def beat(event: str, step: int, **facts) -> dict:
@@ -142,7 +150,26 @@ def test_which_request_is_asked_only_when_the_step_did_it_to_one_request():
     assert asked[("first_preemption", "num_preempted")] == 2
 
 
-def test_an_arm_with_only_its_opening_and_end_still_gets_two_questions_on_its_end():
-    questions = check_yourself([beat("opening", 0), beat("end", 640, num_finished=1, batched_tokens=1)])
-    assert [q["measure"] for q in questions] == ["step", "num_finished", "batched_tokens"]
-    assert all(q["step"] == 640 and "640" in q["hint"] for q in questions)
+def test_an_arm_with_only_its_opening_and_end_is_asked_about_the_runs_untold_moments():
+    found = {"first_admit": beat("first_admit", 1, request="req-00000", batched_tokens=2048)["facts"],
+             "peak_running": beat("peak_running", 87, running=32)["facts"],
+             "batch_full": beat("batch_full", 87, running=32)["facts"]}
+    questions = check_yourself([beat("opening", 0), beat("end", 640, num_finished=1, batched_tokens=1)], found)
+    assert [(q["moment"], q["measure"], q["answer"]) for q in questions] == [
+        ("first_admit", "batched_tokens", 2048), ("peak_running", "running", 32), ("end", "step", 640)]
+    assert "Seek to step 87" in questions[1]["hint"]
+
+
+def test_a_step_of_one_token_or_one_finish_is_not_asked_about():
+    # The last step of a run decodes one token and finishes one request: every run's last step.
+    asked = [q["measure"] for q in check_yourself([beat("opening", 0), beat("end", 640, num_finished=1, batched_tokens=1)])]
+    assert asked == ["step"]
+    asked = [q["measure"] for q in check_yourself([beat("opening", 0), beat("end", 640, num_finished=3, batched_tokens=0)])]
+    assert asked == ["step", "num_finished"]
+
+
+def test_one_count_of_one_step_is_asked_once_whichever_moments_share_the_step():
+    beats = [beat("opening", 0), beat("batch_full", 87, running=32), beat("end", 640)]
+    found = {"peak_running": beat("peak_running", 87, running=32)["facts"]}
+    asked = [(q["step"], q["measure"]) for q in check_yourself(beats, found)]
+    assert asked.count((87, "running")) == 1, asked

@@ -76,7 +76,7 @@ export function mount(el, store, { seek, canControl, stage, dialog, checkDialog 
   function openCheck() {
     const questions = lesson && lesson.questions && lesson.questions[store.session.lesson.arm];
     if (!questions || !questions.length) return false;
-    openCheckSlide(checkDialog, { title: lesson.title, arm: store.session.lesson.arm, questions }, canControl ? seek : null);
+    openCheckSlide(checkDialog, { title: lesson.title, arm: store.session.lesson.arm, questions }, { seek: canControl ? seek : null, canReveal: canControl });
     return true;
   }
 
