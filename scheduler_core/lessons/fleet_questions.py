@@ -8,6 +8,7 @@ fleet's own events, or, for the end, by the run's report. The same picker as the
 from __future__ import annotations
 
 from .check_yourself import Question, in_rounds
+from .figures import FIGURES
 
 # Where the fleet view shows an instant's numbers (move the time to it, then read there).
 CARD = "{replica}'s card (running + waiting)"
@@ -73,6 +74,6 @@ def ask(beat: dict, question: Question) -> dict:
     at = f"{facts['t']:.3f} s"
     return {"moment": beat["event"], "t": facts["t"], "frame": beat["frame"], "at": at,
             "request": facts.get("request"), "replica": facts.get("replica"),
-            "text": question.text.format(**facts), "units": question.units, "measure": question.answer,
+            "text": FIGURES.format(question.text, **facts), "units": question.units, "measure": question.answer,
             "answer": facts[question.answer],
-            "hint": f"Go to the beat at {at} and read {question.where.format(**facts)}."}
+            "hint": f"Go to the beat at {at} and read {FIGURES.format(question.where, **facts)}."}

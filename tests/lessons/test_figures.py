@@ -57,10 +57,11 @@ def test_no_beat_claim_table_or_question_of_a_lesson_has_a_bare_count(lesson):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lesson", FLEET_LESSONS, ids=[lesson.name for lesson in FLEET_LESSONS])
-def test_no_beat_claim_or_table_of_a_fleet_lesson_has_a_bare_count(lesson):
+def test_no_beat_claim_table_or_question_of_a_fleet_lesson_has_a_bare_count(lesson):
     texts = [lesson.title, lesson.summary]
     for arm in lesson.arms:
         shown = lesson.timeline(arm)["lesson"]
         texts += [beat["text"] for beat in shown["beats"]] + [claim["text"] for claim in shown["claims"]]
         texts += [value for row in shown["table"]["rows"] for value in row["values"]]
+        texts += [question["text"] for question in shown.get("questions", [])]
     assert bare_numbers(texts) == []
