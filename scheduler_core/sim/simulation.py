@@ -169,8 +169,9 @@ class Simulation:
             )
             self.scheduler.add_request(request)
             arrived.append(spec.request_id)
-            if spec.abort_time is not None:  # a replayed trace's client that went away
-                self.pending_aborts.add(spec.request_id, spec.abort_time)
+            # A replayed trace's client that went away (a workload may also hand in rows without the field).
+            if (abort_time := getattr(spec, "abort_time", None)) is not None:
+                self.pending_aborts.add(spec.request_id, abort_time)
         return arrived
 
     def take_client_request(self) -> tuple[int, RequestSpec]:
