@@ -28,6 +28,8 @@ def events_of(record: StepRecord, scheduling_order: str) -> list[dict]:
                                + ("KV swapped to CPU" if swapped else "KV freed, will recompute")})
     for rid in record.finished:
         events.append({"step": step, "kind": "finished", "request": rid, "text": f"{rid} finished"})
+    for rid in record.aborted:
+        events.append({"step": step, "kind": "aborted", "request": rid, "text": f"{rid} aborted (client disconnected)"})
     if record.num_blocks_evicted:
         events.append({"step": step, "kind": "evicted", "request": None,
                        "text": f"{plural(record.num_blocks_evicted, 'cached block')} evicted from the prefix cache"})

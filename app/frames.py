@@ -65,6 +65,7 @@ def record_view(record: StepRecord) -> dict:
         "resumed": record.resumed,
         "preempted": record.preempted,
         "finished": record.finished,
+        "aborted": record.aborted,
         "cached_tokens": record.cached_tokens,
         "swapped_out": record.swapped_out,
         "swapped_in": record.swapped_in,

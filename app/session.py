@@ -143,7 +143,7 @@ class Session:
                 if chunk.kind == "decode" and chunk.num_tokens > 1:
                     run["from_tokens"] = [chunk.num_computed_before]
                 append_capped(runs, run)
-        for kind, ids in (("preempted", record.preempted), ("finished", record.finished)):
+        for kind, ids in (("preempted", record.preempted), ("finished", record.finished), ("aborted", record.aborted)):
             for rid in ids:
                 append_capped(self.timelines.setdefault(rid, []), {"kind": kind, "step": step, "s": end})
 
@@ -176,9 +176,9 @@ class Session:
             "e2e_s": request.finish_time - request.arrival_time if request.finish_time is not None else None,
         }
         timeline = self.timelines.get(request_id, [])
-        # Tokens scheduled whose output has not come back: under async scheduling, the batch in flight.
-        return {"request": request_view(request), "in_flight": request.num_output_placeholders, "latencies": latencies,
-                "timeline": timeline,
+        # Tokens scheduled whose output has not come back (async scheduling); an aborted request's are dropped.
+        return {"request": request_view(request), "latencies": latencies, "timeline": timeline,
+                "in_flight": 0 if request.status.is_finished else request.num_output_placeholders,
                 "history": request_history(timeline, self.sim) if with_history else None,
                 "block_table": self.sim.block_table(request_id), "step": self.step, "clock_s": self.sim.clock_s}
 
@@ -271,7 +271,7 @@ class Session:
         changed: set[str] = set()
         ran: set[str] = set()
         for record in records:
-            changed.update(record.arrived, record.admitted, record.resumed, record.preempted, record.finished)
+            changed.update(record.arrived, record.admitted, record.resumed, record.preempted, record.finished, record.aborted)
             changed.update(rid for rid, _ in record.swapped_out)
             ran.update(c.request_id for c in record.scheduled)
         progress = {}

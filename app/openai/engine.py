@@ -32,6 +32,7 @@ from ..rate_limits import RateLimit
 from .errors import OpenAIError
 from .fleet_budget import FleetBudget
 from .served_frames import ServedLiveSession
+from .served_trace import ServedTrace
 
 log = logging.getLogger("servescope.openai")
 # The longest a pass of the loop steps before letting the event loop answer clients (a long
@@ -113,7 +114,10 @@ class ServedEngine:
         self.fleet.engines.append(self)
         self.rate = RateLimit("completion requests", limits.requests_per_client_per_s, limits.requests_per_server_per_s,
                               limits.burst, per_server=self.fleet.per_server)
-        self.trace_file = trace_file  # an open text file the operator named: each request as a JSONL line
+        # An open text file the operator named: each request as a JSONL line.
+        self.trace = ServedTrace(trace_file, source) if trace_file is not None else None
+        # (request id, simulated time) of clients gone away, for the run loop to hand the engine.
+        self.aborts: list[tuple[str, float]] = []
         self.streams: dict[str, TokenStream] = {}
         self.live_per_client: Counter[str] = Counter()
         self.owner: dict[str, str] = {}
@@ -163,9 +167,6 @@ class ServedEngine:
             except ConfigError as e:
                 status = 503 if e.field == "request" else 400
                 raise OpenAIError(status, e.reason, None if e.field == "request" else "prompt") from None
-            if self.trace_file is not None:
-                self.trace_file.write(self.source.trace_line(self.source.requests[-1]) + "\n")
-                self.trace_file.flush()
             stream = TokenStream(request_id, index, len(prompt_token_ids), output_len, finish_reason)
             self.streams[request_id] = stream
             self.owner[request_id] = client
@@ -204,6 +205,7 @@ class ServedEngine:
             self.live.session.last_activity = time.monotonic()  # never idle while it serves
             self.release_due()
             async with self.live.lock:
+                self.hand_over_aborts()
                 await self.take_due()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.wakeup.wait(), timeout=self.next_event_s())
@@ -256,8 +258,32 @@ class ServedEngine:
                 stream.release(count, rid in finished)
                 if rid in finished:
                     self.finish(rid)
+                    self.settle(rid)
         if released:
             self.live.publish_steps(released)
+
+    def abort(self, request_id: str) -> None:
+        """The client of `request_id` went away (closed its stream, or dropped the connection of a
+        whole answer): vLLM's `AsyncLLM.abort`. It leaves the live count at once; the run loop hands
+        the abort to the engine, which frees its blocks before its next step (sim/aborts.py)."""
+        if request_id not in self.streams:
+            return  # finished, or ended by the server, already
+        self.aborts.append((request_id, self.now_s()))
+        self.finish(request_id)
+        self.wakeup.set()
+
+    def hand_over_aborts(self) -> None:
+        """The aborts asked for since the last pass, to the engine (under the session's lock:
+        a checkpoint may be copying the engine in a thread)."""
+        for request_id, abort_s in self.aborts:
+            self.source.abort(request_id, abort_s)
+            self.settle(request_id)
+        self.aborts.clear()
+
+    def settle(self, request_id: str) -> None:
+        """`request_id`'s trace row is final (finished, aborted or ended by the server): it can be written."""
+        if self.trace is not None:
+            self.trace.settle(request_id)
 
     def finish(self, request_id: str) -> None:
         """A finished request leaves the live count (its stream stays with its response until sent)."""
@@ -272,6 +298,7 @@ class ServedEngine:
         for request_id, stream in list(self.streams.items()):
             stream.abort(reason)
             self.finish(request_id)
+            self.settle(request_id)
 
     async def close(self) -> None:
         if self.task is not None:
@@ -281,5 +308,5 @@ class ServedEngine:
         self.live.stepping.stop(self.live)
         self.sim.serving = False
         self.abort_all("the server is shutting down")
-        if self.trace_file is not None:
-            self.trace_file.close()
+        if self.trace is not None:
+            self.trace.close()

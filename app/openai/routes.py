@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from collections.abc import AsyncIterator, Awaitable
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -64,10 +65,46 @@ async def serve(request: Request, model: type, chat: bool) -> Response:
         stream, wanted = await submit(served, model, await body_of(request), client_of(request))
         completion = Completion(stream, wanted, served.model_name, chat, served.output_tokenizer)
         if wanted.stream:
-            return StreamingResponse(completion.events(), media_type="text/event-stream")
-        return JSONResponse(await completion.whole())
+            return StreamingResponse(events_until_closed(completion, served.engine), media_type="text/event-stream")
+        answer = await unless_disconnected(request, completion.whole())
+        if answer is None:
+            served.engine.abort(stream.request_id)
+            return Response(status_code=499)  # nobody reads it: the client has gone
+        return JSONResponse(answer)
     except OpenAIError as e:
         return e.response()
+
+
+async def events_until_closed(completion: Completion, engine) -> AsyncIterator[str]:
+    """The stream's events. Closed or cancelled before its end (Starlette cancels it when the
+    client goes away), the request is aborted, as vLLM's `generate` aborts on CancelledError."""
+    ended = False
+    try:
+        async for event in completion.events():
+            yield event
+        ended = True
+    finally:
+        if not ended:
+            engine.abort(completion.stream.request_id)
+
+
+async def unless_disconnected(request: Request, answer: Awaitable[dict]) -> dict | None:
+    """`answer`, or None if the client disconnects first (vLLM's `with_cancellation`: the body is
+    read, so the next ASGI message is the disconnect; waiting for it costs nothing)."""
+    answering = asyncio.ensure_future(answer)
+    watching = asyncio.ensure_future(disconnected(request))
+    try:
+        await asyncio.wait((answering, watching), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watching.cancel()
+        gone = not answering.done()
+        answering.cancel()
+    return None if gone else answering.result()
+
+
+async def disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 @router.post("/v1/completions")

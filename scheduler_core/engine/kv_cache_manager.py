@@ -250,3 +250,7 @@ class SwapSpace:
         num_blocks = self.swapped_blocks.pop(request_id)
         self.num_free_blocks += num_blocks
         return num_blocks
+
+    def free(self, request_id: str) -> None:
+        """A swapped request finished from outside (aborted): its CPU copy is dropped."""
+        self.num_free_blocks += self.swapped_blocks.pop(request_id)

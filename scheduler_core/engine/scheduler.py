@@ -15,6 +15,7 @@ from .config import EngineConfig
 from .contiguous import ContiguousKVCacheManager
 from .decision_trace import DecisionTrace
 from .eagle_hit_rule import eagle_hit_rule
+from .finish_requests import ExternalFinish
 from .hybrid_kv_cache_manager import HybridKVCacheManager
 from .kv_cache import KVCache
 from .kv_cache_manager import KVCacheManager, SwapSpace
@@ -88,8 +89,9 @@ def make_kv_cache_manager(config: EngineConfig) -> KVCache:
     )
 
 
-class Scheduler:
-    """The queues and the KV cache, and the parts of a step every policy shares."""
+class Scheduler(ExternalFinish):
+    """The queues and the KV cache, and the parts of a step every policy shares (and, from
+    `ExternalFinish`, vLLM's `finish_requests` for requests aborted between steps)."""
 
     name = "base"
 

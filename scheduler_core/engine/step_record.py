@@ -61,6 +61,10 @@ class StepRecord:
     # Served runs: how long after the step's end its last new token reached its client (the ZMQ hop
     # back, the API server's queue, detokenizing and streaming: sim/api_server.py); 0 offline.
     front_end_s: float = 0.0
+    # Requests finished from outside at the step's start, before it scheduled (their clients went
+    # away: vLLM's `finish_requests(..., FINISHED_ABORTED)`), listed apart from `finished` (which
+    # reached their length); vLLM's next SchedulerOutput lists both in `finished_req_ids`.
+    aborted: list[str] = field(default_factory=list)
 
     @property
     def num_batched_tokens(self) -> int:

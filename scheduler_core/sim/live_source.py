@@ -4,11 +4,12 @@
 requests (it is never `done` while it serves); `LiveRequestSource` hands it each request through
 `Simulation.submit`, at the simulated time it arrived, and keeps it as a row of a JSONL trace
 (`workload/traces.py`'s format, with the prompt's token ids): replayed headless, the trace makes
-the same decisions step for step, since arrivals are the run's only input.
+the same decisions step for step, since arrivals (and the clients' aborts) are the run's only inputs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from array import array
 from collections.abc import Iterator, Sequence
@@ -67,12 +68,22 @@ class LiveRequestSource:
         self.num_prompt_tokens += len(spec.prompt_token_ids)
         return spec.request_id
 
+    def abort(self, request_id: str, abort_time: float) -> None:
+        """The client of `request_id` went away at `abort_time` (simulated seconds): the engine
+        aborts it before its next step (sim/aborts.py), and its trace row keeps the time."""
+        index = int(request_id.removeprefix("req-"))
+        self.requests[index] = dataclasses.replace(self.requests[index], abort_time=abort_time)
+        self.sim.abort(request_id, abort_time)
+
     @staticmethod
     def trace_line(spec: RequestSpec) -> str:
-        """One request as a line of a JSONL trace: the lengths and the prompt's ids."""
-        return json.dumps({"arrival_time": spec.arrival_time, "prompt_len": len(spec.prompt_token_ids),
-                           "output_len": spec.max_tokens, "prompt_token_ids": list(spec.prompt_token_ids)},
-                          separators=(",", ":"))
+        """One request as a line of a JSONL trace: the lengths, the prompt's ids and, if its client
+        went away, when."""
+        row = {"arrival_time": spec.arrival_time, "prompt_len": len(spec.prompt_token_ids), "output_len": spec.max_tokens,
+               "prompt_token_ids": list(spec.prompt_token_ids)}
+        if spec.abort_time is not None:
+            row["abort_time"] = spec.abort_time
+        return json.dumps(row, separators=(",", ":"))
 
     def trace_lines(self) -> Iterator[str]:
         return (self.trace_line(spec) for spec in self.requests)

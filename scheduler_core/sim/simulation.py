@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..engine.config import EngineConfig
 from ..engine.engine_loop import BatchQueueLoop, EnginePass
@@ -24,6 +24,7 @@ from ..timing.eager import EagerLaunch
 from ..timing.presets import GPUS, MODELS
 from ..timing.v0_host_time import engine_host_time
 from ..workload.workload import RequestSpec, RequestTable, Workload
+from .aborts import PendingAborts
 from .api_server import APIServer
 from .arrivals import arrival_order
 from .frozen_state import FrozenState, SimulationState
@@ -47,6 +48,8 @@ class PlannedStep:
     clock_before: float
     arrived: list[str]
     counters_before: tuple[int, int, int, int]
+    # Requests aborted at the step's start (their clients went away: sim/aborts.py).
+    aborted: list[str] = field(default_factory=list)
 
 
 class Simulation:
@@ -91,6 +94,7 @@ class Simulation:
         first = min(workload.concurrency, len(workload.requests))
         self._pending = [(0.0, i, workload.requests[i]) for i in range(first)]
         self._next_release = first
+        self.pending_aborts = PendingAborts()
 
     def _validate_workload(self) -> None:
         self.validate_requests(self.workload.requests)
@@ -104,6 +108,12 @@ class Simulation:
     def submit(self, spec: RequestSpec, order: int) -> None:
         """Hand this engine one more request; it arrives at `spec.arrival_time` (order breaks ties)."""
         heapq.heappush(self._pending, (spec.arrival_time, order, spec))
+
+    def abort(self, request_id: str, abort_time: float) -> None:
+        """The client of `request_id` went away at `abort_time`: the first step starting at or
+        after then (once the request has arrived) finishes it as aborted (sim/aborts.py)."""
+        if request_id not in self.finished_requests:
+            self.pending_aborts.add(request_id, abort_time)
 
     @property
     def num_pending(self) -> int:
@@ -159,6 +169,9 @@ class Simulation:
             )
             self.scheduler.add_request(request)
             arrived.append(spec.request_id)
+            # A replayed trace's client that went away (a workload may also hand in rows without the field).
+            if (abort_time := getattr(spec, "abort_time", None)) is not None:
+                self.pending_aborts.add(spec.request_id, abort_time)
         return arrived
 
     def take_client_request(self) -> tuple[int, RequestSpec]:
@@ -188,7 +201,11 @@ class Simulation:
         if self.done:
             raise StopIteration("the simulation has finished every request")
         clock_before, arrived = self._admit_arrivals()
-        return self._schedule(clock_before, arrived, self.scheduler.kv_cache_manager.counters())
+        counters_before = self.scheduler.kv_cache_manager.counters()  # before the aborts: their frees are this step's
+        aborted = self.pending_aborts.apply(clock_before, self.scheduler)
+        if self.keep_finished:
+            self.finished_requests.update((request.request_id, request) for request in aborted)
+        return self._schedule(clock_before, arrived, counters_before, [request.request_id for request in aborted])
 
     def finish_step(self, batch: PlannedStep, clock_after: float, breakdown: dict[str, float]) -> StepRecord:
         """A step's second half, once it ends at `clock_after`: update, record, observe."""
@@ -210,7 +227,8 @@ class Simulation:
             self.scheduler.decision_trace.start_step(self.scheduler)
         return clock_before, arrived
 
-    def _schedule(self, now: float, arrived: list[str], counters_before: tuple[int, int, int, int]) -> PlannedStep:
+    def _schedule(self, now: float, arrived: list[str], counters_before: tuple[int, int, int, int],
+                  aborted: list[str]) -> PlannedStep:
         """This step's batch: schedule() itself, or one pass of the async engine loop (which may
         also complete the oldest batch in flight)."""
         if self.engine_loop is None:
@@ -219,14 +237,15 @@ class Simulation:
         else:
             engine_pass = self.engine_loop.step(now, self._async_batch_done_at)
             output = engine_pass.scheduled or SchedulerOutput()
-        batch = PlannedStep(output, self._chunks(output), engine_pass, now, arrived, counters_before)
+        batch = PlannedStep(output, self._chunks(output), engine_pass, now, arrived, counters_before, aborted)
         self._wait_if_blocked(batch)
         return batch
 
     def _wait_if_blocked(self, batch: PlannedStep) -> None:
         """Nothing ran and nothing changed: wait for the next arrival, or stop if none will come."""
         scheduler = self.scheduler
-        if batch.scheduled or scheduler.running or batch.output.preempted_reqs or self._batches_in_flight:
+        # A step that only reports aborts is vLLM's too: its scheduler schedules once more for them.
+        if batch.scheduled or scheduler.running or batch.output.preempted_reqs or self._batches_in_flight or batch.aborted:
             return
         if self._next_arrival_time() is None:
             raise SimulationStalled(
@@ -266,6 +285,7 @@ class Simulation:
         if self.api_server is not None:  # the tokens reach their clients: token and finish times are theirs
             self.api_server.stream(result, self.scheduler.requests, batch.clock_before, clock_after, self)
         for request in result.finished:
+            self.pending_aborts.discard(request.request_id)
             if self.keep_finished:
                 self.finished_requests[request.request_id] = request
             self._release_next(clock_after + (self.api_server.last_stream_s if self.api_server is not None else 0.0))
@@ -288,6 +308,7 @@ class Simulation:
             resumed=output.scheduled_resumed_reqs,
             preempted=output.preempted_reqs,
             finished=[request.request_id for request in result.finished],
+            aborted=batch.aborted,
             sampled=result.sampled,
             cached_tokens=output.num_cached_tokens,
             swapped_out=output.swapped_out,
@@ -391,7 +412,7 @@ class Simulation:
             self._next_arrival,
             list(self._pending),
             self._next_release,
-            FrozenState((self.scheduler, self.engine_loop, self.metrics, self.api_server)),
+            FrozenState((self.scheduler, self.engine_loop, self.metrics, self.api_server, self.pending_aborts)),
             dict(self.finished_requests),
             self._gpu_free_at,
         )
@@ -403,7 +424,7 @@ class Simulation:
         self._next_arrival = state.next_arrival
         self._pending = list(state.pending)
         self._next_release = state.next_release
-        self.scheduler, self.engine_loop, self.metrics, self.api_server = state.frozen.thaw()
+        self.scheduler, self.engine_loop, self.metrics, self.api_server, self.pending_aborts = state.frozen.thaw()
         self._gpu_free_at = state.gpu_free_at
         self.finished_requests = dict(state.finished_requests)
         self.num_restores += 1

@@ -137,6 +137,10 @@ class VllmStats:
         now, live = record.clock_s_after, self._requests
         for rid in record.preempted:
             live.setdefault(rid, _RequestStats()).num_unreported_preemptions += 1
+        for rid in record.aborted:
+            # A client's abort is no finished output: vLLM's front end drops the request's state
+            # (OutputProcessor.abort_requests) and records nothing for it, not even request_success.
+            live.pop(rid, None)
         finished_by_id = {request.request_id: request for request in finished}
         histograms = self.histograms
         ttft = histograms["time_to_first_token_seconds"]

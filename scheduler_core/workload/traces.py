@@ -76,9 +76,10 @@ def read_csv_trace(path: Path) -> list[tuple[float, int, int]]:
     return rows
 
 
-def read_jsonl_trace(path: Path) -> list[tuple[float, int | array, int]]:
+def read_jsonl_trace(path: Path) -> list[tuple[float, int | array, int, float | None]]:
     """One object per line with `arrival_time` (s) or `arrived_at`, `prompt_len` or `num_prefill_tokens`
-    (or the prompt itself, `prompt_token_ids`), and `output_len` or `num_decode_tokens` (or `max_tokens`)."""
+    (or the prompt itself, `prompt_token_ids`), and `output_len` or `num_decode_tokens` (or `max_tokens`);
+    optionally `abort_time` (s, on the arrivals' clock): when the request's client went away."""
     rows = []
     for line_no, line in text_lines(path, MAX_TRACE_BYTES):
         if not line.strip():
@@ -91,12 +92,18 @@ def read_jsonl_trace(path: Path) -> list[tuple[float, int | array, int]]:
         if isinstance(arrival, bool) or not isinstance(arrival, (int, float)) or not math.isfinite(arrival) or arrival < 0:
             raise ConfigError(f"{where}:arrival_time", f"must be a non-negative number of seconds, got {arrival!r:.80}")
         output = _positive_int(obj.get("output_len", obj.get("num_decode_tokens", obj.get("max_tokens"))), f"{where}:output_len")
+        abort_time = obj.get("abort_time")
+        if abort_time is not None and (isinstance(abort_time, bool) or not isinstance(abort_time, (int, float))
+                                       or not math.isfinite(abort_time) or abort_time < arrival):
+            raise ConfigError(f"{where}:abort_time",
+                              f"must be a number of seconds, not before arrival_time, got {abort_time!r:.80}")
+        abort_time = None if abort_time is None else float(abort_time)
         if isinstance(obj.get("prompt_token_ids"), list):
             # The prompt itself (a served session's trace): replayed, it hits the prefix cache as it did.
-            rows.append((float(arrival), token_ids(obj["prompt_token_ids"], f"{where}:prompt_token_ids"), output))
+            rows.append((float(arrival), token_ids(obj["prompt_token_ids"], f"{where}:prompt_token_ids"), output, abort_time))
         else:
             prompt = obj.get("prompt_len", obj.get("num_prefill_tokens"))
-            rows.append((float(arrival), _positive_int(prompt, f"{where}:prompt_len"), output))
+            rows.append((float(arrival), _positive_int(prompt, f"{where}:prompt_len"), output, abort_time))
         check_row_count(path, len(rows))
     return rows
 
@@ -128,12 +135,13 @@ def load_trace_workload(path: str | Path, max_model_len: int, num_requests: int 
     start = rows[0][0]
     clipped = 0
     requests = []
-    for index, (arrival, prompt, output) in enumerate(rows):
+    for index, (arrival, prompt, output, *abort) in enumerate(rows):
         length = prompt if isinstance(prompt, int) else len(prompt)
         if length > max_model_len - 1:
             length, clipped = max_model_len - 1, clipped + 1
         ids = unique_prompt(index, length) if isinstance(prompt, int) else prompt[:length]
-        requests.append(RequestSpec(f"req-{index:05d}", arrival - start, ids, output))
+        abort_time = abort[0] - start if abort and abort[0] is not None else None
+        requests.append(RequestSpec(f"req-{index:05d}", arrival - start, ids, output, abort_time=abort_time))
     description = f"{len(requests)} requests from {path.name}"
     if clipped:
         description += f" ({clipped} prompts clipped to max_model_len - 1)"

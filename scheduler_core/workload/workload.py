@@ -41,6 +41,8 @@ class RequestSpec:
     prompt_token_ids: Sequence[int]
     max_tokens: int
     priority: int = 0
+    # When its client went away (simulated seconds), for a served run's trace: sim/aborts.py.
+    abort_time: float | None = None
 
 
 class RequestTable(Sequence):

@@ -18,6 +18,9 @@ export function cssVar(name) {
   return cache.get(name);
 }
 
+// A request's status as the page words it: vLLM's FINISHED_ABORTED is a client that went away.
+export const statusLabel = (status) => (status === "finished_aborted" ? "aborted (client disconnected)" : status);
+
 export function fmtSeconds(s) {
   if (s === null || s === undefined || Number.isNaN(s)) return "–";
   if (s < 1) return `${(s * 1000).toFixed(s < 0.01 ? 2 : 1)} ms`;

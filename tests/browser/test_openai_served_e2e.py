@@ -3,6 +3,7 @@ arrive, run and finish, on a page that follows the wall clock rather than a pres
 
 import threading
 
+import httpx
 import openai
 import pytest
 
@@ -36,4 +37,23 @@ def test_the_clients_requests_appear_run_and_finish_on_the_dashboard(served, new
 
     assert running == done[0]
     assert page.locator("#run-state").text_content() == "playing"
+    assert page.errors == []
+
+
+def test_a_client_that_goes_away_shows_its_request_aborted(served, new_page):
+    """A stream closed mid-answer: the event log and the inspector say the request was aborted, not finished."""
+    page = open_dashboard(new_page(), f"{served.url}/s/{served.served.engine.live.session.session_id}/view")
+    with httpx.Client(base_url=served.url, timeout=10) as http:
+        with http.stream("POST", "/v1/completions", json={"prompt": "leaving early " * 10, "max_tokens": 3000,
+                                                          "ignore_eos": True, "stream": True}) as response:
+            lines, num_events = response.iter_lines(), 0
+            while num_events < 3:
+                num_events += next(lines).startswith("data: ")
+            request_id = next(iter(served.served.engine.streams))
+    page.wait_for_function("id => [...document.querySelectorAll('#events .event.aborted')].some("
+                           "e => e.dataset.request === id)", arg=request_id, timeout=15_000)
+    page.locator(f"#queues .lane.finished .chip[data-id='{request_id}']").click()
+    page.wait_for_function("() => document.querySelector('#inspector .pill')?.textContent === 'aborted (client disconnected)'")
+
+    assert f"{request_id} aborted (client disconnected)" in page.locator("#events").text_content()
     assert page.errors == []

@@ -3,7 +3,7 @@
 // its whole block table and its history step by step (both virtualised lists, never truncated).
 // Fetched from the server for the current step.
 
-import { cssVar, fmtInt, fmtSeconds, plural, requestColor } from "../colors.js";
+import { cssVar, fmtInt, fmtSeconds, plural, requestColor, statusLabel } from "../colors.js";
 import { virtualList } from "../virtual_list.js";
 import { reasonsOf } from "../why_data.js";
 import { el as element, html, render as write } from "../dom.js";
@@ -69,7 +69,7 @@ export function mount(el, store, { sessionId, onWhy, onSelect }) {
     const events = detail.timeline.filter((run) => run.kind !== "prefill" && run.kind !== "decode")
       .map((run) => `step ${fmtInt(run.step + 1)}: ${run.kind}${run.cached ? ` (${plural(run.cached, "token")} from the prefix cache)` : ""}`).join(" · ");
     const previous = { table: el.querySelector(".vlist.table")?.scrollTop, history: el.querySelector(".vlist.history")?.scrollTop };
-    write(el, html`<div class="inspector"><h3><i class="swatch"></i>${r.id} <span class="pill">${r.status}</span>${store.mine && store.mine.has(r.id) ? html` <span class="pill mine">yours</span>` : ""}</h3>
+    write(el, html`<div class="inspector"><h3><i class="swatch"></i>${r.id} <span class="pill">${statusLabel(r.status)}</span>${store.mine && store.mine.has(r.id) ? html` <span class="pill mine">yours</span>` : ""}</h3>
       ${why}
       <dl class="kvlist">
         ${detail.prompt === null ? "" : html`<dt>its text</dt><dd class="prompt-text">${detail.prompt}</dd>`}

@@ -3,7 +3,7 @@
 // the only thing that tells requests apart. Chips are kept per position and only what changed is
 // written: a step that advances 256 decodes moves their bars, it does not rebuild the lanes.
 
-import { requestColor } from "../colors.js";
+import { requestColor, statusLabel } from "../colors.js";
 import { html, render as write } from "../dom.js";
 import { setProp, setText } from "../writes.js";
 
@@ -184,7 +184,7 @@ function describeChip(chip, request, fresh = false) {
 }
 
 function title(request) {
-  return `${request.id}: ${request.status}, prompt ${Math.min(request.computed, request.prompt)}/${request.prompt}, ` +
+  return `${request.id}: ${statusLabel(request.status)}, prompt ${Math.min(request.computed, request.prompt)}/${request.prompt}, ` +
     `output ${request.output}/${request.max_tokens}` + (request.preemptions ? `, preempted ${request.preemptions}×` : "") +
     (request.cached ? `, ${request.cached} prompt tokens from the prefix cache` : "") +
     (request.priority !== undefined ? `, priority ${request.priority}` : "");
