@@ -12,7 +12,7 @@ plain, JSON-ready dict the page turns into words (nothing here is prose).
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 
 from .kv_cache import KVCache
@@ -162,7 +162,7 @@ class FreeDecision:
     to_tail_cached: list[int]
     to_tail: list[int]
     still_shared: list[int]
-    cause: str  # "preempted" or "finished"
+    cause: str  # "preempted", "finished" or "aborted" (its client went away: sim/aborts.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +206,7 @@ class StepDecisions:
     # (an EAGLE/MTP drafter recomputes it: eagle_hit_rule.py).
     dropped_hit_blocks: dict[str, dict] = field(default_factory=dict)
 
-    def add_kv_events(self, events: Iterable[KVEvent], preempted: set[str]) -> None:
+    def add_kv_events(self, events: Iterable[KVEvent], preempted: set[str], aborted: set[str]) -> None:
         for event in events:
             if isinstance(event, BlocksAllocated):
                 rid, revived = event.request_id, set(event.revived)
@@ -219,7 +219,8 @@ class StepDecisions:
                 self.frees.append(FreeDecision(
                     event.request_id, len(event.block_ids), list(event.to_head), list(event.to_tail_cached),
                     list(event.to_tail), list(event.still_shared),
-                    "preempted" if event.request_id in preempted else "finished"))
+                    "preempted" if event.request_id in preempted else
+                    "aborted" if event.request_id in aborted else "finished"))
             elif isinstance(event, BlockRemoved):
                 self.evicted.append(event.block_id)
             elif isinstance(event, BlocksLeftWindow):
@@ -280,11 +281,12 @@ class DecisionTrace:
         # Slots past the new tokens that a drafter writes KV into: every allocation asks for them too.
         self._lookahead = config.num_lookahead_tokens
 
-    def end_step(self, preempted: list[str], kv_events: Iterable[KVEvent] = ()) -> dict:
-        """After the model step and its finishes, given the step's KV events: the complete record
-        of the step's reasoning, as JSON-ready data."""
+    def end_step(self, preempted: list[str], kv_events: Iterable[KVEvent] = (), aborted: Sequence[str] = ()) -> dict:
+        """After the model step and its finishes, given the step's KV events (and the requests
+        aborted at its start, whose frees are among them): the complete record of the step's
+        reasoning, as JSON-ready data."""
         step, self._step = self._step, None
-        step.add_kv_events(kv_events, set(preempted))
+        step.add_kv_events(kv_events, set(preempted), set(aborted))
         self.last = step.to_dict()
         return self.last
 

@@ -169,9 +169,9 @@ class Simulation:
             )
             self.scheduler.add_request(request)
             arrived.append(spec.request_id)
-            # A replayed trace's client that went away (a workload may also hand in rows without the field).
-            if (abort_time := getattr(spec, "abort_time", None)) is not None:
-                self.pending_aborts.add(spec.request_id, abort_time)
+            # A replayed trace's client that went away: aborted before the first step at or after then.
+            if spec.abort_time is not None:
+                self.pending_aborts.add(spec.request_id, spec.abort_time)
         return arrived
 
     def take_client_request(self) -> tuple[int, RequestSpec]:
@@ -323,7 +323,7 @@ class Simulation:
             num_free_blocks=kv.num_free_blocks,
             kv_usage=kv.usage,
             cost_breakdown=breakdown,
-            decisions=trace.end_step(output.preempted_reqs, kv_events) if trace is not None else None,
+            decisions=trace.end_step(output.preempted_reqs, kv_events, batch.aborted) if trace is not None else None,
             scheduled_spec_decode_tokens=output.scheduled_spec_decode_tokens,
             num_accepted_tokens=result.num_accepted,
             kv_events=kv_events,

@@ -18,8 +18,10 @@ export function cssVar(name) {
   return cache.get(name);
 }
 
-// A request's status as the page words it: vLLM's FINISHED_ABORTED is a client that went away.
-export const statusLabel = (status) => (status === "finished_aborted" ? "aborted (client disconnected)" : status);
+// A request's status as the page words it: vLLM's FINISHED_ABORTED is a client that went away
+// (`short` where a line has no room for why: the KV panel's one-line table).
+export const statusLabel = (status, short = false) =>
+  status !== "finished_aborted" ? status : short ? "aborted" : "aborted (client disconnected)";
 
 export function fmtSeconds(s) {
   if (s === null || s === undefined || Number.isNaN(s)) return "–";

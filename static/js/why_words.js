@@ -183,6 +183,7 @@ export function explainRequest(answer, rid, status, groups = null) {
   for (const f of d.frees) {
     if (f.request === rid && f.cause === "finished") out.push(html`<span class="why-key">Finished</span> in step ${n(step)}; its ${blocks(f.blocks)}: ${freedWords(f)}.`);
     if (f.request === rid && f.cause === "preempted") out.push(html`Its ${blocks(f.blocks)}: ${freedWords(f)}.`);
+    if (f.request === rid && f.cause === "aborted") out.push(html`<span class="why-key">Aborted</span> at the start of step ${n(step)} (its client disconnected); its ${blocks(f.blocks)}: ${freedWords(f)}.`);
   }
   for (const w of mergedWindows((d.left_window || []).filter((e) => e.request === rid), groups)) out.push(leftWindowWords(w, limits, groups));
   const mine = (map) => (map[rid] || []).length;

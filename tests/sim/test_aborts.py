@@ -89,3 +89,16 @@ def test_a_served_run_with_aborts_replays_headless_step_for_step(tmp_path):
     assert '"abort_time"' in path.read_text()
     assert [(decisions(r), r.aborted, r.num_blocks_freed) for r in replayed] == \
            [(decisions(r), r.aborted, r.num_blocks_freed) for r in records]
+
+
+def test_the_decision_trace_names_an_aborted_requests_frees_as_aborted_not_finished():
+    """The Why? tab reads the cause of each free: a client that went away is not a finish."""
+    sim, source = served(scenario())
+    sim.scheduler.enable_decision_trace()
+    source.submit(0.0, list(range(100, 140)), 500)
+    first = sim.step()
+    source.abort("req-00000", first.clock_s_after)
+
+    record = sim.step()
+
+    assert [(free["request"], free["cause"]) for free in record.decisions["frees"]] == [("req-00000", "aborted")]

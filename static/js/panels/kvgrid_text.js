@@ -2,7 +2,7 @@
 // shared and cached blocks, or what reserving max_model_len costs), the selected request's
 // block table, the legend and the pool's size. Written each frame, only where they changed.
 
-import { fmtInt } from "../colors.js";
+import { fmtInt, statusLabel } from "../colors.js";
 import { html, render } from "../dom.js";
 import { setAttr, setHtml, setText } from "../writes.js";
 import { groupLegend, groupRows, tablesOf } from "./kvgrid_groups.js";
@@ -71,7 +71,7 @@ export function mountText(store, { legendEl, summaryEl, subEl, gaugeEl }) {
     if (!id || mode !== "paged") return "";
     const table = store.tables.get(id) || [];
     const request = store.requests.get(id);
-    if (!table.length) return html`<div class="block-table"><b>${id}</b> holds no blocks (${request ? request.status : "not visible"})</div>`;
+    if (!table.length) return html`<div class="block-table"><b>${id}</b> holds no blocks (${request ? statusLabel(request.status, true) : "not visible"})</div>`;
     if (store.kvGroups) return html`<div class="block-table"><b>${id}</b> <span title="one row per KV cache group; null: the block left the window and went back to the pool">logical→physical per group (* shared):</span>${groupRows(store, id, request)}</div>`;
     const bs = store.session.block_size;
     const entries = table.map((block, i) => {
