@@ -226,6 +226,7 @@ function plot(canvas, metric, slo, label) {
 
 function draw() {
   if (!result) return;
+  $("no-sweep").hidden = true;
   const configs = plot($("chart-ttft"), "ttft_s.p99", result.slo_ttft_s, "p99 TTFT");
   plot($("chart-tpot"), "tpot_s.p99", result.slo_tpot_s, "p99 TPOT");
   // Labels and cells come from the results file: text, whatever they hold.
