@@ -165,7 +165,7 @@ function renderRows(rows, wanted, first, total) {
   if (!rows.rowHeight && rows.shown.length) rows.rowHeight = rows.shown[0].el.getBoundingClientRect().height + ROW_GAP_PX;
   const rowHeight = rows.rowHeight || 20;
   fitRows(rows, total);
-  const spacer = `${total * rowHeight}px`, offset = `translateY(${first * rowHeight}px)`;
+  const spacer = `${Math.max(0, total * rowHeight - ROW_GAP_PX)}px`, offset = `translateY(${first * rowHeight}px)`;
   if (rows.spacer.style.height !== spacer) rows.spacer.style.height = spacer;
   if (rows.window.style.transform !== offset) rows.window.style.transform = offset;
   wanted.forEach((row, i) => {
