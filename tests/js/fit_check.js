@@ -82,7 +82,7 @@
       if (a.show === false || !a._values) return;
       const horizontal = a.side % 2 === 0, scale = a.scale || (horizontal ? "x" : "y");
       ctx.font = a.font[0];
-      const px = parseFloat(a.font[0]) || 12;
+      const px = a.font[2] || parseFloat(a.font[0]) / ratio;
       const spans = a._splits.map((value, k) => {
         const text = a._values[k];
         if (text == null || text === "") return null;
