@@ -45,8 +45,8 @@ export function mount(el, store, { onSelect }) {
   const lanes = new Map(LANES.map(([key, title, colour]) => [key, createLane(el, key, colour)]));
   // A panel that grows or shrinks (the stage, the window) re-shares its rows.
   new ResizeObserver(() => fitLanes(el, [...lanes.values()])).observe(el);
-  // Only chips in view are written: a lane shows some 35 of its chips, and each write costs
-  // style and paint. A chip scrolled into view is brought up to date as it appears.
+  // Only chips in view are written: a lane shows the chips of its rows (the rest are hidden), and
+  // each write costs style and paint. A chip shown again is brought up to date as it appears.
   const visibility = new IntersectionObserver((entries) => {
     for (const entry of entries) {
       const chip = entry.target;
@@ -118,8 +118,8 @@ function createSlot() {
 // its request this frame.
 function fill(chip, id, request, showPriority, selected, lazy, mayRelabel, mine) {
   if (lazy && chip.inView === false) {
-    // While playing, a chip scrolled out of its lane's view (a third of them at 1920x1080, when a
-    // batch turning over changes every position's request) takes its request as it comes into view.
+    // While playing, a chip hidden past its lane's rows (most of them on a projector, when a batch
+    // turning over changes every position's request) takes its request as it comes into view.
     chip.pending = { id, showPriority };
     return;
   }
