@@ -13,7 +13,8 @@ export function fitLanes(box, lanes) {
   const shown = lanes.filter(({ lane }) => !lane.hidden);
   for (const { slots, more, total } of shown) {
     for (const chip of slots) setProp(chip, "hidden", false);
-    showMore(more, total ? "" : "none");
+    // A lane with requests but no chips (none detailed in the frame yet) counts them all.
+    showMore(more, !total ? "none" : slots.length ? "" : `+${total} more`);
   }
   const sample = shown.find(({ slots }) => slots.length)?.slots[0];
   if (!sample) return;
