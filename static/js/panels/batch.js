@@ -30,12 +30,11 @@ export function mount(el, store, { onSelect }) {
   return { update: () => render(el, store) };
 }
 
-// The scroll box's position and height, kept from its own events so that drawing never has to
+// The scroll box's position and its room's height, kept from their own events so that drawing never has to
 // ask the layout for them in the middle of a frame.
 function watchRows(el, store) {
   const rows = el.rows;
   rows.scrollTop = 0;
-  rows.height = 0;
   rows.room = 0;
   rows.rowHeight = 0;
   rows.box.addEventListener("scroll", () => {
@@ -62,8 +61,7 @@ function watchRows(el, store) {
 function fitRows(rows, total) {
   const rowHeight = rows.rowHeight || 20;
   const fits = Math.max(1, Math.floor((rows.room + ROW_GAP_PX) / rowHeight));
-  rows.height = Math.min(fits, Math.max(1, total)) * rowHeight - ROW_GAP_PX;
-  setStyle(rows.box, "height", `${rows.height}px`);
+  setStyle(rows.box, "height", `${Math.min(fits, Math.max(1, total)) * rowHeight - ROW_GAP_PX}px`);
   rows.box.classList.toggle("more-above", rows.scrollTop > 1);
   rows.box.classList.toggle("more-below", rows.scrollTop + fits * rowHeight < total * rowHeight - 1);
 }
@@ -105,7 +103,8 @@ function render(el, store) {
   const box = el.rows || {};
   const rowHeight = box.rowHeight || 20;
   const first = Math.max(0, Math.floor((box.scrollTop || 0) / rowHeight) - OVERSCAN_ROWS);
-  const last = Math.min(record.scheduled.length, first + Math.ceil((box.height || 400) / rowHeight) + 2 * OVERSCAN_ROWS);
+  // From the room, not the box: the box takes its height from these rows (fitRows).
+  const last = Math.min(record.scheduled.length, first + Math.ceil((box.room || 400) / rowHeight) + 2 * OVERSCAN_ROWS);
   const rows = record.scheduled.slice(first, last).map(([id, n, before, kind]) => {
     const request = store.requests.get(id);
     const colour = request ? requestColor(request.color) : "#888";
