@@ -33,6 +33,21 @@ def seek(page, step: int) -> None:
     page.wait_for_timeout(500)
 
 
+# Each batch box: whether it has more rows than it shows, its cue, and how far its drawn rows reach.
+BATCH_BOXES = """() => [...document.querySelectorAll('.batch-rows')].filter((box) => box.getClientRects().length).map((box) => {
+  const r = box.getBoundingClientRect(), rows = [...box.querySelectorAll('.batch-row')];
+  return {more: box.scrollHeight > box.clientHeight + 1, cue: box.classList.contains('more-below'),
+          gap: r.bottom - Math.max(r.top, ...rows.map((row) => row.getBoundingClientRect().bottom))};
+})"""
+
+
+def check_batch_rows(page, where: str) -> None:
+    """The cue says when more rows are below, and the rows drawn fill the box (no blank below them)."""
+    for box in page.evaluate(BATCH_BOXES):
+        assert box["cue"] == box["more"], (where, box)
+        assert not box["more"] or box["gap"] < 2, (where, box)
+
+
 def check_lanes_count_what_they_hide(page, where: str) -> None:
     for lane in page.evaluate(LANES):
         hidden = lane["total"] - lane["shown"]
@@ -51,12 +66,9 @@ def test_compare_shows_whole_lines_lanes_and_rows_before_and_after_it_runs(serve
     check_fit(page, f"compare {theme}, step 400")
     check_layout(page, f"compare {theme}, step 400", projector=theme == "projector")
     check_lanes_count_what_they_hide(page, f"compare {theme}")
-    # The batch's rows: as many whole rows as fit, and a cue where more are below.
-    for box in page.locator(".batch-rows").all():
-        more = box.evaluate("box => box.scrollHeight > box.clientHeight + 1")
-        assert ("more-below" in box.get_attribute("class")) == more, theme
-        if theme == "projector":
-            assert more  # 11 rows on each side at step 400: more than the room under the KV cache
+    check_batch_rows(page, f"compare {theme}")
+    if theme == "projector":  # 11 rows on each side at step 400: more than the room under the KV cache
+        assert all(box["more"] for box in page.evaluate(BATCH_BOXES))
     assert page.errors == []
 
 
@@ -89,6 +101,7 @@ def test_at_the_capacity_lessons_preemption_every_lane_is_on_screen_in_whole_row
     check_fit(page, f"capacity beat 3, {theme}")
     check_layout(page, f"capacity beat 3, {theme}", projector=theme == "projector")
     check_lanes_count_what_they_hide(page, f"capacity beat 3, {theme}")
+    check_batch_rows(page, f"capacity beat 3, {theme}")  # 39 decodes
     lanes = {lane["lane"].split()[1]: lane for lane in page.evaluate(LANES)}
     assert {"running", "preempted", "waiting", "finished"} <= lanes.keys()
     assert all(lane["shown"] > 0 for name, lane in lanes.items() if lane["total"]), lanes
