@@ -12,7 +12,7 @@ import { setProp, setText } from "../writes.js";
 export function fitLanes(box, lanes) {
   const shown = lanes.filter(({ lane }) => !lane.hidden);
   for (const { slots, more, total } of shown) {
-    for (const chip of slots) setProp(chip, "hidden", false);
+    for (const chip of slots) if (chip.hidden) show(chip);
     // A lane with requests but no chips (none detailed in the frame yet) counts them all.
     showMore(more, !total ? "none" : slots.length ? "" : `+${total} more`);
   }
@@ -28,12 +28,12 @@ export function fitLanes(box, lanes) {
     if (!needs[i]) return;
     let visible = slots.findIndex((chip) => rowOf(chip) >= rows[i]);
     if (visible < 0) visible = slots.length;
-    for (const chip of slots.slice(visible)) setProp(chip, "hidden", true);
+    for (const chip of slots.slice(visible)) hide(chip);
     if (total <= visible) return;
     showMore(more, `+${total - visible} more`);
     // "+N more" ends the last row: a chip gives it its place rather than it start a row of its own.
     while (visible > 0 && rowOf(more) >= rows[i]) {
-      setProp(slots[--visible], "hidden", true);
+      hide(slots[--visible]);
       showMore(more, `+${total - visible} more`);
     }
   });
@@ -62,6 +62,20 @@ function shareRows(needs, total) {
     });
   }
   return rows;
+}
+
+// A hidden chip is out of view at once (its IntersectionObserver says so a frame later): while
+// playing it waits for its request until it is shown again, and takes no relabel of this frame's.
+function hide(chip) {
+  setProp(chip, "hidden", true);
+  chip.inView = false;
+}
+
+// Shown again: in view until its IntersectionObserver says otherwise (it says nothing when the
+// chip is hidden and shown in one frame).
+function show(chip) {
+  setProp(chip, "hidden", false);
+  chip.inView = undefined;
 }
 
 function showMore(more, text) {
