@@ -17,16 +17,16 @@ const $ = (id) => document.getElementById(id);
 const TICK_MS = 100;
 // [label, path in the metrics report, formatter, true when lower is better]
 const ROWS = [
-  ["finished requests", ["num_requests"], (v) => v, false],
-  ["output tokens/s", ["output_tokens_per_s"], (v) => Math.round(v).toLocaleString("en-US"), false],
+  ["finished", ["num_requests"], (v) => v, false],
+  ["output tok/s", ["output_tokens_per_s"], (v) => Math.round(v).toLocaleString("en-US"), false],
   ["TTFT p50", ["ttft_s", "p50"], fmtSeconds, true],
   ["TTFT p99", ["ttft_s", "p99"], fmtSeconds, true],
   ["ITL p99", ["itl_s", "p99"], fmtSeconds, true],
   ["E2E p50", ["e2e_s", "p50"], fmtSeconds, true],
   ["preemptions", ["preemptions"], (v) => v, true],
   ["KV usage (mean)", ["kv_usage_mean"], (v) => `${(v * 100).toFixed(1)}%`, null],
-  ["unused allocated slots", ["fragmentation"], (v) => `${(v * 100).toFixed(1)}%`, true],
-  ["prefix cache hit rate", ["prefix_cache_hit_rate"], (v) => `${(v * 100).toFixed(0)}%`, false],
+  ["unused slots", ["fragmentation"], (v) => `${(v * 100).toFixed(1)}%`, true],
+  ["prefix hits", ["prefix_cache_hit_rate"], (v) => `${(v * 100).toFixed(0)}%`, false],
 ];
 
 // The page creates its two sessions (no GET does), or reuses the ones this tab made for this URL.

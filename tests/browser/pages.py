@@ -40,6 +40,7 @@ SEEK_MS = 90_000
 PROJECTOR = {"width": 1280, "height": 720}
 NORMAL = {"width": 1920, "height": 1080}
 LAYOUT_CHECK = (TESTS / "js" / "layout_check.js").read_text()
+FIT_CHECK = (TESTS / "js" / "fit_check.js").read_text()
 AXE = TESTS / "vendor" / "axe-core" / "axe.min.js"
 AXE_SOURCE = AXE.read_text() if AXE.exists() else ""
 
@@ -120,6 +121,14 @@ def check_layout(page: Page, where: str, projector: bool, min_texts: int = 21) -
     assert result["problems"] == [], f"{where}: {result['problems'][:8]}"
     if projector:
         assert result["smallest"] >= 16, f"{where}: smallest font {result['smallest']} px"
+
+
+def check_fit(page: Page, where: str) -> None:
+    """Nothing cut short: no text line cut by the edge of a box that clips it (scroll areas show
+    whole lines), every lane whole on screen with whole chip rows, chart ticks apart and inside
+    their canvas with their axis titles."""
+    problems = page.evaluate(FIT_CHECK)
+    assert problems == [], f"{where}: {problems[:8]}"
 
 
 def axe_violations(page: Page) -> list[str]:

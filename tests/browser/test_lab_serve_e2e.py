@@ -14,7 +14,17 @@ import pytest
 from app.main import create_app
 from app.policy_file import attach_policy, load_policy
 from app.settings import Settings
-from tests.browser.pages import NORMAL, PROJECTOR, SEEK_MS, LiveServer, axe_violations, check_layout, free_port, open_page
+from tests.browser.pages import (
+    NORMAL,
+    PROJECTOR,
+    SEEK_MS,
+    LiveServer,
+    axe_violations,
+    check_fit,
+    check_layout,
+    free_port,
+    open_page,
+)
 from tests.paths import REPO
 
 MISTAKE = REPO / "tests" / "lab" / "mistakes" / "prefill_first.py"
@@ -76,6 +86,20 @@ def test_the_marker_sits_at_the_first_divergence_with_its_words(lab_server, new_
         page.screenshot(path=str(Path(SHOTS) / f"lab-{viewport['width']}x{viewport['height']}-{theme}.png"))
     check_layout(page, f"lab {theme}", projector=theme == "projector")
     assert page.errors == []
+
+
+@pytest.mark.parametrize("viewport,theme", [(PROJECTOR, "projector"), (NORMAL, "normal")], ids=["projector", "normal"])
+def test_the_lab_cuts_no_line_before_or_after_it_runs(lab_server, new_page, viewport, theme):
+    """Under the strip the sides have less height: their KV summary and the empty batch's words
+    still show every line, lanes show whole rows, the metrics table every row (issue 29)."""
+    page = open_lab(new_page, lab_server, theme, viewport)
+    page.wait_for_timeout(500)
+    check_fit(page, f"lab {theme}, step 0")
+    page.evaluate("window.servescope.both({type: 'step', n: 30})")
+    page.wait_for_function("window.servescope.sides.every((s) => s.store.step === 30)", timeout=SEEK_MS)
+    page.wait_for_timeout(500)
+    check_fit(page, f"lab {theme}, step 30")
+    check_layout(page, f"lab {theme}, step 30", projector=theme == "projector")
 
 
 @pytest.mark.parametrize("theme", ["normal", "projector"])

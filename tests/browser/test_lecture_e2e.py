@@ -141,9 +141,10 @@ def test_a_long_waiting_queue_shows_its_head_as_chips_and_counts_the_rest(server
     page.wait_for_timeout(300)
     waiting = page.evaluate("window.servescope.store.queues.num_waiting - 0")
     assert waiting > 200
-    chips = page.locator(".lane.waiting .chip").count()
+    # The chips of the lane's whole rows (lane_fit.js), and the rest counted.
+    chips = page.locator(".lane.waiting .chip:not([hidden])").count()
     more = page.locator(".lane.waiting .more").inner_text()
-    assert chips == 32 and more == f"+{waiting - chips} more"
+    assert 7 <= chips <= 32 and more == f"+{waiting - chips} more"
 
 
 def test_clicking_a_chip_or_a_tab_gives_the_keyboard_back_to_the_page(server, new_page):

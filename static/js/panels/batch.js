@@ -30,24 +30,40 @@ export function mount(el, store, { onSelect }) {
   return { update: () => render(el, store) };
 }
 
-// The scroll box's position and height, kept from its own events so that drawing never has to
+// The scroll box's position and its room's height, kept from their own events so that drawing never has to
 // ask the layout for them in the middle of a frame.
 function watchRows(el, store) {
   const rows = el.rows;
   rows.scrollTop = 0;
-  rows.height = 0;
+  rows.room = 0;
   rows.rowHeight = 0;
   rows.box.addEventListener("scroll", () => {
     rows.scrollTop = rows.box.scrollTop;
     if (!rows.redraw) rows.redraw = requestAnimationFrame(() => { rows.redraw = 0; el.shownKey = ""; render(el, store); });
   });
+  // A scroll that comes to rest between rows goes on to the nearest row: the box shows whole rows.
+  rows.box.addEventListener("scrollend", () => {
+    const snapped = Math.round(rows.box.scrollTop / (rows.rowHeight || 20)) * (rows.rowHeight || 20);
+    if (Math.abs(snapped - rows.box.scrollTop) > 0.5) rows.box.scrollTop = snapped;
+  });
+  // The room for the rows, not the box: the box takes the whole rows that fit in it.
   rows.observer = new ResizeObserver(([entry]) => {
-    rows.height = entry.contentRect.height;
+    rows.room = entry.contentRect.height;
     rows.rowHeight = 0; // the theme may have changed the font: measured again
     el.shownKey = "";
     render(el, store);
   });
-  rows.observer.observe(rows.box);
+  rows.observer.observe(rows.box.parentElement);
+}
+
+// The box as high as the whole rows that fit in its room, and a cue (its inset shadow) at an
+// edge with more rows beyond it.
+function fitRows(rows, total) {
+  const rowHeight = rows.rowHeight || 20;
+  const fits = Math.max(1, Math.floor((rows.room + ROW_GAP_PX) / rowHeight));
+  setStyle(rows.box, "height", `${Math.min(fits, Math.max(1, total)) * rowHeight - ROW_GAP_PX}px`);
+  rows.box.classList.toggle("more-above", rows.scrollTop > 1);
+  rows.box.classList.toggle("more-below", rows.scrollTop + fits * rowHeight < total * rowHeight - 1);
 }
 
 function render(el, store) {
@@ -87,7 +103,8 @@ function render(el, store) {
   const box = el.rows || {};
   const rowHeight = box.rowHeight || 20;
   const first = Math.max(0, Math.floor((box.scrollTop || 0) / rowHeight) - OVERSCAN_ROWS);
-  const last = Math.min(record.scheduled.length, first + Math.ceil((box.height || 400) / rowHeight) + 2 * OVERSCAN_ROWS);
+  // From the room, not the box: the box takes its height from these rows (fitRows).
+  const last = Math.min(record.scheduled.length, first + Math.ceil((box.room || 400) / rowHeight) + 2 * OVERSCAN_ROWS);
   const rows = record.scheduled.slice(first, last).map(([id, n, before, kind]) => {
     const request = store.requests.get(id);
     const colour = request ? requestColor(request.color) : "#888";
@@ -109,7 +126,7 @@ function render(el, store) {
   if (record.finished.length) notes.push(`finished ${record.finished.length}`);
   if (Object.keys(accepted).length) notes.push(`${fmtInt(numAccepted)} ${numAccepted === 1 ? "draft" : "drafts"} accepted`);
   if (!el.parts) {
-    write(el, html`<div class="budget"></div><div class="budget-bar" role="img"><span class="prefill"></span><span class="decode"></span></div><div class="legend"></div><div class="cost"></div><div class="batch-rows" tabindex="0" role="region" aria-label="Requests in this step"><div class="batch-spacer"><div class="batch-window"></div></div></div>`);
+    write(el, html`<div class="budget"></div><div class="budget-bar" role="img"><span class="prefill"></span><span class="decode"></span></div><div class="legend"></div><div class="cost"></div><div class="batch-room"><div class="batch-rows" tabindex="0" role="region" aria-label="Requests in this step"><div class="batch-spacer"><div class="batch-window"></div></div></div></div>`);
     el.parts = Object.fromEntries(["budget", "budget-bar", "legend", "cost"].map((name) => [name, el.querySelector(`.${name}`)]));
     el.rows = { box: el.querySelector(".batch-rows"), spacer: el.querySelector(".batch-spacer"), window: el.querySelector(".batch-window"), shown: [] };
     watchRows(el, store);
@@ -146,7 +163,8 @@ function createRow() {
 function renderRows(rows, wanted, first, total) {
   if (!rows.rowHeight && rows.shown.length) rows.rowHeight = rows.shown[0].el.getBoundingClientRect().height + ROW_GAP_PX;
   const rowHeight = rows.rowHeight || 20;
-  const spacer = `${total * rowHeight}px`, offset = `translateY(${first * rowHeight}px)`;
+  fitRows(rows, total);
+  const spacer = `${Math.max(0, total * rowHeight - ROW_GAP_PX)}px`, offset = `translateY(${first * rowHeight}px)`;
   if (rows.spacer.style.height !== spacer) rows.spacer.style.height = spacer;
   if (rows.window.style.transform !== offset) rows.window.style.transform = offset;
   wanted.forEach((row, i) => {

@@ -5,6 +5,7 @@
 import { cssVar, fmtSeconds } from "../colors.js";
 import { html, render } from "../dom.js";
 import { setHtml } from "../writes.js";
+import { countLabels, fitTitles, logSplits, rangeFrom0, splitsFrom0 } from "./chart_ticks.js";
 
 const MAX_DRAWN_POINTS = 1200;
 const THROUGHPUT_WINDOW = 25; // steps averaged for tokens/s
@@ -27,12 +28,13 @@ export function mount(el, store) {
   });
 
   // An axis whose room is measured from its widest tick label, so its title never sits on the
-  // numbers; at least three ticks (`space`), integer steps for counts.
-  function axis(label, extra = {}) {
+  // numbers; its ticks and title fit the plot (chart_ticks.js). `titles`: its wordings, longest first.
+  function axis(titles, extra = {}) {
     const text = cssVar("--text"), grid = cssVar("--border");
     const px = Number.parseFloat(cssVar("--small")) || 12;
     const font = `${px}px system-ui, sans-serif`;
-    return { label, stroke: text, grid: { stroke: grid, width: 0.5 }, ticks: { stroke: grid, size: 4 }, font, labelFont: `bold ${font}`,
+    titles = [titles].flat();
+    return { label: titles[0], titles, stroke: text, grid: { stroke: grid, width: 0.5 }, ticks: { stroke: grid, size: 4 }, font, labelFont: `bold ${font}`,
       labelSize: px + 4, labelGap: 2, gap: 3, space: px * 1.8, size: measuredSize(px), ...extra };
   }
 
@@ -47,55 +49,8 @@ export function mount(el, store) {
     };
   }
 
-  // Ticks from 0 in steps of 1, 2 or 5 times a power of ten (whole numbers for counts): as many
-  // as the axis has room for, and never fewer than three.
-  const STEPS = [];
-  for (let e = -3; e <= 7; e++) for (const m of [1, 2, 5]) STEPS.push(+(m * 10 ** e).toPrecision(3));
-  // The smallest step whose ticks from 0 to `max` fit the room (whole steps for counts).
-  function niceStep(max, room, integer) {
-    const steps = integer ? STEPS.filter((s) => s >= 1) : STEPS;
-    return steps.find((step) => Math.ceil(max / step) + 1 <= Math.max(3, room)) || steps[steps.length - 1];
-  }
-  function room(u, index) {
-    const a = u.axes[index], horizontal = a.side % 2 === 0;
-    const length = horizontal ? u.bbox.width / devicePixelRatio : u.bbox.height / devicePixelRatio;
-    const fits = Math.floor(length / (typeof a.space === "number" ? a.space : 30)) + 1;
-    return Number.isFinite(fits) ? fits : 4; // before the first layout the plot has no size yet
-  }
-  const splitsFrom0 = (integer) => (u, index, min, max) => {
-    const steps = integer ? STEPS.filter((x) => x >= 1) : STEPS;
-    let step = niceStep(max, room(u, index), integer);
-    while (Math.floor(max / step + 1e-9) < 2 && steps.indexOf(step) > 0) step = steps[steps.indexOf(step) - 1]; // three ticks at least
-    const ticks = [];
-    for (let v = 0; v <= max + step * 1e-9; v += step) ticks.push(+v.toPrecision(12));
-    return ticks;
-  };
-  // The top of a count scale: a whole number of steps, at least two, so the ticks reach it.
-  const roundedRange = (integer, scaleAxis) => (u, lo, hi) => {
-    const top = Math.max(integer ? 2 : 1e-3, hi || 0);
-    const axisIndex = u.axes ? u.axes.findIndex((a) => (a.scale || "y") === scaleAxis) : -1;
-    const step = niceStep(top, axisIndex >= 0 && u.bbox ? room(u, axisIndex) : 4, integer);
-    return [0, Math.max(2, Math.ceil(top / step)) * step];
-  };
-  const countAxis = (label, extra = {}) => axis(label, { splits: splitsFrom0(true), values: (u, v) => v.map((x) => x.toLocaleString("en-US")), ...extra });
-  const countRange = roundedRange(true, "y");
-
-  // Log-scaled latency axis: ticks at 1, 3 or 1-2-5 times powers of ten (finer when the range is
-  // narrow) as many as the axis has room for, never fewer than three.
-  function logSplits(u, index, min, max) {
-    if (!(min > 0) || !(max > min)) return [min, max];
-    const fits = Math.max(3, room(u, index));
-    for (const mantissas of [[1], [1, 3], [1, 2, 5], [1, 1.5, 2, 3, 5, 7], [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9]]) {
-      const ticks = [];
-      for (let e = Math.floor(Math.log10(min)); e <= Math.ceil(Math.log10(max)); e++) {
-        for (const m of mantissas) { const v = m * 10 ** e; if (v >= min && v <= max) ticks.push(v); }
-      }
-      if (ticks.length < 3) continue;
-      const every = Math.ceil(ticks.length / fits);
-      return ticks.filter((_, i) => i % every === 0);
-    }
-    return [min, Math.sqrt(min * max), max];
-  }
+  const countAxis = (label, extra = {}) => axis(label, { splits: splitsFrom0(true), values: countLabels, ...extra });
+  const countRange = rangeFrom0(true, "y");
 
   function seconds(u, values) { return values.map((v) => (v == null ? "" : v >= 1 ? `${+v.toFixed(2)}s` : `${+(v * 1000).toPrecision(2)}ms`)); }
 
@@ -107,7 +62,7 @@ export function mount(el, store) {
       finished: cssVar("--finished"), preempted: cssVar("--preempted"), text: cssVar("--text") };
     percentiles = [["p50", c.finished, []], ["p90", c.prefill, [8, 4]], ["p99", c.preempted, [2, 3]]];
     const common = { legend: { show: true, live: false }, cursor: { drag: { x: false, y: false } } };
-    const timeAxis = axis("simulated time (s)", { space: 48, splits: splitsFrom0(false), values: (u, v) => v.map((x) => `${+x.toPrecision(6)}`) });
+    const timeAxis = () => axis(["simulated time (s)", "time (s)", "t (s)"], { splits: splitsFrom0(false), values: (u, v) => v.map((x) => `${+x.toPrecision(6)}`) });
     const timeScale = { time: false, range: (u, lo, hi) => [0, Math.max(hi || 0, 1e-3)] };
     // The percentiles are dashed lines in their legend's colour and dash; their values are in the
     // legend above the plot, so labels never collide with the bars or with each other.
@@ -128,24 +83,24 @@ export function mount(el, store) {
     const specs = [
       ["#chart-latency", {
         ...common, scales: { x: { time: false, distr: 3 }, y: { range: countRange } },
-        axes: [axis(`${LATENCIES[latency]} (log scale)`, { values: seconds, splits: logSplits, filter: (u, splits) => splits, space: 60 }), countAxis("requests")],
+        axes: [axis([`${LATENCIES[latency]} (log scale)`, `${LATENCIES[latency]} (log)`, LATENCIES[latency]], { values: seconds, splits: logSplits, filter: (u, splits) => splits }), countAxis("requests")],
         legend: { show: false },
         series: [{}, { label: "requests", stroke: c.accent, fill: c.accent + "55", width, paths: uPlot.paths.bars({ size: [0.95, 40], align: 1 }) }],
         hooks: percentileLines,
       }],
       ["#chart-queues", {
-        ...common, scales: { x: timeScale, y: { range: countRange } }, axes: [timeAxis, countAxis("requests")],
+        ...common, scales: { x: timeScale, y: { range: countRange } }, axes: [timeAxis(), countAxis("requests")],
         series: [{}, { label: "running", stroke: c.decode, width }, { label: "waiting", stroke: c.waiting, width, dash: [6, 4] }],
       }],
       ["#chart-kv", {
-        ...common, scales: { x: timeScale, pct: { range: [0, 100] }, tps: { range: roundedRange(true, "tps") } },
-        axes: [timeAxis, axis("KV %", { scale: "pct", splits: () => [0, 50, 100] }),
+        ...common, scales: { x: timeScale, pct: { range: [0, 100] }, tps: { range: rangeFrom0(true, "tps") } },
+        axes: [timeAxis(), axis("KV %", { scale: "pct", splits: () => [0, 50, 100] }),
           countAxis("tok/s", { scale: "tps", side: 1, grid: { show: false } })],
         series: [{}, { label: "KV %", stroke: c.accent, width, scale: "pct", fill: c.accent + "22" },
           { label: "output tok/s", stroke: c.finished, width, scale: "tps" }],
       }],
       ["#chart-tokens", {
-        ...common, scales: { x: timeScale, y: { range: countRange } }, axes: [timeAxis, countAxis("tokens")],
+        ...common, scales: { x: timeScale, y: { range: countRange } }, axes: [timeAxis(), countAxis("tokens")],
         series: [{}, { label: "prefill", stroke: c.prefill, width }, { label: "decode", stroke: c.decode, width }],
       }],
     ];
@@ -153,8 +108,10 @@ export function mount(el, store) {
       const box = el.querySelector(`${selector} .plot`);
       box.replaceChildren();
       const size = plotSize(box);
-      const plot = new uPlot({ ...options, ...size }, options.series.map(() => []), box);
+      const hooks = { ...options.hooks, drawClear: [fitTitles], setSize: [fitLegend] };
+      const plot = new uPlot({ ...options, hooks, ...size }, options.series.map(() => []), box);
       plot.setSize(plotSize(box, plot));
+      box.plot = plot; // what the browser tests read its drawn axes from (tests/js/fit_check.js)
       return plot;
     });
     const observer = new ResizeObserver(() => { plots.forEach((p, i) => p.setSize(plotSize(el.querySelectorAll(".plot")[i], p))); });
@@ -167,6 +124,14 @@ export function mount(el, store) {
     const legend = plot && plot.root.querySelector(".u-legend");
     const legendHeight = legend && legend.style.display !== "none" ? legend.offsetHeight + 2 : 0;
     return { width: Math.max(120, box.clientWidth), height: Math.max(80, box.clientHeight - legendHeight) };
+  }
+
+  // The legend wraps to the plot's width, which uPlot applies after setSize returns: once it has,
+  // the height is taken again from the legend as it wraps now (in the next frame: a setSize
+  // inside this hook is dropped).
+  function fitLegend(plot) {
+    const size = plotSize(plot.root.parentElement, plot);
+    if (size.width !== plot.width || size.height !== plot.height) requestAnimationFrame(() => plot.setSize(plotSize(plot.root.parentElement, plot)));
   }
 
   function series() {

@@ -5,10 +5,11 @@
 
 import { requestColor, statusLabel } from "../colors.js";
 import { html, render as write } from "../dom.js";
+import { fitLanes } from "./lane_fit.js";
 import { setProp, setText } from "../writes.js";
 
-// Each lane shows the head of its queue: a few rows more than its box holds (it scrolls), and
-// "+N more" for the rest, so a batch turning over re-labels dozens of chips a frame, not hundreds.
+// Each lane keeps chips for the head of its queue (the frame details no more), shows those of the
+// whole rows it has room for (lane_fit.js) and "+N more" for the rest.
 const LANES = [
   ["running", "Running", "--decode", 48],
   ["preempted", "Preempted · will recompute", "--preempted", 32],
@@ -42,8 +43,10 @@ export function mount(el, store, { onSelect }) {
     if (chip && (event.key === "Enter" || event.key === " ")) { event.preventDefault(); event.stopPropagation(); onSelect(chip.dataset.id); }
   });
   const lanes = new Map(LANES.map(([key, title, colour]) => [key, createLane(el, key, colour)]));
-  // Only chips in view are written: a lane shows some 35 of its chips, and each write costs
-  // style and paint. A chip scrolled into view is brought up to date as it appears.
+  // A panel that grows or shrinks (the stage, the window) re-shares its rows.
+  new ResizeObserver(() => fitLanes(el, [...lanes.values()])).observe(el);
+  // Only chips in view are written: a lane shows the chips of its rows (the rest are hidden), and
+  // each write costs style and paint. A chip shown again is brought up to date as it appears.
   const visibility = new IntersectionObserver((entries) => {
     for (const entry of entries) {
       const chip = entry.target;
@@ -69,7 +72,7 @@ export function mount(el, store, { onSelect }) {
       const key = `${store.step}/${store.seq}/${store.selected}/${store.status.playing}/${store.mineVersion}`;
       if (key === shownKey && !behind) return false; // nothing this panel shows has changed
       shownKey = key;
-      behind = render(store, lanes, visibility, relabels);
+      behind = render(el, store, lanes, visibility, relabels);
       return behind;
     },
   };
@@ -82,7 +85,7 @@ function createLane(el, key, colour) {
   write(lane, html`<header><span></span><b></b></header><div class="chips"><span class="more"></span></div>`);
   el.append(lane);
   return { lane, title: lane.querySelector("header span"), count: lane.querySelector("header b"),
-    chips: lane.querySelector(".chips"), more: lane.querySelector(".more"), text: {}, slots: [] };
+    chips: lane.querySelector(".chips"), more: lane.querySelector(".more"), text: {}, slots: [], total: 0 };
 }
 
 // Writes a lane's text only when it differs, so an unchanged lane costs no style recalculation.
@@ -115,8 +118,8 @@ function createSlot() {
 // its request this frame.
 function fill(chip, id, request, showPriority, selected, lazy, mayRelabel, mine) {
   if (lazy && chip.inView === false) {
-    // While playing, a chip scrolled out of its lane's view (a third of them at 1920x1080, when a
-    // batch turning over changes every position's request) takes its request as it comes into view.
+    // While playing, a chip hidden past its lane's rows (most of them on a projector, when a batch
+    // turning over changes every position's request) takes its request as it comes into view.
     chip.pending = { id, showPriority };
     return;
   }
@@ -212,7 +215,7 @@ function updateChip(chip, request, selected) {
   chip.parts.out.style.transform = `scaleX(${out.toFixed(2)})`;
 }
 
-function render(store, lanes, visibility, relabels) {
+function render(el, store, lanes, visibility, relabels) {
   const q = store.queues;
   // Preempted requests wait at the head of the waiting queue; they get a lane of their own.
   const isPreempted = (id) => store.requests.get(id)?.status === "preempted";
@@ -250,14 +253,13 @@ function render(store, lanes, visibility, relabels) {
       slots.push({ chip, id, order: slots.length });
     });
     for (const extra of lane.slots.splice(wanted.length)) { visibility.unobserve(extra); extra.remove(); }
-    const extra = counts[key] - wanted.length;
-    setLaneText(lane, "more", extra > 0 ? `+${extra} more` : !counts[key] ? "none" : "");
-    setProp(lane.more, "hidden", !lane.text.more);
+    lane.total = counts[key];
   }
   const allowed = playing ? relabelsThisFrame(slots, relabels, store, showPriority) : null;
   for (const { chip, id } of slots) {
     fill(chip, id, store.requests.get(id), showPriority, id === store.selected, playing, !allowed || allowed.has(chip),
       isMine(store, id));
   }
+  fitLanes(el, [...lanes.values()]); // with every chip's label written: labels set the chips' widths
   return allowed !== null;
 }
