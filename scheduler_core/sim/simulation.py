@@ -169,9 +169,10 @@ class Simulation:
             )
             self.scheduler.add_request(request)
             arrived.append(spec.request_id)
-            # A replayed trace's client that went away: aborted before the first step at or after then.
-            if spec.abort_time is not None:
-                self.pending_aborts.add(spec.request_id, spec.abort_time)
+            # A replayed trace's client that went away: aborted before the first step at or after then
+            # (a row with the same fields as RequestSpec but no abort_time, an engine Request, never aborts).
+            if (abort_time := getattr(spec, "abort_time", None)) is not None:
+                self.pending_aborts.add(spec.request_id, abort_time)
         return arrived
 
     def take_client_request(self) -> tuple[int, RequestSpec]:
