@@ -91,6 +91,13 @@ def open_dashboard(page: Page, url: str) -> Page:
     return page
 
 
+def seek(page: Page, step: int, settle_ms: int = 300) -> None:
+    """Seek the session to `step`, then wait `settle_ms` for the panels' next frames."""
+    page.evaluate("step => window.servescope.send({type: 'seek', step})", step)
+    page.wait_for_function("step => window.servescope.store.step === step", arg=step, timeout=SEEK_MS)
+    page.wait_for_timeout(settle_ms)
+
+
 def wait_for_step(page: Page, step: int) -> None:
     page.wait_for_function("n => document.getElementById('step-counter').value.replace(/,/g, '') === String(n)",
                            arg=step)
@@ -102,6 +109,14 @@ def open_page(new_page, url: str, theme: str, viewport: dict) -> Page:
     page = new_page(viewport["width"], viewport["height"])
     page.context.add_init_script(f"localStorage.setItem('servescope-theme', '{theme}')")
     page.goto(url, timeout=SEEK_MS)  # a shared machine may be slow to build the session
+    return page
+
+
+def open_lesson(server, new_page, query: str, theme: str = "projector", viewport: dict = PROJECTOR) -> Page:
+    """The dashboard on the lesson `query` ("name" or "name&arm=arm"), once its beats have come."""
+    page = open_page(new_page, f"{server.url}/?lesson={query}", theme, viewport)
+    wait_for_dashboard(page)
+    page.wait_for_function("window.servescope.narration.beats().length > 0", timeout=SEEK_MS)
     return page
 
 

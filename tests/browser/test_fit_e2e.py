@@ -8,7 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.pages import NORMAL, PROJECTOR, SEEK_MS, check_fit, check_layout, open_page, wait_for_dashboard
+from tests.browser.pages import (
+    NORMAL,
+    PROJECTOR,
+    SEEK_MS,
+    check_fit,
+    check_layout,
+    open_lesson,
+    open_page,
+    seek,
+)
 
 SIZES = [(PROJECTOR, "projector"), (NORMAL, "normal")]
 IDS = ["projector", "normal"]
@@ -18,19 +27,6 @@ LANES = """() => [...document.querySelectorAll('.lane')].filter((lane) => !lane.
   lane: lane.className, shown: [...lane.querySelectorAll('.chip')].filter((chip) => !chip.hidden).length,
   more: lane.querySelector('.more').hidden ? '' : lane.querySelector('.more').textContent,
   total: Number(lane.querySelector('header b').textContent.replace(/,/g, ''))}))"""
-
-
-def open_lesson(server, new_page, query: str, theme: str, viewport: dict):
-    page = open_page(new_page, f"{server.url}/?lesson={query}", theme, viewport)
-    wait_for_dashboard(page)
-    page.wait_for_function("window.servescope.narration.beats().length > 0", timeout=SEEK_MS)
-    return page
-
-
-def seek(page, step: int) -> None:
-    page.evaluate("step => window.servescope.send({type: 'seek', step})", step)
-    page.wait_for_function("step => window.servescope.store.step === step", arg=step, timeout=SEEK_MS)
-    page.wait_for_timeout(500)
 
 
 # Each batch box: whether it has more rows than it shows, its cue, and how far its drawn rows reach.
@@ -81,7 +77,7 @@ TICK_COUNTS = """[...document.querySelectorAll('.chart .plot')].flatMap((box) =>
 @pytest.mark.parametrize("panels", THREE_ON_STAGE, ids=["charts-last", "charts-middle"])
 def test_the_charts_as_one_of_three_on_stage_keep_their_ticks_apart_and_titles_whole(server, new_page, panels):
     page = open_lesson(server, new_page, "chunked-prefill", "projector", PROJECTOR)
-    seek(page, page.evaluate("window.servescope.narration.beats().at(-1).step"))  # the whole run's charts
+    seek(page, page.evaluate("window.servescope.narration.beats().at(-1).step"), settle_ms=500)  # the whole run's charts
     page.evaluate("panels => window.servescope.stage.follow(panels)", panels)
     page.wait_for_timeout(800)
     check_fit(page, f"charts on stage with {panels}")
@@ -97,7 +93,7 @@ def test_at_the_capacity_lessons_preemption_every_lane_is_on_screen_in_whole_row
     page = open_lesson(server, new_page, "capacity", theme, viewport)
     beat = page.evaluate("window.servescope.narration.beats()[2]")
     assert beat["event"] == "first_preemption"
-    seek(page, beat["step"])
+    seek(page, beat["step"], settle_ms=500)
     check_fit(page, f"capacity beat 3, {theme}")
     check_layout(page, f"capacity beat 3, {theme}", projector=theme == "projector")
     check_lanes_count_what_they_hide(page, f"capacity beat 3, {theme}")

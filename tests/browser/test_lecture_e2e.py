@@ -10,13 +10,7 @@ import pytest
 
 from scheduler_core.lessons.catalog import LESSONS, LESSONS_BY_NAME
 from scheduler_core.lessons.events import event_holds
-from tests.browser.pages import NORMAL, PROJECTOR, SEEK_MS, check_layout, open_page, set_theme, wait_for_dashboard
-
-
-def seek(page, step: int) -> None:
-    page.evaluate("step => window.servescope.send({type: 'seek', step})", step)
-    page.wait_for_function("step => window.servescope.store.step === step", arg=step, timeout=SEEK_MS)
-    page.wait_for_timeout(300)
+from tests.browser.pages import NORMAL, PROJECTOR, SEEK_MS, check_layout, open_page, seek, set_theme, wait_for_dashboard
 
 
 def check_kv_cells(page, where: str) -> None:

@@ -10,7 +10,17 @@ import pytest
 
 from scheduler_core.lessons.catalog import LESSONS
 from scheduler_core.lessons.fleet import FLEET_LESSONS
-from tests.browser.pages import NORMAL, PROJECTOR, SEEK_MS, check_layout, open_page, set_theme, wait_for_dashboard
+from tests.browser.pages import (
+    NORMAL,
+    PROJECTOR,
+    SEEK_MS,
+    check_layout,
+    open_lesson,
+    open_page,
+    seek,
+    set_theme,
+    wait_for_dashboard,
+)
 
 # Where the slide's parts end, against the dialog's own visible box and the screen.
 SLIDE_BOXES = """() => {
@@ -23,19 +33,6 @@ SLIDE_BOXES = """() => {
           claims: Math.max(...[...dialog.querySelectorAll('ul.claims li')].map(bottom)),
           heads: heads.filter((th) => lines(th) > 1.6).map((th) => th.textContent)};
 }"""
-
-
-def open_lesson(server, new_page, query: str):
-    page = open_page(new_page, f"{server.url}/?lesson={query}", "projector", PROJECTOR)
-    wait_for_dashboard(page)
-    page.wait_for_function("window.servescope.narration.beats().length > 0", timeout=SEEK_MS)
-    return page
-
-
-def seek(page, step: int) -> None:
-    page.evaluate("step => window.servescope.send({type: 'seek', step})", step)
-    page.wait_for_function("step => window.servescope.store.step === step", arg=step, timeout=SEEK_MS)
-    page.wait_for_timeout(200)
 
 
 def shown_now(page) -> str:
@@ -54,7 +51,7 @@ def test_the_caption_says_the_step_on_screen_after_every_step_and_after_fast_pla
     page = open_lesson(server, new_page, "chunked-prefill")
     beats = page.evaluate("window.servescope.narration.beats()")
     start = beats[-2]["step"]  # a long stretch before the end
-    seek(page, start)
+    seek(page, start, settle_ms=200)
     assert shown_now(page) == ""
     for n in (1, 2, 3):
         page.evaluate("window.servescope.send({type: 'step', n: 1})")
@@ -76,7 +73,7 @@ def test_a_contiguous_arm_names_its_allocator_and_its_captions_tell_its_story(se
     assert page.locator("#view-contiguous").is_hidden()
     assert "reserves max_model_len" in page.locator("#narration .beat-text").inner_text()
     admit = next(b for b in page.evaluate("window.servescope.narration.beats()") if b["event"] == "first_admit")
-    seek(page, admit["step"])
+    seek(page, admit["step"], settle_ms=200)
     request = admit["facts"]["request"]
     held = page.evaluate("id => window.servescope.store.tables.get(id).length", request)
     assert f"holds {held}" in page.locator("#narration .beat-text").inner_text()
@@ -96,7 +93,7 @@ RESERVED_PERCENT = """() => {
 
 def test_the_gauge_reads_the_view_shown_the_reserve_max_views_reservations_or_the_pool(server, new_page):
     page = open_lesson(server, new_page, "paged-vs-contiguous&arm=paged")
-    seek(page, 300)
+    seek(page, 300, settle_ms=200)
     gauge = page.locator("#kv-gauge")
     used = f"{page.evaluate('window.servescope.store.lastRecord.kv_usage') * 100:.1f}"
     assert gauge.inner_text() == f"{used}% used" and gauge.get_attribute("aria-label") == "KV usage"
@@ -147,13 +144,13 @@ def test_a_static_batch_is_not_measured_against_a_token_budget(server, new_page)
     page = open_lesson(server, new_page, "static-vs-continuous&arm=static")
     assert "at most" not in page.locator("#batch").inner_text()
     refill = next(b for b in page.evaluate("window.servescope.narration.beats()") if b["event"] == "refill")
-    seek(page, refill["step"])  # a new batch: every member's whole prompt in one step
+    seek(page, refill["step"], settle_ms=200)  # a new batch: every member's whole prompt in one step
     used = page.evaluate("window.servescope.store.lastRecord.scheduled.reduce((a, s) => a + s[1], 0)")
     budget = page.evaluate("window.servescope.store.session.max_num_batched_tokens")
     header = page.locator("#batch .budget").inner_text()
     assert used > budget and f"{used:,} tokens, no token budget" in header and f"of {budget:,}" not in header
     page = open_lesson(server, new_page, "static-vs-continuous&arm=continuous")
-    seek(page, 1)
+    seek(page, 1, settle_ms=200)
     assert f"of {budget:,} tokens" in page.locator("#batch .budget").inner_text()
 
 

@@ -106,7 +106,7 @@ RULES: list[tuple[str, str]] = [
     ("late_freed", rf"while {ID}'s last token was in flight, its {N} blocks still taken"),
     ("block_left_hit", rf"block {N} is dropped from the hit and {ID}"),
     ("block_fresh", rf"{ID} computes its \d+ tokens again in block {N}, allocated fresh"),
-    ("evicted", rf"{N} cached blocks? (?:are|is) evicted"),
+    ("evicted", rf"(?:{N} cached blocks? (?:are|is) evicted|the cache evicts {N} cached blocks?)"),
     ("used_blocks", rf"\d+ requests run at once in {N} blocks"),
     ("used_blocks", rf"\d+ requests hold {N} blocks"),
     # The step's gauges: its record, and the lanes' counts.

@@ -129,3 +129,9 @@ def test_away_from_the_beat_only_now_at_step_and_the_configuration_count():
     assert mismatches(caption, screen(step=24), at_beat=False) == ["'(now at step 23)' (now): the screen shows 24"]
     assert mismatches(read_caption(PREEMPTION), copy.deepcopy(away), at_beat=False) == [
         "no '(now at step 23)' away from the beat"]
+
+
+def test_an_eviction_caption_is_read_in_the_singular_and_the_plural():
+    for text, count in (("the cache evicts 1 cached block", 1), ("the cache evicts 12 cached blocks", 12),
+                        ("3 cached blocks are evicted", 3)):
+        assert [(f.kind, f.value) for f in read_caption(text).facts] == [("evicted", count)]
